@@ -1,0 +1,11 @@
+//! Authentication: password hashing, access tokens (JWT), refresh tokens, login throttling
+//! and the extractors that guard every route.
+
+pub mod extract;
+pub mod jwt;
+pub mod password;
+pub mod refresh;
+pub mod session;
+pub mod throttle;
+
+pub use extract::{AdminUser, AuthUser};

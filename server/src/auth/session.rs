@@ -1,0 +1,217 @@
+//! Account and session operations behind the auth routes: sign-up, sign-in, token refresh
+//! and sign-out.
+
+use std::net::IpAddr;
+
+use actix_web::http::StatusCode;
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::AsyncConnection;
+use secrecy::SecretString;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::auth::{password, refresh};
+use crate::db::models::{refresh_token, role, user};
+use crate::db::{self, models::is_unique_violation};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// What a successful sign-in or refresh returns.
+#[derive(Debug, Serialize)]
+pub struct TokenPair {
+    pub access_token: String,
+    pub refresh_token: String,
+    pub token_type: &'static str,
+    pub expires_in: u64,
+}
+
+/// Usernames: 3 to 32 of letters, digits, `_`, `-`, `.`; compared case-insensitively.
+pub fn check_username(username: &str) -> Result<(), ApiError> {
+    let ok_len = (3..=32).contains(&username.chars().count());
+    let ok_chars = username
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok_len && ok_chars {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_username",
+            "username must be 3 to 32 characters: letters, digits, `_`, `-` or `.`",
+        ))
+    }
+}
+
+/// Which role a new account gets.
+pub enum NewAccountRole<'a> {
+    /// Self-registration: `admin` for the very first account, `member` after.
+    SelfRegistered,
+    /// Chosen by an admin (must exist).
+    Explicit(&'a str),
+}
+
+/// Validates and creates an account.
+pub async fn create_account(
+    state: &AppState,
+    username: &str,
+    password_text: &str,
+    role_choice: NewAccountRole<'_>,
+) -> Result<user::User, ApiError> {
+    check_username(username)?;
+    password::check_length(password_text)
+        .map_err(|m| ApiError::bad_request("invalid_password", m))?;
+    if let NewAccountRole::Explicit(name) = role_choice {
+        let mut conn = db::conn(&state.pool).await?;
+        if !role::exists(&mut conn, name).await? {
+            return Err(ApiError::unprocessable(
+                "unknown_role",
+                format!("no role named `{name}`"),
+            ));
+        }
+    }
+    let hash = state
+        .hasher
+        .hash(SecretString::from(password_text.to_owned()))
+        .await
+        .map_err(ApiError::internal)?;
+    let mut conn = db::conn(&state.pool).await?;
+    let inserted = match role_choice {
+        NewAccountRole::SelfRegistered => {
+            user::insert_self_registered(&mut conn, username, &hash, role::MEMBER).await
+        }
+        NewAccountRole::Explicit(name) => user::insert(&mut conn, username, &hash, name).await,
+    };
+    inserted.map_err(|e| {
+        if is_unique_violation(&e) {
+            ApiError::conflict("username_taken", "that username is already taken")
+        } else {
+            e.into()
+        }
+    })
+}
+
+/// Checks the password and opens a session. Unknown users and wrong passwords get the same
+/// answer after the same work; repeated failures are throttled.
+pub async fn login(
+    state: &AppState,
+    username: &str,
+    password_text: &str,
+    client: Option<IpAddr>,
+) -> Result<TokenPair, ApiError> {
+    if let Err(wait) = state.throttle.check(username, client) {
+        return Err(ApiError::too_many(
+            "too_many_attempts",
+            "too many failed sign-in attempts; wait a moment and try again",
+            wait.as_secs() + 1,
+        ));
+    }
+    let found = {
+        let mut conn = db::conn(&state.pool).await?;
+        user::find_by_username(&mut conn, username).await?
+    };
+    let ok = state
+        .hasher
+        .verify(
+            SecretString::from(password_text.to_owned()),
+            found.as_ref().map(|u| u.password_hash.clone()),
+        )
+        .await
+        .map_err(ApiError::internal)?;
+    let account = match found {
+        Some(u) if ok => u,
+        _ => {
+            state.throttle.record_failure(username, client);
+            return Err(ApiError::unauthorized("invalid username or password"));
+        }
+    };
+    state.throttle.record_success(username);
+    if account.disabled {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "account_disabled",
+            "this account is disabled",
+        ));
+    }
+    let mut conn = db::conn(&state.pool).await?;
+    let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
+    token_pair(state, account.id, account.token_version, refresh_token)
+}
+
+/// Exchanges a refresh token for a new pair; the old one is spent. Presenting a spent
+/// token revokes every token of its family.
+pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenPair, ApiError> {
+    let token_hash = refresh::hash(presented);
+    let mut conn = db::conn(&state.pool).await?;
+    let ttl = state.settings.auth.refresh_token_ttl;
+    let outcome = conn
+        .transaction(|conn| {
+            async move {
+                match refresh_token::consume(conn, &token_hash).await? {
+                    refresh_token::Consumed::Fresh { user_id, family_id } => {
+                        let Some(account) = user::find(conn, user_id).await? else {
+                            return Ok(None);
+                        };
+                        if account.disabled {
+                            return Ok(None);
+                        }
+                        let next = refresh::generate();
+                        let expires = chrono::Utc::now()
+                            + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(30));
+                        refresh_token::insert(
+                            conn,
+                            user_id,
+                            family_id,
+                            &refresh::hash(&next),
+                            expires,
+                        )
+                        .await?;
+                        Ok(Some((account, next)))
+                    }
+                    refresh_token::Consumed::Reused | refresh_token::Consumed::Invalid => Ok(None),
+                }
+            }
+            .scope_boxed()
+        })
+        .await
+        .map_err(|e: diesel::result::Error| ApiError::from(e))?;
+    let (account, next) =
+        outcome.ok_or_else(|| ApiError::unauthorized("invalid or expired refresh token"))?;
+    token_pair(state, account.id, account.token_version, next)
+}
+
+/// Ends the session the refresh token belongs to. Unknown tokens are not an error.
+pub async fn logout(state: &AppState, presented: &str) -> Result<(), ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    refresh_token::revoke_by_hash(&mut conn, &refresh::hash(presented)).await?;
+    Ok(())
+}
+
+async fn new_refresh_token(
+    state: &AppState,
+    conn: &mut diesel_async::AsyncPgConnection,
+    user_id: Uuid,
+    family_id: Uuid,
+) -> Result<String, ApiError> {
+    let token = refresh::generate();
+    let expires = chrono::Utc::now()
+        + chrono::Duration::from_std(state.settings.auth.refresh_token_ttl)
+            .unwrap_or(chrono::Duration::days(30));
+    refresh_token::insert(conn, user_id, family_id, &refresh::hash(&token), expires).await?;
+    Ok(token)
+}
+
+fn token_pair(
+    state: &AppState,
+    user_id: Uuid,
+    token_version: i32,
+    refresh_token: String,
+) -> Result<TokenPair, ApiError> {
+    Ok(TokenPair {
+        access_token: state
+            .jwt
+            .issue(user_id, token_version)
+            .map_err(ApiError::internal)?,
+        refresh_token,
+        token_type: "Bearer",
+        expires_in: state.jwt.ttl_secs(),
+    })
+}

@@ -1,0 +1,370 @@
+//! Typed settings: built-in defaults, overridden by an optional TOML file, overridden by
+//! environment variables. Secrets are wrapped so they never show up in logs or `Debug` output.
+
+use std::path::Path;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// The default database: a local Postgres with trust auth.
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/agentchat";
+
+/// Minimum length of a configured JWT signing secret.
+pub const MIN_JWT_SECRET_BYTES: usize = 32;
+
+/// Everything the server needs to start.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub database: DatabaseSettings,
+    /// `host:port` to listen on; port 0 picks a free port.
+    pub bind: String,
+    pub auth: AuthSettings,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// `text` or `json` log lines.
+    pub log_format: LogFormat,
+}
+
+/// How to reach Postgres.
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    pub url: DatabaseUrl,
+    pub pool_size: usize,
+    /// How long a request waits for a pooled connection before answering 503.
+    pub acquire_timeout: Duration,
+    /// Create the database named in the URL when it does not exist.
+    pub create_if_missing: bool,
+}
+
+/// Accounts and tokens.
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    /// `None`: a random secret is generated once and kept in the database.
+    pub jwt_secret: Option<SecretString>,
+    pub registration: Registration,
+    pub access_token_ttl: Duration,
+    pub refresh_token_ttl: Duration,
+    /// Password hashes computed at once; more wait (argon2 needs ~19 MiB each).
+    pub max_concurrent_hashes: usize,
+    /// Failed logins for one account before it is slowed down.
+    pub account_failure_limit: u32,
+    /// Failed logins from one client address per window before it is refused.
+    pub address_failure_limit: u32,
+}
+
+/// Whether anyone may create an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    Open,
+    Closed,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// A Postgres URL whose password is redacted in `Debug`.
+#[derive(Clone)]
+pub struct DatabaseUrl(SecretString);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(SecretString::from(url.into()))
+    }
+
+    /// The full URL, password included: only for opening connections.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+
+    /// The URL with any password replaced, safe to log.
+    pub fn redacted(&self) -> String {
+        match url::Url::parse(self.expose()) {
+            Ok(mut u) => {
+                if u.password().is_some() {
+                    let _ = u.set_password(Some("REDACTED"));
+                }
+                u.to_string()
+            }
+            Err(_) => "<unparseable database url>".to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// Why the settings could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: String,
+        source: toml::de::Error,
+    },
+    #[error("invalid value for {name}: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            database: DatabaseSettings {
+                url: DatabaseUrl::new(DEFAULT_DATABASE_URL),
+                pool_size: 16,
+                acquire_timeout: Duration::from_secs(2),
+                create_if_missing: true,
+            },
+            bind: "127.0.0.1:8080".to_owned(),
+            auth: AuthSettings {
+                jwt_secret: None,
+                registration: Registration::Open,
+                access_token_ttl: Duration::from_secs(15 * 60),
+                refresh_token_ttl: Duration::from_secs(30 * 24 * 3600),
+                max_concurrent_hashes: std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+                    .max(2),
+                account_failure_limit: 5,
+                address_failure_limit: 30,
+            },
+            max_body_bytes: 1024 * 1024,
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+/// The optional TOML file: every key may be left out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    database_url: Option<String>,
+    database_pool_size: Option<usize>,
+    database_acquire_timeout_ms: Option<u64>,
+    bind: Option<String>,
+    jwt_secret: Option<String>,
+    registration: Option<Registration>,
+    access_token_ttl_secs: Option<u64>,
+    refresh_token_ttl_secs: Option<u64>,
+    max_body_bytes: Option<usize>,
+    log_format: Option<LogFormat>,
+}
+
+impl Settings {
+    /// Loads defaults, then `path` (if given), then the process environment.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(path, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`Settings::load`] with an explicit environment (for tests).
+    pub fn load_from(
+        path: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.display().to_string(),
+                    source,
+                })?;
+                toml::from_str(&text).map_err(|source| ConfigError::Parse {
+                    path: p.display().to_string(),
+                    source,
+                })?
+            }
+            None => FileSettings::default(),
+        };
+        let mut s = Settings::default();
+        let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+
+        if let Some(v) = env("DATABASE_URL").or(file.database_url) {
+            s.database.url = DatabaseUrl::new(v);
+        }
+        if let Some(v) =
+            parse_env(&env, "AGENTCHAT_DATABASE_POOL_SIZE")?.or(file.database_pool_size)
+        {
+            s.database.pool_size = v.max(1);
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_DATABASE_ACQUIRE_TIMEOUT_MS")?
+            .or(file.database_acquire_timeout_ms)
+        {
+            s.database.acquire_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = env("AGENTCHAT_BIND").or(file.bind) {
+            s.bind = v;
+        }
+        if let Some(v) = env("AGENTCHAT_JWT_SECRET").or(file.jwt_secret) {
+            s.auth.jwt_secret = Some(SecretString::from(v));
+        }
+        if let Some(v) = env("AGENTCHAT_REGISTRATION") {
+            s.auth.registration = match v.trim() {
+                "open" => Registration::Open,
+                "closed" => Registration::Closed,
+                other => {
+                    return Err(ConfigError::Invalid {
+                        name: "AGENTCHAT_REGISTRATION",
+                        reason: format!("expected `open` or `closed`, got `{other}`"),
+                    })
+                }
+            };
+        } else if let Some(v) = file.registration {
+            s.auth.registration = v;
+        }
+        if let Some(v) =
+            parse_env(&env, "AGENTCHAT_ACCESS_TOKEN_TTL_SECS")?.or(file.access_token_ttl_secs)
+        {
+            s.auth.access_token_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) =
+            parse_env(&env, "AGENTCHAT_REFRESH_TOKEN_TTL_SECS")?.or(file.refresh_token_ttl_secs)
+        {
+            s.auth.refresh_token_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_MAX_BODY_BYTES")?.or(file.max_body_bytes) {
+            s.max_body_bytes = v;
+        }
+        if let Some(v) = env("AGENTCHAT_LOG_FORMAT") {
+            s.log_format = match v.trim() {
+                "json" => LogFormat::Json,
+                "text" => LogFormat::Text,
+                other => {
+                    return Err(ConfigError::Invalid {
+                        name: "AGENTCHAT_LOG_FORMAT",
+                        reason: format!("expected `text` or `json`, got `{other}`"),
+                    })
+                }
+            };
+        } else if let Some(v) = file.log_format {
+            s.log_format = v;
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Refuses settings the server must not start with.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(secret) = &self.auth.jwt_secret {
+            if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES {
+                return Err(ConfigError::Invalid {
+                    name: "AGENTCHAT_JWT_SECRET",
+                    reason: format!(
+                        "the JWT secret must be at least {MIN_JWT_SECRET_BYTES} bytes long; \
+                         generate one with `openssl rand -base64 48`, or leave it unset to let the \
+                         server generate and store one"
+                    ),
+                });
+            }
+        }
+        if url::Url::parse(self.database.url.expose()).is_err() {
+            return Err(ConfigError::Invalid {
+                name: "DATABASE_URL",
+                reason: "not a valid postgres:// URL".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn parse_env<T: std::str::FromStr>(
+    env: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<T>, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    env(name)
+        .map(|v| {
+            v.trim().parse::<T>().map_err(|e| ConfigError::Invalid {
+                name,
+                reason: e.to_string(),
+            })
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::load_from(None, |k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_point_at_local_postgres() {
+        let s = load(&[]).unwrap();
+        assert_eq!(s.database.url.expose(), DEFAULT_DATABASE_URL);
+        assert_eq!(s.bind, "127.0.0.1:8080");
+        assert!(s.auth.jwt_secret.is_none());
+    }
+
+    #[test]
+    fn short_jwt_secret_is_refused() {
+        let err = load(&[("AGENTCHAT_JWT_SECRET", "short")]).unwrap_err();
+        assert!(err.to_string().contains("at least 32 bytes"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_appear_in_debug_output() {
+        let s = load(&[
+            (
+                "AGENTCHAT_JWT_SECRET",
+                "0123456789abcdef0123456789abcdef-very-secret",
+            ),
+            (
+                "DATABASE_URL",
+                "postgres://app:hunter2pass@db:5432/agentchat",
+            ),
+        ])
+        .unwrap();
+        let dbg = format!("{s:?}");
+        assert!(!dbg.contains("very-secret"), "{dbg}");
+        assert!(!dbg.contains("hunter2pass"), "{dbg}");
+        assert!(dbg.contains("REDACTED"), "{dbg}");
+    }
+
+    #[test]
+    fn bad_registration_value_is_refused() {
+        assert!(load(&[("AGENTCHAT_REGISTRATION", "maybe")]).is_err());
+        let s = load(&[("AGENTCHAT_REGISTRATION", "closed")]).unwrap();
+        assert_eq!(s.auth.registration, Registration::Closed);
+    }
+
+    #[test]
+    fn file_is_overridden_by_env() {
+        let dir = std::env::temp_dir().join(format!("agentchat-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agentchat.toml");
+        std::fs::write(
+            &path,
+            "bind = \"0.0.0.0:9000\"\nregistration = \"closed\"\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(Some(&path), |k| {
+            (k == "AGENTCHAT_BIND").then(|| "127.0.0.1:9001".to_owned())
+        })
+        .unwrap();
+        assert_eq!(s.bind, "127.0.0.1:9001");
+        assert_eq!(s.auth.registration, Registration::Closed);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

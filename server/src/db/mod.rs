@@ -1,0 +1,134 @@
+//! Postgres access: the async pool for the request path, database creation and embedded
+//! migrations applied under an advisory lock so that several replicas may start at once.
+
+pub mod models;
+pub mod schema;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use diesel::Connection;
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+use crate::config::DatabaseSettings;
+use crate::error::ApiError;
+
+/// The migrations in `migrations/`, compiled into the binary.
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
+
+/// Key of the advisory lock that serialises migrations across replicas.
+const MIGRATION_LOCK_KEY: i64 = 0x4147_454e_5443_4854; // "AGENTCHT"
+
+pub type Pool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;
+pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
+pub type PooledConn = diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>;
+
+/// Builds the request-path pool. Connections are opened lazily, so this succeeds while
+/// Postgres is down and the pool recovers by itself when it is back.
+pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
+    let mut config = ManagerConfig::default();
+    // A dead connection shows up as `is_broken` and is dropped on return; a ping per
+    // checkout would add a round trip to every request.
+    config.recycling_method = RecyclingMethod::Fast;
+    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
+        settings.url.expose(),
+        config,
+    );
+    Pool::builder(manager)
+        .max_size(settings.pool_size)
+        .wait_timeout(Some(settings.acquire_timeout))
+        .create_timeout(Some(settings.acquire_timeout))
+        .recycle_timeout(Some(settings.acquire_timeout))
+        .runtime(deadpool::Runtime::Tokio1)
+        .build()
+        .context("building the database pool")
+}
+
+/// A pooled connection, or 503 when the pool is exhausted or Postgres is unreachable.
+pub async fn conn(pool: &Pool) -> Result<PooledConn, ApiError> {
+    Ok(pool.get().await?)
+}
+
+/// True when Postgres answers a trivial query within `timeout`.
+pub async fn is_ready(pool: &Pool, timeout: Duration) -> bool {
+    let check = async {
+        let mut c = pool.get().await.ok()?;
+        diesel::sql_query("SELECT 1").execute(&mut c).await.ok()
+    };
+    matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
+}
+
+/// Creates the database named in `url` if it does not exist yet.
+pub async fn ensure_database_exists(url: &str) -> anyhow::Result<()> {
+    let parsed = url::Url::parse(url).context("parsing DATABASE_URL")?;
+    let name = parsed.path().trim_start_matches('/').to_owned();
+    if name.is_empty() {
+        anyhow::bail!("DATABASE_URL names no database");
+    }
+    if AsyncPgConnection::establish(url).await.is_ok() {
+        return Ok(());
+    }
+    let mut maintenance = parsed.clone();
+    maintenance.set_path("/postgres");
+    let mut conn = AsyncPgConnection::establish(maintenance.as_str())
+        .await
+        .context("connecting to the `postgres` maintenance database to create ours")?;
+    let exists: i64 = diesel::sql_query("SELECT count(*) AS n FROM pg_database WHERE datname = $1")
+        .bind::<diesel::sql_types::Text, _>(&name)
+        .get_result::<Count>(&mut conn)
+        .await
+        .context("looking up the database")?
+        .n;
+    if exists == 0 {
+        let create = format!("CREATE DATABASE {}", quote_ident(&name));
+        if let Err(e) = diesel::sql_query(create).execute(&mut conn).await {
+            // Another replica may have created it in the meantime.
+            let msg = e.to_string();
+            if !(msg.contains("already exists") || msg.contains("duplicate key")) {
+                return Err(e).context("creating the database");
+            }
+        }
+        tracing::info!(database = %name, "created database");
+    }
+    Ok(())
+}
+
+/// Applies pending migrations while holding a Postgres advisory lock.
+pub async fn run_migrations(url: &str) -> anyhow::Result<()> {
+    let url = url.to_owned();
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let mut conn = <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
+            .context("connecting to run migrations")?;
+        let lock = diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"));
+        diesel::RunQueryDsl::execute(lock, &mut conn).context("taking the migration lock")?;
+        let result = conn
+            .run_pending_migrations(MIGRATIONS)
+            .map(|applied| applied.len())
+            .map_err(|e| anyhow::anyhow!("running migrations: {e}"));
+        let unlock = diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"));
+        let _ = diesel::RunQueryDsl::execute(unlock, &mut conn);
+        let applied = result?;
+        if applied > 0 {
+            tracing::info!(applied, "applied database migrations");
+        }
+        Ok(())
+    })
+    .await
+    .context("migration task failed")?
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+/// Quotes an SQL identifier (doubling embedded quotes).
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}

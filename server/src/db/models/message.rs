@@ -1,0 +1,81 @@
+//! Messages of a conversation: user prompts, assistant replies (with their tool calls) and
+//! tool results, in insertion order.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::db::schema::messages::{self, dsl};
+
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = messages)]
+pub struct Message {
+    pub id: Uuid,
+    #[serde(skip)]
+    pub seq: i64,
+    #[serde(skip)]
+    pub conversation_id: Uuid,
+    pub role: String,
+    pub content: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A message to store.
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = messages)]
+pub struct NewMessage {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub role: String,
+    pub content: String,
+    pub tool_calls: Option<serde_json::Value>,
+    pub tool_call_id: Option<String>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    pub model: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub duration_ms: Option<i64>,
+}
+
+/// All messages of a conversation in the order they were written. Callers check ownership
+/// of the conversation first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+) -> QueryResult<Vec<Message>> {
+    dsl::messages
+        .filter(dsl::conversation_id.eq(conversation_id))
+        .order(dsl::seq.asc())
+        .select(Message::as_select())
+        .load(conn)
+        .await
+}
+
+pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewMessage]) -> QueryResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    diesel::insert_into(dsl::messages)
+        .values(rows)
+        .execute(conn)
+        .await
+        .map(|_| ())
+}

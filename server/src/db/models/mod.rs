@@ -1,0 +1,21 @@
+//! Rows and the queries that read and write them, one file per table.
+
+pub mod conversation;
+pub mod message;
+pub mod refresh_token;
+pub mod role;
+pub mod secret;
+pub mod user;
+
+diesel::define_sql_function!(
+    /// SQL `lower(text)`, for case-insensitive usernames.
+    fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text
+);
+
+/// True when `e` is a unique-constraint violation.
+pub fn is_unique_violation(e: &diesel::result::Error) -> bool {
+    matches!(
+        e,
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _)
+    )
+}

@@ -1,0 +1,39 @@
+//! Roles: tool allowlists and default budgets.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+
+use crate::db::schema::roles::{self, dsl};
+
+/// The role every new account gets after the first.
+pub const MEMBER: &str = "member";
+/// The role with access to the admin API.
+pub const ADMIN: &str = "admin";
+
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = roles)]
+pub struct Role {
+    pub name: String,
+    pub tools: Vec<String>,
+    pub token_budget: Option<i64>,
+    pub budget_period: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub async fn find(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<Role>> {
+    dsl::roles
+        .find(name)
+        .select(Role::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+pub async fn exists(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(dsl::roles.find(name)))
+        .get_result(conn)
+        .await
+}

@@ -1,0 +1,238 @@
+//! Accounts.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::lower;
+use crate::db::schema::users::{self, dsl};
+
+/// Serialises account changes that depend on the set of admins (first user, last admin).
+const ADMIN_SET_LOCK_KEY: i64 = 0x5553_4552_5345_5421; // "USERSET!"
+
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = users)]
+pub struct User {
+    pub id: Uuid,
+    pub username: String,
+    pub password_hash: String,
+    pub role: String,
+    pub disabled: bool,
+    pub token_version: i32,
+    pub token_budget: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What the API shows of an account (never the hash).
+#[derive(Debug, Clone, Serialize)]
+pub struct UserView {
+    pub id: Uuid,
+    pub username: String,
+    pub role: String,
+    pub disabled: bool,
+    pub token_budget: Option<i64>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<User> for UserView {
+    fn from(u: User) -> Self {
+        Self {
+            id: u.id,
+            username: u.username,
+            role: u.role,
+            disabled: u.disabled,
+            token_budget: u.token_budget,
+            created_at: u.created_at,
+        }
+    }
+}
+
+/// The few columns every authenticated request checks.
+#[derive(Debug, Clone, Queryable)]
+pub struct AuthState {
+    pub username: String,
+    pub role: String,
+    pub disabled: bool,
+    pub token_version: i32,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = users)]
+pub struct NewUser<'a> {
+    pub id: Uuid,
+    pub username: &'a str,
+    pub password_hash: &'a str,
+    pub role: &'a str,
+}
+
+/// Changes an admin may make to an account; `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct UserChanges {
+    pub role: Option<String>,
+    pub disabled: Option<bool>,
+    /// `Some(None)` clears the override (use the role's budget).
+    pub token_budget: Option<Option<i64>>,
+}
+
+/// Why an account change was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum UserChangeError {
+    #[error("no such user")]
+    NotFound,
+    #[error("the last enabled admin cannot be disabled or demoted")]
+    LastAdmin,
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
+}
+
+pub async fn find(conn: &mut AsyncPgConnection, id: Uuid) -> QueryResult<Option<User>> {
+    dsl::users
+        .find(id)
+        .select(User::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+pub async fn find_by_username(
+    conn: &mut AsyncPgConnection,
+    username: &str,
+) -> QueryResult<Option<User>> {
+    dsl::users
+        .filter(lower(dsl::username).eq(username.to_lowercase()))
+        .select(User::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+/// One indexed lookup: what an access token must still agree with.
+pub async fn auth_state(conn: &mut AsyncPgConnection, id: Uuid) -> QueryResult<Option<AuthState>> {
+    dsl::users
+        .find(id)
+        .select((dsl::username, dsl::role, dsl::disabled, dsl::token_version))
+        .first(conn)
+        .await
+        .optional()
+}
+
+/// Inserts an account; the first account ever becomes `admin`, later ones `default_role`.
+pub async fn insert_self_registered(
+    conn: &mut AsyncPgConnection,
+    username: &str,
+    password_hash: &str,
+    default_role: &str,
+) -> QueryResult<User> {
+    let username = username.to_owned();
+    let password_hash = password_hash.to_owned();
+    let default_role = default_role.to_owned();
+    conn.transaction(|conn| {
+        async move {
+            lock_admin_set(conn).await?;
+            let any: bool = diesel::select(diesel::dsl::exists(dsl::users.select(dsl::id)))
+                .get_result(conn)
+                .await?;
+            let role = if any {
+                default_role.as_str()
+            } else {
+                super::role::ADMIN
+            };
+            insert(conn, &username, &password_hash, role).await
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+pub async fn insert(
+    conn: &mut AsyncPgConnection,
+    username: &str,
+    password_hash: &str,
+    role: &str,
+) -> QueryResult<User> {
+    diesel::insert_into(dsl::users)
+        .values(NewUser {
+            id: Uuid::new_v4(),
+            username,
+            password_hash,
+            role,
+        })
+        .returning(User::as_returning())
+        .get_result(conn)
+        .await
+}
+
+pub async fn list(conn: &mut AsyncPgConnection, limit: i64, offset: i64) -> QueryResult<Vec<User>> {
+    dsl::users
+        .order((dsl::created_at.asc(), dsl::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(User::as_select())
+        .load(conn)
+        .await
+}
+
+/// Applies `changes`; a role change or a disable bumps the token version so existing
+/// access tokens stop working at once. Refuses to leave the server without an enabled admin.
+pub async fn update(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    changes: UserChanges,
+) -> Result<User, UserChangeError> {
+    conn.transaction(|conn| {
+        async move {
+            lock_admin_set(conn).await?;
+            let current = find(conn, id).await?.ok_or(UserChangeError::NotFound)?;
+            let new_role = changes.role.clone().unwrap_or_else(|| current.role.clone());
+            let new_disabled = changes.disabled.unwrap_or(current.disabled);
+            let loses_admin = current.role == super::role::ADMIN
+                && !current.disabled
+                && (new_role != super::role::ADMIN || new_disabled);
+            if loses_admin {
+                let others: i64 = dsl::users
+                    .filter(dsl::role.eq(super::role::ADMIN))
+                    .filter(dsl::disabled.eq(false))
+                    .filter(dsl::id.ne(id))
+                    .count()
+                    .get_result(conn)
+                    .await?;
+                if others == 0 {
+                    return Err(UserChangeError::LastAdmin);
+                }
+            }
+            let invalidates = new_role != current.role || (new_disabled && !current.disabled);
+            let version = current.token_version + i32::from(invalidates);
+            let budget = changes.token_budget.unwrap_or(current.token_budget);
+            let user = diesel::update(dsl::users.find(id))
+                .set((
+                    dsl::role.eq(new_role),
+                    dsl::disabled.eq(new_disabled),
+                    dsl::token_budget.eq(budget),
+                    dsl::token_version.eq(version),
+                    dsl::updated_at.eq(diesel::dsl::now),
+                ))
+                .returning(User::as_returning())
+                .get_result(conn)
+                .await?;
+            if new_disabled && !current.disabled {
+                super::refresh_token::revoke_all_for_user(conn, id).await?;
+            }
+            Ok(user)
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    diesel::sql_query(format!(
+        "SELECT pg_advisory_xact_lock({ADMIN_SET_LOCK_KEY})"
+    ))
+    .execute(conn)
+    .await
+    .map(|_| ())
+}

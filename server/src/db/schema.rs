@@ -1,0 +1,91 @@
+// @generated-style diesel schema; keep in sync with migrations/.
+
+diesel::table! {
+    server_secrets (name) {
+        name -> Text,
+        value -> Bytea,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    roles (name) {
+        name -> Text,
+        tools -> Array<Text>,
+        token_budget -> Nullable<Int8>,
+        budget_period -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Uuid,
+        username -> Text,
+        password_hash -> Text,
+        role -> Text,
+        disabled -> Bool,
+        token_version -> Int4,
+        token_budget -> Nullable<Int8>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    refresh_tokens (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        family_id -> Uuid,
+        token_hash -> Bytea,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+        revoked_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    conversations (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        title -> Text,
+        model -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    messages (id) {
+        id -> Uuid,
+        seq -> Int8,
+        conversation_id -> Uuid,
+        role -> Text,
+        content -> Text,
+        tool_calls -> Nullable<Jsonb>,
+        tool_call_id -> Nullable<Text>,
+        status -> Text,
+        status_reason -> Nullable<Text>,
+        model -> Nullable<Text>,
+        input_tokens -> Nullable<Int8>,
+        output_tokens -> Nullable<Int8>,
+        duration_ms -> Nullable<Int8>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(users -> roles (role));
+diesel::joinable!(refresh_tokens -> users (user_id));
+diesel::joinable!(conversations -> users (user_id));
+diesel::joinable!(messages -> conversations (conversation_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    server_secrets,
+    roles,
+    users,
+    refresh_tokens,
+    conversations,
+    messages,
+);

@@ -1,0 +1,169 @@
+//! The one error type of the HTTP boundary. Every failure becomes a status plus
+//! `{"error": {"code", "message"}}`; 5xx bodies never carry internal detail.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::db::PoolError;
+
+/// An error answered to an API client.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    retry_after_secs: Option<u64>,
+    /// What really went wrong, logged but never sent.
+    source: Option<anyhow::Error>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+impl ApiError {
+    /// A client error with its own code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after_secs: None,
+            source: None,
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn too_many(code: &'static str, message: impl Into<String>, retry_after_secs: u64) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, code, message);
+        e.retry_after_secs = Some(retry_after_secs.max(1));
+        e
+    }
+
+    /// The database (or another dependency) cannot be reached right now.
+    pub fn unavailable(source: impl Into<anyhow::Error>) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is temporarily unavailable, please retry shortly",
+        );
+        e.retry_after_secs = Some(2);
+        e.source = Some(source.into());
+        e
+    }
+
+    /// A bug or an unexpected failure: logged in full, answered with no detail.
+    pub fn internal(source: impl Into<anyhow::Error>) -> Self {
+        let mut e = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "an internal error occurred",
+        );
+        e.source = Some(source.into());
+        e
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.status, self.code, self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let Some(source) = &self.source {
+            if self.status.is_server_error() {
+                tracing::error!(code = self.code, error = ?source, "request failed");
+            }
+        }
+        let mut resp = HttpResponse::build(self.status);
+        if let Some(secs) = self.retry_after_secs {
+            resp.insert_header((header::RETRY_AFTER, secs.to_string()));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        }
+        resp.json(ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: &self.message,
+            },
+        })
+    }
+}
+
+impl From<diesel::result::Error> for ApiError {
+    fn from(e: diesel::result::Error) -> Self {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match &e {
+            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+            | Error::DatabaseError(DatabaseErrorKind::UnableToSendCommand, _)
+            | Error::BrokenTransactionManager => ApiError::unavailable(e),
+            Error::DatabaseError(DatabaseErrorKind::Unknown, info)
+                if is_connection_failure(info.message()) =>
+            {
+                ApiError::unavailable(e)
+            }
+            _ => ApiError::internal(e),
+        }
+    }
+}
+
+impl From<PoolError> for ApiError {
+    fn from(e: PoolError) -> Self {
+        ApiError::unavailable(anyhow::anyhow!("database pool: {e}"))
+    }
+}
+
+fn is_connection_failure(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("connection") || m.contains("terminating") || m.contains("shutting down")
+}

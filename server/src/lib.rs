@@ -1,0 +1,12 @@
+//! AgentChat: a multi-user LLM agent chat server.
+
+pub mod auth;
+pub mod budget;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod extract;
+pub mod routes;
+pub mod startup;
+pub mod state;
+pub mod telemetry;

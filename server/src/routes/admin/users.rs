@@ -1,0 +1,115 @@
+//! `/api/admin/users`: list, create and change accounts.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::auth::session::{self, NewAccountRole};
+use crate::auth::AdminUser;
+use crate::db::{self, models::role, models::user};
+use crate::error::ApiError;
+use crate::extract::{double_option, Json};
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/users")
+            .route(web::get().to(list))
+            .route(web::post().to(create)),
+    )
+    .service(web::resource("/users/{id}").route(web::patch().to(update)));
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    username: String,
+    password: String,
+    role: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateBody {
+    role: Option<String>,
+    disabled: Option<bool>,
+    #[serde(default, deserialize_with = "double_option")]
+    token_budget: Option<Option<i64>>,
+}
+
+async fn list(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = query.limit.unwrap_or(100).clamp(1, 500);
+    let offset = query.offset.unwrap_or(0).max(0);
+    let mut conn = db::conn(&state.pool).await?;
+    let users: Vec<user::UserView> = user::list(&mut conn, limit, offset)
+        .await?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"items": users})))
+}
+
+async fn create(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    Json(body): Json<CreateBody>,
+) -> Result<HttpResponse, ApiError> {
+    let created = session::create_account(
+        &state,
+        &body.username,
+        &body.password,
+        NewAccountRole::Explicit(&body.role),
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(user::UserView::from(created)))
+}
+
+async fn update(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    id: web::Path<Uuid>,
+    Json(body): Json<UpdateBody>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(Some(b)) = body.token_budget {
+        if b < 0 {
+            return Err(ApiError::bad_request(
+                "invalid_budget",
+                "token_budget must be a non-negative number of tokens, or null",
+            ));
+        }
+    }
+    let mut conn = db::conn(&state.pool).await?;
+    if let Some(name) = &body.role {
+        if !role::exists(&mut conn, name).await? {
+            return Err(ApiError::unprocessable(
+                "unknown_role",
+                format!("no role named `{name}`"),
+            ));
+        }
+    }
+    let changes = user::UserChanges {
+        role: body.role,
+        disabled: body.disabled,
+        token_budget: body.token_budget,
+    };
+    match user::update(&mut conn, *id, changes).await {
+        Ok(u) => Ok(HttpResponse::Ok().json(user::UserView::from(u))),
+        Err(user::UserChangeError::NotFound) => Err(ApiError::not_found("user")),
+        Err(user::UserChangeError::LastAdmin) => Err(ApiError::conflict(
+            "last_admin",
+            "the last enabled admin cannot be disabled or demoted",
+        )),
+        Err(user::UserChangeError::Db(e)) => Err(e.into()),
+    }
+}

@@ -1,0 +1,149 @@
+//! `/api/conversations`: a user's own conversations. Ownership is part of every query, so
+//! another user's id answers 404 exactly like a missing one.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::auth::AuthUser;
+use crate::db::{self, models::conversation, models::message};
+use crate::error::ApiError;
+use crate::extract::{Json, JsonOrDefault};
+use crate::state::AppState;
+
+const DEFAULT_PAGE: i64 = 50;
+const MAX_PAGE: i64 = 200;
+const MAX_TITLE_CHARS: usize = 200;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/conversations")
+            .route(web::get().to(list))
+            .route(web::post().to(create)),
+    )
+    .service(
+        web::resource("/conversations/{id}")
+            .route(web::get().to(get))
+            .route(web::patch().to(rename))
+            .route(web::delete().to(delete)),
+    );
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<i64>,
+    /// Opaque cursor from the previous page's `next_cursor`.
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    title: Option<String>,
+    model: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenameBody {
+    title: String,
+}
+
+fn clean_title(title: &str) -> Result<String, ApiError> {
+    let t = title.trim();
+    if t.is_empty() || t.chars().count() > MAX_TITLE_CHARS {
+        return Err(ApiError::bad_request(
+            "invalid_title",
+            format!("title must be 1 to {MAX_TITLE_CHARS} characters"),
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+fn encode_cursor(c: &conversation::Conversation) -> String {
+    format!("{}_{}", c.updated_at.timestamp_micros(), c.id)
+}
+
+fn decode_cursor(s: &str) -> Result<conversation::PageCursor, ApiError> {
+    let bad =
+        || ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued");
+    let (micros, id) = s.split_once('_').ok_or_else(bad)?;
+    let at = micros
+        .parse::<i64>()
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_micros)
+        .ok_or_else(bad)?;
+    Ok((at, Uuid::parse_str(id).map_err(|_| bad())?))
+}
+
+async fn list(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let before = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let mut conn = db::conn(&state.pool).await?;
+    let items = conversation::list_owned(&mut conn, who.id, limit, before).await?;
+    let next_cursor = (items.len() as i64 == limit)
+        .then(|| items.last().map(encode_cursor))
+        .flatten();
+    Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": next_cursor})))
+}
+
+async fn create(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    JsonOrDefault(body): JsonOrDefault<CreateBody>,
+) -> Result<HttpResponse, ApiError> {
+    let title = match body.title.as_deref() {
+        Some(t) => clean_title(t)?,
+        None => "New conversation".to_owned(),
+    };
+    let mut conn = db::conn(&state.pool).await?;
+    let created = conversation::create(&mut conn, who.id, &title, body.model.as_deref()).await?;
+    Ok(HttpResponse::Created().json(created))
+}
+
+async fn get(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let conv = conversation::find_owned(&mut conn, *id, who.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    let messages = message::list(&mut conn, conv.id).await?;
+    let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
+    body["messages"] = serde_json::to_value(messages).map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn rename(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    Json(body): Json<RenameBody>,
+) -> Result<HttpResponse, ApiError> {
+    let title = clean_title(&body.title)?;
+    let mut conn = db::conn(&state.pool).await?;
+    let conv = conversation::rename_owned(&mut conn, *id, who.id, &title)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    Ok(HttpResponse::Ok().json(conv))
+}
+
+async fn delete(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    if conversation::delete_owned(&mut conn, *id, who.id).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(ApiError::not_found("conversation"))
+    }
+}

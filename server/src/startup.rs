@@ -1,0 +1,141 @@
+//! Builds the application: database, migrations, secrets, routes, listener.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{middleware, web, App, HttpResponse, HttpServer};
+use anyhow::Context;
+use rand::RngCore;
+use secrecy::ExposeSecret;
+
+use crate::auth::jwt::JwtKeys;
+use crate::auth::password::PasswordHasher;
+use crate::auth::throttle::LoginThrottle;
+use crate::config::Settings;
+use crate::db;
+use crate::error::ApiError;
+use crate::routes;
+use crate::state::AppState;
+
+/// A bound, not yet running server.
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: AppState,
+}
+
+impl Application {
+    /// Prepares the database (creating and migrating it as needed), then binds the listener.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        settings.validate()?;
+        prepare_database(&settings).await?;
+        let pool = db::build_pool(&settings.database)?;
+        let secret = jwt_secret(&settings, &pool).await?;
+        let state = AppState {
+            jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
+            hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes),
+            throttle: Arc::new(LoginThrottle::new(
+                settings.auth.account_failure_limit,
+                settings.auth.address_failure_limit,
+            )),
+            pool,
+            settings: Arc::new(settings),
+        };
+        let listener = TcpListener::bind(&state.settings.bind)
+            .with_context(|| format!("binding {}", state.settings.bind))?;
+        let port = listener.local_addr()?.port();
+        let server = run(listener, state.clone())?;
+        tracing::info!(port, "listening");
+        Ok(Self {
+            port,
+            server,
+            state,
+        })
+    }
+
+    /// The port actually bound (useful with port 0).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Shared state, for tests and admin commands.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until the process is told to stop (SIGINT / SIGTERM), then drains.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+/// Creates the database if asked and applies migrations, waiting a while for Postgres
+/// to come up (containers often start together).
+pub async fn prepare_database(settings: &Settings) -> anyhow::Result<()> {
+    let url = settings.database.url.expose();
+    let mut attempt = 0u32;
+    loop {
+        let result = async {
+            if settings.database.create_if_missing {
+                db::ensure_database_exists(url).await?;
+            }
+            db::run_migrations(url).await
+        }
+        .await;
+        match result {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt < 30 => {
+                attempt += 1;
+                tracing::warn!(attempt, error = %e, database = %settings.database.url.redacted(),
+                    "database not ready; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The configured secret, or the one generated on first start and kept in the database.
+async fn jwt_secret(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Vec<u8>> {
+    if let Some(s) = &settings.auth.jwt_secret {
+        return Ok(s.expose_secret().as_bytes().to_vec());
+    }
+    let mut generated = vec![0u8; 64];
+    rand::rngs::OsRng.fill_bytes(&mut generated);
+    let mut conn = pool.get().await.context("connecting for the JWT secret")?;
+    db::models::secret::get_or_create(&mut conn, "jwt_signing_key", generated)
+        .await
+        .context("loading the JWT secret")
+}
+
+fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
+    let data = web::Data::new(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(
+                web::PathConfig::default()
+                    .error_handler(|_, _| ApiError::not_found("resource").into()),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| {
+                ApiError::bad_request("invalid_query", format!("invalid query string: {e}")).into()
+            }))
+            .wrap(
+                middleware::DefaultHeaders::new()
+                    .add(("X-Content-Type-Options", "nosniff"))
+                    .add(("Referrer-Policy", "no-referrer")),
+            )
+            .configure(routes::configure)
+            .default_service(web::to(not_found))
+    })
+    .listen(listener)?
+    .shutdown_timeout(30)
+    .run();
+    Ok(server)
+}
+
+async fn not_found() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found("route"))
+}

@@ -1,0 +1,19 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+
+use crate::auth::jwt::JwtKeys;
+use crate::auth::password::PasswordHasher;
+use crate::auth::throttle::LoginThrottle;
+use crate::config::Settings;
+use crate::db::Pool;
+
+/// Shared application state, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: Pool,
+    pub jwt: JwtKeys,
+    pub hasher: PasswordHasher,
+    pub throttle: Arc<LoginThrottle>,
+}

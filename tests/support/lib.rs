@@ -1,0 +1,313 @@
+//! Test support: start the real server on port 0 against a fresh database cloned from a
+//! migrated template, and talk to it over HTTP like any client.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use agentchat::config::{DatabaseUrl, Settings};
+use agentchat::startup::Application;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use serde_json::{json, Value};
+use tokio::sync::OnceCell;
+
+/// Where the tests find Postgres (the maintenance database is derived from it).
+pub fn base_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+fn url_for(db: &str) -> String {
+    let mut u = url::Url::parse(&base_url()).expect("TEST_DATABASE_URL");
+    u.set_path(&format!("/{db}"));
+    u.to_string()
+}
+
+static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+/// Name of a migrated template database for the current migrations (built once).
+async fn template() -> String {
+    TEMPLATE
+        .get_or_init(|| async {
+            let name = format!("agentchat_tmpl_{:016x}", migrations_hash());
+            let mut admin = AsyncPgConnection::establish(&url_for("postgres"))
+                .await
+                .unwrap();
+            diesel::sql_query("SELECT pg_advisory_lock(74657374)")
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            if !database_exists(&mut admin, &name).await {
+                let building = format!("{name}_building");
+                let _ =
+                    diesel::sql_query(format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"))
+                        .execute(&mut admin)
+                        .await;
+                diesel::sql_query(format!("CREATE DATABASE {building}"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+                agentchat::db::run_migrations(&url_for(&building))
+                    .await
+                    .unwrap();
+                diesel::sql_query(format!("ALTER DATABASE {building} RENAME TO {name}"))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+            }
+            drop_stale_test_databases(&mut admin).await;
+            diesel::sql_query("SELECT pg_advisory_unlock(74657374)")
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            name
+        })
+        .await
+        .clone()
+}
+
+fn migrations_hash() -> u64 {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let mut files: Vec<_> = walk(&dir);
+    files.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in files {
+        f.hash(&mut h);
+        std::fs::read(&f).unwrap().hash(&mut h);
+    }
+    h.finish()
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[derive(diesel::QueryableByName)]
+struct Name {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    datname: String,
+}
+
+async fn database_exists(conn: &mut AsyncPgConnection, name: &str) -> bool {
+    !diesel::sql_query("SELECT datname FROM pg_database WHERE datname = $1")
+        .bind::<diesel::sql_types::Text, _>(name)
+        .load::<Name>(conn)
+        .await
+        .unwrap()
+        .is_empty()
+}
+
+/// Test databases are named `agentchat_t_<unix secs>_<random>`; drop those over 2 hours old.
+async fn drop_stale_test_databases(conn: &mut AsyncPgConnection) {
+    let names =
+        diesel::sql_query("SELECT datname FROM pg_database WHERE datname LIKE 'agentchat_t_%'")
+            .load::<Name>(conn)
+            .await
+            .unwrap_or_default();
+    let now = chrono::Utc::now().timestamp();
+    for n in names {
+        let born = n
+            .datname
+            .split('_')
+            .nth(2)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(now);
+        if now - born > 7200 {
+            let _ = diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                n.datname
+            ))
+            .execute(conn)
+            .await;
+        }
+    }
+}
+
+/// A fresh, migrated database of this test's own; returns its URL.
+pub async fn fresh_database() -> String {
+    let template = template().await;
+    let name = format!(
+        "agentchat_t_{}_{}",
+        chrono::Utc::now().timestamp(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let mut admin = AsyncPgConnection::establish(&url_for("postgres"))
+        .await
+        .unwrap();
+    let mut attempt = 0;
+    loop {
+        match diesel::sql_query(format!("CREATE DATABASE {name} TEMPLATE {template}"))
+            .execute(&mut admin)
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if attempt < 20 => {
+                attempt += 1;
+                eprintln!("retrying CREATE DATABASE: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("creating test database: {e}"),
+        }
+    }
+    url_for(&name)
+}
+
+/// Settings for a test server on port 0 against `database_url`.
+pub fn test_settings(database_url: &str) -> Settings {
+    let mut s = Settings::default();
+    s.database.url = DatabaseUrl::new(database_url);
+    s.database.create_if_missing = false;
+    s.database.pool_size = 8;
+    s.bind = "127.0.0.1:0".to_owned();
+    s
+}
+
+/// A running server and a client for it.
+pub struct TestApp {
+    pub address: String,
+    pub port: u16,
+    pub database_url: String,
+    pub client: reqwest::Client,
+}
+
+/// Starts a server on a fresh database with default test settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts a server on a fresh database after `customise` adjusts the settings.
+pub async fn spawn_app_with(customise: impl FnOnce(&mut Settings)) -> TestApp {
+    let database_url = fresh_database().await;
+    let mut settings = test_settings(&database_url);
+    customise(&mut settings);
+    spawn_app_on(settings).await
+}
+
+/// Starts a server with exactly these settings.
+pub async fn spawn_app_on(settings: Settings) -> TestApp {
+    let database_url = settings.database.url.expose().to_owned();
+    let app = Application::build(settings).await.expect("server starts");
+    let port = app.port();
+    tokio::spawn(app.run_until_stopped());
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        database_url,
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+    }
+}
+
+/// Tokens from a successful login.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub user_id: uuid::Uuid,
+    pub access: String,
+    pub refresh: String,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn register(&self, username: &str, password: &str) -> reqwest::Response {
+        self.post_json(
+            "/api/auth/register",
+            &json!({"username": username, "password": password}),
+        )
+        .await
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> reqwest::Response {
+        self.post_json(
+            "/api/auth/login",
+            &json!({"username": username, "password": password}),
+        )
+        .await
+    }
+
+    /// Registers `username` (password `password-of-<username>`) and signs in.
+    pub async fn signed_up(&self, username: &str) -> Session {
+        let password = format!("password-of-{username}");
+        let r = self.register(username, &password).await;
+        assert_eq!(
+            r.status(),
+            201,
+            "register {username}: {}",
+            r.text().await.unwrap()
+        );
+        let id: Value = r.json().await.unwrap();
+        let user_id = id["id"].as_str().unwrap().parse().unwrap();
+        let s = self.session_for(username, &password).await;
+        Session { user_id, ..s }
+    }
+
+    pub async fn session_for(&self, username: &str, password: &str) -> Session {
+        let r = self.login(username, password).await;
+        assert_eq!(r.status(), 200, "login {username}");
+        let body: Value = r.json().await.unwrap();
+        Session {
+            user_id: uuid::Uuid::nil(),
+            access: body["access_token"].as_str().unwrap().to_owned(),
+            refresh: body["refresh_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub fn get_as(&self, token: &str, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(self.url(path)).bearer_auth(token)
+    }
+
+    pub fn post_as(&self, token: &str, path: &str) -> reqwest::RequestBuilder {
+        self.client.post(self.url(path)).bearer_auth(token)
+    }
+
+    pub fn patch_as(&self, token: &str, path: &str) -> reqwest::RequestBuilder {
+        self.client.patch(self.url(path)).bearer_auth(token)
+    }
+
+    pub fn delete_as(&self, token: &str, path: &str) -> reqwest::RequestBuilder {
+        self.client.delete(self.url(path)).bearer_auth(token)
+    }
+
+    /// A direct connection to this server's database, for asserting what was stored.
+    pub async fn db(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(&self.database_url)
+            .await
+            .unwrap()
+    }
+}
+
+/// Asserts the error shape and code, returning the body.
+pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> Value {
+    let got = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(got, status, "unexpected status; body: {body}");
+    assert_eq!(
+        body["error"]["code"], code,
+        "unexpected error code; body: {body}"
+    );
+    assert!(body["error"]["message"].is_string(), "no message: {body}");
+    body
+}
