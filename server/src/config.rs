@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The default database: a local Postgres with trust auth.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/agentchat";
@@ -24,7 +24,91 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// `text` or `json` log lines.
     pub log_format: LogFormat,
+    /// The model and the agent loop.
+    pub llm: LlmSettings,
+    /// Interval of SSE keep-alive comments; a vanished client is noticed at the next one.
+    pub sse_keep_alive: Duration,
 }
+
+/// Which upstream speaks for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, DeepSeek, ...).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// The built-in offline demo model.
+    Demo,
+}
+
+/// The model and the agent loop.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    pub provider: ProviderKind,
+    /// `https://api.openai.com/v1` style for OpenAI, `https://api.anthropic.com` for Anthropic.
+    pub base_url: String,
+    pub api_key: Option<SecretString>,
+    /// The default model.
+    pub model: String,
+    /// Models a conversation may pick (always includes `model`).
+    pub models: Vec<String>,
+    pub system_prompt: String,
+    /// Model calls per turn before the turn stops with `max_iterations`.
+    pub max_iterations: u32,
+    /// Output cap per model call.
+    pub max_output_tokens: u32,
+    /// The model's context window; history is trimmed to fit.
+    pub context_window_tokens: u64,
+    /// Tool results larger than this are truncated with a note.
+    pub tool_output_cap_bytes: usize,
+    /// Ask the upstream to stream (`false` for endpoints that cannot).
+    pub streaming: bool,
+    pub connect_timeout: Duration,
+    pub first_byte_timeout: Duration,
+    pub idle_timeout: Duration,
+    /// Bound on one model call.
+    pub request_timeout: Duration,
+    /// Bound on a whole turn; a claim older than this is considered abandoned.
+    pub turn_timeout: Duration,
+    pub max_retries: u32,
+    pub retry_base_delay: Duration,
+}
+
+impl LlmSettings {
+    fn defaults_for(provider: ProviderKind) -> Self {
+        let (base_url, model) = match provider {
+            ProviderKind::Openai => ("https://api.openai.com/v1", "gpt-4o-mini"),
+            ProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
+            ProviderKind::Demo => ("", "demo"),
+        };
+        Self {
+            provider,
+            base_url: base_url.to_owned(),
+            api_key: None,
+            model: model.to_owned(),
+            models: vec![model.to_owned()],
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            max_iterations: 8,
+            max_output_tokens: 1024,
+            context_window_tokens: 32_768,
+            tool_output_cap_bytes: 16 * 1024,
+            streaming: true,
+            connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(300),
+            turn_timeout: Duration::from_secs(600),
+            max_retries: 2,
+            retry_base_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The system prompt when none is configured.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are AgentChat, a helpful assistant for a team. \
+You can call tools that run on the server; use them when they help, and answer concisely. \
+When a tool returns an error, read it and correct your call or explain the problem.";
 
 /// How to reach Postgres.
 #[derive(Debug, Clone)]
@@ -144,6 +228,8 @@ impl Default for Settings {
             },
             max_body_bytes: 1024 * 1024,
             log_format: LogFormat::Text,
+            llm: LlmSettings::defaults_for(ProviderKind::Demo),
+            sse_keep_alive: Duration::from_secs(10),
         }
     }
 }
@@ -162,6 +248,25 @@ struct FileSettings {
     refresh_token_ttl_secs: Option<u64>,
     max_body_bytes: Option<usize>,
     log_format: Option<LogFormat>,
+    llm: Option<FileLlm>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLlm {
+    provider: Option<ProviderKind>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    model: Option<String>,
+    models: Option<Vec<String>>,
+    system_prompt: Option<String>,
+    max_iterations: Option<u32>,
+    max_output_tokens: Option<u32>,
+    context_window_tokens: Option<u64>,
+    tool_output_cap_bytes: Option<usize>,
+    streaming: Option<bool>,
+    request_timeout_secs: Option<u64>,
+    max_retries: Option<u32>,
 }
 
 impl Settings {
@@ -251,6 +356,7 @@ impl Settings {
         } else if let Some(v) = file.log_format {
             s.log_format = v;
         }
+        s.llm = load_llm(&env, file.llm.unwrap_or_default())?;
         s.validate()?;
         Ok(s)
     }
@@ -277,6 +383,87 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+fn load_llm(
+    env: &impl Fn(&str) -> Option<String>,
+    file: FileLlm,
+) -> Result<LlmSettings, ConfigError> {
+    let provider = match env("AGENTCHAT_LLM_PROVIDER") {
+        Some(v) => match v.trim() {
+            "openai" => ProviderKind::Openai,
+            "anthropic" => ProviderKind::Anthropic,
+            "demo" => ProviderKind::Demo,
+            other => {
+                return Err(ConfigError::Invalid {
+                    name: "AGENTCHAT_LLM_PROVIDER",
+                    reason: format!("expected `openai`, `anthropic` or `demo`, got `{other}`"),
+                })
+            }
+        },
+        None => file.provider.unwrap_or(ProviderKind::Demo),
+    };
+    let mut l = LlmSettings::defaults_for(provider);
+    if let Some(v) = env("AGENTCHAT_LLM_BASE_URL").or(file.base_url) {
+        l.base_url = v.trim().trim_end_matches('/').to_owned();
+    }
+    if let Some(v) = env("AGENTCHAT_LLM_API_KEY").or(file.api_key) {
+        l.api_key = Some(SecretString::from(v));
+    }
+    if let Some(v) = env("AGENTCHAT_LLM_MODEL").or(file.model) {
+        l.model = v.trim().to_owned();
+    }
+    let listed = env("AGENTCHAT_LLM_MODELS")
+        .map(|v| {
+            v.split(',')
+                .map(|m| m.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .or(file.models)
+        .unwrap_or_default();
+    l.models = std::iter::once(l.model.clone())
+        .chain(listed.into_iter().filter(|m| !m.is_empty()))
+        .fold(Vec::new(), |mut acc, m| {
+            if !acc.contains(&m) {
+                acc.push(m);
+            }
+            acc
+        });
+    if let Some(v) = env("AGENTCHAT_SYSTEM_PROMPT").or(file.system_prompt) {
+        l.system_prompt = v;
+    }
+    if let Some(v) = parse_env(env, "AGENTCHAT_MAX_ITERATIONS")?.or(file.max_iterations) {
+        l.max_iterations = v.clamp(1, 100);
+    }
+    if let Some(v) = parse_env(env, "AGENTCHAT_LLM_MAX_OUTPUT_TOKENS")?.or(file.max_output_tokens) {
+        l.max_output_tokens = v.max(1);
+    }
+    if let Some(v) =
+        parse_env(env, "AGENTCHAT_LLM_CONTEXT_WINDOW_TOKENS")?.or(file.context_window_tokens)
+    {
+        l.context_window_tokens = v.max(256);
+    }
+    if let Some(v) =
+        parse_env(env, "AGENTCHAT_TOOL_OUTPUT_CAP_BYTES")?.or(file.tool_output_cap_bytes)
+    {
+        l.tool_output_cap_bytes = v.max(256);
+    }
+    if let Some(v) = parse_env(env, "AGENTCHAT_LLM_STREAMING")?.or(file.streaming) {
+        l.streaming = v;
+    }
+    if let Some(v) = parse_env(env, "AGENTCHAT_LLM_TIMEOUT_SECS")?.or(file.request_timeout_secs) {
+        l.request_timeout = Duration::from_secs(v.max(1));
+    }
+    if let Some(v) = parse_env(env, "AGENTCHAT_LLM_MAX_RETRIES")?.or(file.max_retries) {
+        l.max_retries = v.min(10);
+    }
+    if provider != ProviderKind::Demo && url::Url::parse(&l.base_url).is_err() {
+        return Err(ConfigError::Invalid {
+            name: "AGENTCHAT_LLM_BASE_URL",
+            reason: format!("`{}` is not a valid URL", l.base_url),
+        });
+    }
+    Ok(l)
 }
 
 fn parse_env<T: std::str::FromStr>(
@@ -315,6 +502,24 @@ mod tests {
         assert_eq!(s.database.url.expose(), DEFAULT_DATABASE_URL);
         assert_eq!(s.bind, "127.0.0.1:8080");
         assert!(s.auth.jwt_secret.is_none());
+        assert_eq!(s.llm.provider, ProviderKind::Demo);
+        assert_eq!(s.llm.max_iterations, 8);
+    }
+
+    #[test]
+    fn llm_settings_from_env() {
+        let s = load(&[
+            ("AGENTCHAT_LLM_PROVIDER", "openai"),
+            ("AGENTCHAT_LLM_BASE_URL", "http://127.0.0.1:9/v1/"),
+            ("AGENTCHAT_LLM_API_KEY", "sk-secret-key-value"),
+            ("AGENTCHAT_LLM_MODEL", "qwen"),
+            ("AGENTCHAT_LLM_MODELS", "qwen, llama,qwen"),
+        ])
+        .unwrap();
+        assert_eq!(s.llm.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(s.llm.models, ["qwen", "llama"]);
+        assert!(!format!("{s:?}").contains("sk-secret-key-value"));
+        assert!(load(&[("AGENTCHAT_LLM_PROVIDER", "gpt")]).is_err());
     }
 
     #[test]

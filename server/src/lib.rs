@@ -1,12 +1,15 @@
 //! AgentChat: a multi-user LLM agent chat server.
 
+pub mod agent;
 pub mod auth;
 pub mod budget;
 pub mod config;
 pub mod db;
 pub mod error;
 pub mod extract;
+pub mod llm;
 pub mod routes;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
+pub mod tools;

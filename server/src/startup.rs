@@ -10,14 +10,17 @@ use anyhow::Context;
 use rand::RngCore;
 use secrecy::ExposeSecret;
 
+use crate::agent::{ActiveTurns, Agent};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
+use crate::llm;
 use crate::routes;
 use crate::state::AppState;
+use crate::tools::Registry;
 
 /// A bound, not yet running server.
 pub struct Application {
@@ -33,7 +36,15 @@ impl Application {
         prepare_database(&settings).await?;
         let pool = db::build_pool(&settings.database)?;
         let secret = jwt_secret(&settings, &pool).await?;
+        let agent = Agent {
+            pool: pool.clone(),
+            llm: llm::from_settings(&settings.llm)?,
+            tools: Registry::builtin()?.with_output_cap(settings.llm.tool_output_cap_bytes),
+            settings: Arc::new(settings.llm.clone()),
+        };
         let state = AppState {
+            agent,
+            turns: ActiveTurns::default(),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
             hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes),
             throttle: Arc::new(LoginThrottle::new(

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::agent::{ActiveTurns, Agent};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
@@ -16,4 +17,7 @@ pub struct AppState {
     pub jwt: JwtKeys,
     pub hasher: PasswordHasher,
     pub throttle: Arc<LoginThrottle>,
+    pub agent: Agent,
+    /// Turns running in this process (for cancel).
+    pub turns: ActiveTurns,
 }

@@ -5,7 +5,9 @@
 
 mod admin;
 mod auth;
+mod chat;
 mod conversations;
 mod database;
 mod health;
+mod llm_adapters;
 mod tokens;

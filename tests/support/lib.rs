@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fake_upstream;
+
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
@@ -310,4 +312,98 @@ pub async fn expect_error(resp: reqwest::Response, status: u16, code: &str) -> V
     );
     assert!(body["error"]["message"].is_string(), "no message: {body}");
     body
+}
+
+/// One parsed server-sent event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub event: String,
+    pub data: Value,
+}
+
+/// Parses a complete `text/event-stream` body (comments and keep-alives are skipped).
+pub fn parse_sse(body: &str) -> Vec<SseEvent> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            Some(SseEvent {
+                event: event?,
+                data: serde_json::from_str(&data).unwrap_or(Value::Null),
+            })
+        })
+        .collect()
+}
+
+/// Names of the events, in order, with consecutive `text_delta`s folded into one.
+pub fn event_names(events: &[SseEvent]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in events {
+        if e.event == "text_delta" && out.last().map(String::as_str) == Some("text_delta") {
+            continue;
+        }
+        out.push(e.event.clone());
+    }
+    out
+}
+
+/// All `text_delta` text joined.
+pub fn streamed_text(events: &[SseEvent]) -> String {
+    events
+        .iter()
+        .filter(|e| e.event == "text_delta")
+        .map(|e| e.data["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+impl TestApp {
+    /// Creates a conversation and returns its id.
+    pub async fn new_conversation(&self, token: &str) -> String {
+        let r = self
+            .post_as(token, "/api/conversations")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        r.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Sends a message and reads the whole SSE stream.
+    pub async fn chat(&self, token: &str, conversation: &str, content: &str) -> Vec<SseEvent> {
+        let r = self
+            .post_as(
+                token,
+                &format!("/api/conversations/{conversation}/messages"),
+            )
+            .json(&json!({"content": content}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "chat refused: {}", r.text().await.unwrap());
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        assert_eq!(r.headers()["x-accel-buffering"], "no");
+        parse_sse(&r.text().await.unwrap())
+    }
+
+    /// The stored conversation with its messages.
+    pub async fn conversation(&self, token: &str, id: &str) -> Value {
+        self.get_as(token, &format!("/api/conversations/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
 }

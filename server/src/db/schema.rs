@@ -54,6 +54,8 @@ diesel::table! {
         model -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        active_turn_id -> Nullable<Uuid>,
+        active_turn_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -101,6 +101,14 @@ async fn create(
         Some(t) => clean_title(t)?,
         None => "New conversation".to_owned(),
     };
+    if let Some(m) = body.model.as_deref() {
+        if !state.settings.llm.models.iter().any(|known| known == m) {
+            return Err(ApiError::unprocessable(
+                "unknown_model",
+                format!("`{m}` is not offered here; see GET /api/models"),
+            ));
+        }
+    }
     let mut conn = db::conn(&state.pool).await?;
     let created = conversation::create(&mut conn, who.id, &title, body.model.as_deref()).await?;
     Ok(HttpResponse::Created().json(created))

@@ -5,6 +5,8 @@ pub mod auth;
 pub mod conversations;
 pub mod health;
 pub mod me;
+pub mod messages;
+pub mod models;
 
 use actix_web::web;
 
@@ -15,6 +17,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(auth::configure)
             .configure(me::configure)
             .configure(conversations::configure)
+            .configure(messages::configure)
+            .configure(models::configure)
             .configure(admin::configure),
     );
 }

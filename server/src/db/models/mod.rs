@@ -5,6 +5,7 @@ pub mod message;
 pub mod refresh_token;
 pub mod role;
 pub mod secret;
+pub mod turn;
 pub mod user;
 
 diesel::define_sql_function!(

@@ -1,0 +1,1 @@
+ALTER TABLE conversations DROP COLUMN active_turn_id, DROP COLUMN active_turn_at;

@@ -1,0 +1,516 @@
+//! One agent turn: call the model, run the tools it asks for, feed the results back, repeat
+//! until it answers or a hard stop (iterations, repeated tool failures, cancellation, the
+//! client leaving, the turn deadline). Streams [`TurnEvent`]s as it goes and stores what it
+//! produced in one commit at the end.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::context::{self, StoredToolCall};
+use super::events::{FinishReason, TurnEvent};
+use crate::config::LlmSettings;
+use crate::db::models::message::NewMessage;
+use crate::db::{self, models::turn};
+use crate::llm::{
+    self, ChatMessage, ChatRequest, LlmError, LlmProvider, Role, StreamEvent, ToolChoice, ToolSpec,
+};
+use crate::tools::{ExecutedCall, Outcome, Registry, ToolContext, ToolOutput};
+
+/// Why a turn was stopped from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `POST .../cancel`.
+    Cancelled,
+    /// The streaming client went away.
+    ClientGone,
+    /// The turn ran past its deadline.
+    Deadline,
+}
+
+impl StopReason {
+    fn status_reason(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::ClientGone => "client_disconnected",
+            Self::Deadline => "turn_timeout",
+        }
+    }
+}
+
+/// Stops a running turn and remembers why (the first reason wins).
+#[derive(Clone, Default)]
+pub struct TurnControl {
+    token: CancellationToken,
+    reason: Arc<OnceLock<StopReason>>,
+}
+
+impl TurnControl {
+    pub fn from_token(token: CancellationToken) -> Self {
+        Self {
+            token,
+            reason: Arc::default(),
+        }
+    }
+
+    pub fn stop(&self, reason: StopReason) {
+        let _ = self.reason.set(reason);
+        self.token.cancel();
+    }
+
+    fn stopped(&self) -> Option<StopReason> {
+        self.token
+            .is_cancelled()
+            .then(|| self.reason.get().copied().unwrap_or(StopReason::Cancelled))
+    }
+}
+
+/// Everything a turn needs, shared by all turns.
+#[derive(Clone)]
+pub struct Agent {
+    pub pool: db::Pool,
+    pub llm: Arc<dyn LlmProvider>,
+    pub tools: Registry,
+    pub settings: Arc<LlmSettings>,
+}
+
+/// A turn whose start is durable (user message stored, conversation claimed).
+pub struct PreparedTurn {
+    pub turn_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+    pub conversation_id: Uuid,
+    pub user_message_id: Uuid,
+    pub model: String,
+    pub input: Vec<ChatMessage>,
+    pub allowed_tools: Vec<String>,
+}
+
+/// How one model call ended.
+enum ModelOutcome {
+    Completed {
+        text: String,
+        calls: Vec<llm::ToolCall>,
+        usage: llm::Usage,
+        response_model: Option<String>,
+    },
+    Stopped {
+        text: String,
+        reason: StopReason,
+    },
+    Failed {
+        text: String,
+        error: LlmError,
+    },
+}
+
+/// How the whole turn ended.
+enum Ending {
+    Finished(FinishReason),
+    Failed { code: String, message: String },
+}
+
+impl Agent {
+    /// The tools offered to the model: registered and allowed for the user's role.
+    fn offered_tools(&self, allowed: &[String]) -> Vec<ToolSpec> {
+        self.tools
+            .specs()
+            .into_iter()
+            .filter(|s| allowed.iter().any(|a| a == &s.name))
+            .map(|s| ToolSpec {
+                name: s.name,
+                description: s.description,
+                parameters: s.parameters,
+            })
+            .collect()
+    }
+
+    /// Runs the turn to its end, sending events to `events`, then stores its messages and
+    /// releases the conversation. Never panics; never runs past the turn deadline.
+    pub async fn run(
+        &self,
+        turn: PreparedTurn,
+        events: mpsc::Sender<TurnEvent>,
+        control: TurnControl,
+    ) {
+        let deadline = {
+            let control = control.clone();
+            let limit = self.settings.turn_timeout;
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                control.stop(StopReason::Deadline);
+            })
+        };
+        let client_watch = {
+            let control = control.clone();
+            let events = events.clone();
+            tokio::spawn(async move {
+                events.closed().await;
+                control.stop(StopReason::ClientGone);
+            })
+        };
+        let emit = |e: TurnEvent| {
+            let events = events.clone();
+            async move {
+                let _ = events.send(e).await;
+            }
+        };
+        emit(TurnEvent::TurnStart {
+            message_id: turn.user_message_id,
+        })
+        .await;
+
+        let mut produced: Vec<NewMessage> = Vec::new();
+        let ending = self.iterate(&turn, &events, &control, &mut produced).await;
+        client_watch.abort();
+        deadline.abort();
+
+        let last_assistant = produced
+            .iter()
+            .rev()
+            .find(|m| m.role == "assistant")
+            .map(|m| m.id);
+        self.persist(&turn, produced).await;
+        match ending {
+            Ending::Finished(finish_reason) => {
+                emit(TurnEvent::Done {
+                    message_id: last_assistant,
+                    finish_reason,
+                })
+                .await
+            }
+            Ending::Failed { code, message } => emit(TurnEvent::Error { code, message }).await,
+        }
+    }
+
+    async fn iterate(
+        &self,
+        turn: &PreparedTurn,
+        events: &mpsc::Sender<TurnEvent>,
+        control: &TurnControl,
+        produced: &mut Vec<NewMessage>,
+    ) -> Ending {
+        let tools = self.offered_tools(&turn.allowed_tools);
+        let mut messages = turn.input.clone();
+        let mut consecutive_failures: HashMap<String, u32> = HashMap::new();
+        let ctx = ToolContext {
+            user_id: turn.user_id,
+            username: turn.username.clone(),
+            conversation_id: turn.conversation_id,
+        };
+        for iteration in 1..=self.settings.max_iterations {
+            let request = ChatRequest {
+                model: turn.model.clone(),
+                messages: messages.clone(),
+                tools: tools.clone(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens: Some(self.settings.max_output_tokens),
+                temperature: None,
+            };
+            let input_estimate: u64 = messages.iter().map(context::cost).sum();
+            let started = Instant::now();
+            let outcome = self
+                .call_model(request, input_estimate, events, control)
+                .await;
+            let elapsed = millis(started.elapsed());
+            let (text, calls, usage, model) = match outcome {
+                ModelOutcome::Completed {
+                    text,
+                    calls,
+                    usage,
+                    response_model,
+                } => (text, calls, usage, response_model),
+                ModelOutcome::Stopped { text, reason } => {
+                    produced.push(incomplete_assistant(
+                        turn,
+                        text,
+                        reason.status_reason(),
+                        elapsed,
+                    ));
+                    return Ending::Finished(FinishReason::Cancelled);
+                }
+                ModelOutcome::Failed { text, error } => {
+                    produced.push(incomplete_assistant(turn, text, error.code(), elapsed));
+                    return Ending::Failed {
+                        code: error.code().to_owned(),
+                        message: error.to_string(),
+                    };
+                }
+            };
+            let _ = events
+                .send(TurnEvent::Usage {
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                })
+                .await;
+            let stored_calls: Vec<StoredToolCall> =
+                calls.iter().map(StoredToolCall::from_call).collect();
+            produced.push(NewMessage {
+                id: Uuid::new_v4(),
+                conversation_id: turn.conversation_id,
+                role: "assistant".into(),
+                content: text.clone(),
+                tool_calls: (!stored_calls.is_empty())
+                    .then(|| serde_json::to_value(&stored_calls).unwrap_or(Value::Null)),
+                tool_call_id: None,
+                status: "complete".into(),
+                status_reason: None,
+                model: model.or_else(|| Some(turn.model.clone())),
+                input_tokens: Some(clamp_i64(usage.input_tokens)),
+                output_tokens: Some(clamp_i64(usage.output_tokens)),
+                duration_ms: Some(elapsed),
+            });
+            if calls.is_empty() {
+                return Ending::Finished(FinishReason::Stop);
+            }
+            for c in &stored_calls {
+                let _ = events
+                    .send(TurnEvent::ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .await;
+            }
+            let results = tokio::select! {
+                r = self.execute_all(&ctx, &calls, &turn.allowed_tools) => r,
+                _ = control.token.cancelled() => {
+                    let reason = control.stopped().unwrap_or(StopReason::Cancelled);
+                    mark_incomplete(produced, reason.status_reason());
+                    return Ending::Finished(FinishReason::Cancelled);
+                }
+            };
+            messages.push(ChatMessage {
+                role: Role::Assistant,
+                content: text,
+                tool_calls: calls.clone(),
+                tool_call_id: None,
+            });
+            let mut repeated_failure = false;
+            for (call, result) in calls.iter().zip(results) {
+                let _ = events.send(result_event(call, &result)).await;
+                let body = result.output.to_model_string();
+                produced.push(NewMessage {
+                    id: Uuid::new_v4(),
+                    conversation_id: turn.conversation_id,
+                    role: "tool".into(),
+                    content: body.clone(),
+                    tool_calls: None,
+                    tool_call_id: Some(call.id.clone()),
+                    status: "complete".into(),
+                    status_reason: result.error_code.map(str::to_owned),
+                    model: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    duration_ms: Some(millis(result.duration)),
+                });
+                messages.push(ChatMessage {
+                    role: Role::Tool,
+                    content: body,
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(call.id.clone()),
+                });
+                let count = consecutive_failures.entry(call.name.clone()).or_insert(0);
+                if result.outcome == Outcome::Ok {
+                    *count = 0;
+                } else {
+                    *count += 1;
+                    repeated_failure |= *count >= 2;
+                }
+            }
+            if repeated_failure {
+                return Ending::Finished(FinishReason::ToolFailures);
+            }
+            if control.stopped().is_some() {
+                return Ending::Finished(FinishReason::Cancelled);
+            }
+            if iteration == self.settings.max_iterations {
+                return Ending::Finished(FinishReason::MaxIterations);
+            }
+        }
+        Ending::Finished(FinishReason::MaxIterations)
+    }
+
+    /// Streams one model call, forwarding text as it arrives. Nothing from a stream that
+    /// ends before the model's message is complete is executed.
+    async fn call_model(
+        &self,
+        request: ChatRequest,
+        input_estimate: u64,
+        events: &mpsc::Sender<TurnEvent>,
+        control: &TurnControl,
+    ) -> ModelOutcome {
+        let stopped = |text: String| ModelOutcome::Stopped {
+            text,
+            reason: control.stopped().unwrap_or(StopReason::Cancelled),
+        };
+        let opened = tokio::select! {
+            r = self.llm.stream_chat(request) => r,
+            _ = control.token.cancelled() => return stopped(String::new()),
+        };
+        let mut stream = match opened {
+            Ok(s) => s,
+            Err(error) => {
+                return ModelOutcome::Failed {
+                    text: String::new(),
+                    error,
+                }
+            }
+        };
+        let mut text = String::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = control.token.cancelled() => return stopped(text),
+                n = stream.next() => n,
+            };
+            match next {
+                Some(Ok(StreamEvent::TextDelta(delta))) => {
+                    text.push_str(&delta);
+                    let _ = events.send(TurnEvent::TextDelta { text: delta }).await;
+                }
+                Some(Ok(StreamEvent::ToolCallStart { .. })) => {}
+                Some(Ok(StreamEvent::Completed {
+                    tool_calls,
+                    usage,
+                    response_model,
+                    ..
+                })) => {
+                    // Providers that report no usage are charged a local count.
+                    let usage = usage.unwrap_or_else(|| llm::Usage {
+                        input_tokens: input_estimate,
+                        output_tokens: llm::estimate_tokens(&text)
+                            + tool_calls
+                                .iter()
+                                .map(|c| llm::estimate_tokens(&c.arguments))
+                                .sum::<u64>(),
+                    });
+                    return ModelOutcome::Completed {
+                        text,
+                        calls: tool_calls,
+                        usage,
+                        response_model,
+                    };
+                }
+                Some(Err(error)) => return ModelOutcome::Failed { text, error },
+                None => {
+                    return ModelOutcome::Failed {
+                        text,
+                        error: LlmError::StreamEndedEarly,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the calls concurrently; results come back in call order. A tool the user's role
+    /// does not allow is refused here even if the model names it without being offered it.
+    async fn execute_all(
+        &self,
+        ctx: &ToolContext,
+        calls: &[llm::ToolCall],
+        allowed: &[String],
+    ) -> Vec<ExecutedCall> {
+        let runs = calls.iter().map(|call| async move {
+            let known = self.tools.get(&call.name).is_some();
+            if known && !allowed.iter().any(|a| a == &call.name) {
+                return refused(&call.name);
+            }
+            self.tools.execute(ctx, &call.name, &call.arguments).await
+        });
+        futures_util::future::join_all(runs).await
+    }
+
+    /// Stores the turn's messages and releases the conversation; retried briefly because
+    /// losing a finished turn is worse than a slow answer.
+    async fn persist(&self, turn: &PreparedTurn, rows: Vec<NewMessage>) {
+        for attempt in 0..3u32 {
+            let result = async {
+                let mut conn = db::conn(&self.pool)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                turn::finish(&mut conn, turn.conversation_id, turn.turn_id, rows.clone())
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+            .await;
+            match result {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::error!(attempt, error = %e, conversation = %turn.conversation_id,
+                        "storing the turn failed");
+                    tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt + 1))).await;
+                }
+            }
+        }
+    }
+}
+
+fn refused(name: &str) -> ExecutedCall {
+    ExecutedCall {
+        output: ToolOutput::err(format!(
+            "not_permitted: the tool `{name}` is not available to this user"
+        )),
+        outcome: Outcome::Refused,
+        error_code: Some("not_permitted"),
+        duration: Duration::ZERO,
+        result_bytes: 0,
+        truncated: false,
+    }
+}
+
+fn result_event(call: &llm::ToolCall, r: &ExecutedCall) -> TurnEvent {
+    TurnEvent::ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        success: r.output.success,
+        data: r.output.data.clone(),
+        error: r.output.error.clone(),
+        duration_ms: r.duration.as_millis().try_into().unwrap_or(u64::MAX),
+    }
+}
+
+fn incomplete_assistant(
+    turn: &PreparedTurn,
+    text: String,
+    reason: &str,
+    elapsed: i64,
+) -> NewMessage {
+    let output = llm::estimate_tokens(&text);
+    NewMessage {
+        id: Uuid::new_v4(),
+        conversation_id: turn.conversation_id,
+        role: "assistant".into(),
+        content: text,
+        tool_calls: None,
+        tool_call_id: None,
+        status: "incomplete".into(),
+        status_reason: Some(reason.to_owned()),
+        model: Some(turn.model.clone()),
+        input_tokens: None,
+        output_tokens: Some(clamp_i64(output)),
+        duration_ms: Some(elapsed),
+    }
+}
+
+/// Marks the last assistant message incomplete (its tool calls never got results).
+fn mark_incomplete(produced: &mut [NewMessage], reason: &str) {
+    if let Some(m) = produced.iter_mut().rev().find(|m| m.role == "assistant") {
+        m.status = "incomplete".into();
+        m.status_reason = Some(reason.to_owned());
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn clamp_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

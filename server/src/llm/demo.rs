@@ -1,0 +1,495 @@
+//! The built-in offline demo model.
+//!
+//! It lets newcomers try the product without an API key. It is deterministic and
+//! rule based: it recognises a few simple requests in the last user message and
+//! answers them by calling tools (`current_time`, `calculator`, `list_files`,
+//! `read_file`) when those tools are offered, then phrases the tool results as
+//! text. Anything else gets a short help text. Every text reply starts with
+//! `"[demo] "`.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::http::events_from;
+use super::{
+    estimate_tokens, ChatMessage, ChatRequest, EventStream, FinishReason, LlmError, LlmProvider,
+    Role, StreamEvent, ToolCall, ToolChoice, Usage,
+};
+
+/// Prefix of every text reply of the demo model.
+pub const DEMO_PREFIX: &str = "[demo] ";
+
+/// The model name reported by the demo provider.
+pub const DEMO_MODEL: &str = "demo";
+
+/// The offline, deterministic demo model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DemoProvider;
+
+impl DemoProvider {
+    /// Creates the demo provider.
+    pub fn new() -> Self {
+        Self
+    }
+
+    /// Computes the whole reply for `req` as a list of events (what
+    /// [`LlmProvider::stream_chat`] streams).
+    pub fn respond(&self, req: &ChatRequest) -> Vec<StreamEvent> {
+        let input_tokens = prompt_tokens(req);
+        match plan(req) {
+            Plan::Call(name, args) => {
+                let arguments = args.to_string();
+                let id = format!("call_demo_{}", count_tool_calls(&req.messages) + 1);
+                let output_tokens = estimate_tokens(&format!("{name}{arguments}"));
+                vec![
+                    StreamEvent::ToolCallStart {
+                        index: 0,
+                        id: id.clone(),
+                        name: name.to_string(),
+                    },
+                    StreamEvent::Completed {
+                        finish_reason: FinishReason::ToolCalls,
+                        tool_calls: vec![ToolCall {
+                            id,
+                            name: name.to_string(),
+                            arguments,
+                        }],
+                        usage: Some(Usage {
+                            input_tokens,
+                            output_tokens,
+                        }),
+                        response_model: Some(DEMO_MODEL.to_string()),
+                    },
+                ]
+            }
+            Plan::Say(body) => {
+                let text = format!("{DEMO_PREFIX}{body}");
+                let mut events: Vec<StreamEvent> = text
+                    .split_inclusive(' ')
+                    .map(|w| StreamEvent::TextDelta(w.to_string()))
+                    .collect();
+                events.push(StreamEvent::Completed {
+                    finish_reason: FinishReason::Stop,
+                    tool_calls: Vec::new(),
+                    usage: Some(Usage {
+                        input_tokens,
+                        output_tokens: estimate_tokens(&text),
+                    }),
+                    response_model: Some(DEMO_MODEL.to_string()),
+                });
+                events
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LlmProvider for DemoProvider {
+    fn provider_name(&self) -> &'static str {
+        "demo"
+    }
+
+    fn server_address(&self) -> Option<String> {
+        None
+    }
+
+    async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
+        Ok(events_from(self.respond(&req)))
+    }
+}
+
+enum Plan {
+    Call(&'static str, Value),
+    Say(String),
+}
+
+fn help_text() -> String {
+    "Hi! I'm the built-in demo model: I run offline, need no API key, and only understand a few \
+     simple requests. Try \"what time is it?\" (or \"time in Europe/Paris\"), \"what is 2+2*3\", \
+     \"list my files\" or \"read notes.txt\" and I will use the matching tool if it is enabled \
+     for this chat. For real conversations, configure an OpenAI or Anthropic provider."
+        .to_string()
+}
+
+fn plan(req: &ChatRequest) -> Plan {
+    match req.messages.last() {
+        Some(m) if m.role == Role::User => plan_for_user(req, &m.content),
+        Some(m) if m.role == Role::Tool => Plan::Say(summarize_tool_results(&req.messages)),
+        _ => Plan::Say(help_text()),
+    }
+}
+
+fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let has = |w: &str| words.iter().any(|x| x == w);
+
+    let wanted: Option<(&'static str, Value)> = if let Some(path) = read_target(text) {
+        Some(("read_file", json!({ "path": path })))
+    } else if has("files") || (has("list") && has("file")) {
+        Some(("list_files", json!({})))
+    } else if has("time") || has("date") || has("clock") {
+        match timezone_in(text) {
+            Some(tz) => Some(("current_time", json!({ "timezone": tz }))),
+            None => Some(("current_time", json!({}))),
+        }
+    } else {
+        arithmetic_in(text).map(|e| ("calculator", json!({ "expression": e })))
+    };
+
+    match wanted {
+        Some((tool, args)) if tool_available(req, tool) => Plan::Call(tool, args),
+        Some((tool, _)) => Plan::Say(format!(
+            "I would use the `{tool}` tool for that, but it is not enabled for this chat."
+        )),
+        None => Plan::Say(help_text()),
+    }
+}
+
+fn tool_available(req: &ChatRequest, name: &str) -> bool {
+    req.tool_choice != ToolChoice::None && req.tools.iter().any(|t| t.name == name)
+}
+
+/// The file named after the word "read" (`read notes.txt`, `read the file "a b.md"`).
+fn read_target(text: &str) -> Option<String> {
+    const FILLER: [&str; 5] = ["the", "file", "my", "me", "a"];
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let pos = tokens.iter().position(|t| {
+        t.trim_matches(|c: char| !c.is_alphanumeric())
+            .eq_ignore_ascii_case("read")
+    })?;
+    // "read" must start the request ("read x", "please read x", "can you read x")
+    // unless the target clearly is a file name.
+    let leading = pos == 0
+        || tokens[..pos].iter().all(|t| {
+            matches!(
+                t.to_lowercase()
+                    .trim_matches(|c: char| !c.is_alphanumeric()),
+                "please" | "can" | "could" | "you" | "now" | "and"
+            )
+        });
+    let rest = &tokens[pos + 1..];
+    let token = rest
+        .iter()
+        .find(|t| !FILLER.contains(&t.to_lowercase().as_str()))?;
+    let name = token
+        .trim_matches(|c: char| matches!(c, '"' | '\'' | '`'))
+        .trim_end_matches(['?', '!', ',', ';', ':', '.'])
+        .trim_matches(|c: char| matches!(c, '"' | '\'' | '`'));
+    let looks_like_file = name.contains('.') || name.contains('/');
+    (!name.is_empty() && (leading || looks_like_file)).then(|| name.to_string())
+}
+
+/// An IANA zone like `Europe/Paris` or `America/Argentina/Buenos_Aires`, or `UTC`.
+fn timezone_in(text: &str) -> Option<String> {
+    const AREAS: [&str; 11] = [
+        "Africa",
+        "America",
+        "Antarctica",
+        "Arctic",
+        "Asia",
+        "Atlantic",
+        "Australia",
+        "Europe",
+        "Indian",
+        "Pacific",
+        "Etc",
+    ];
+    for raw in text.split_whitespace() {
+        let token = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '/'));
+        let mut parts = token.split('/');
+        let area = parts.next().unwrap_or("");
+        let rest: Vec<&str> = parts.collect();
+        let rest_ok = !rest.is_empty()
+            && rest.len() <= 2
+            && rest.iter().all(|p| {
+                p.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
+            });
+        if AREAS.contains(&area) && rest_ok {
+            return Some(token.to_string());
+        }
+        if token == "UTC" {
+            return Some("UTC".to_string());
+        }
+    }
+    None
+}
+
+/// The longest arithmetic expression in `text` (at least two numbers joined by an operator).
+fn arithmetic_in(text: &str) -> Option<String> {
+    let allowed = |c: char| {
+        c.is_ascii_digit() || matches!(c, '+' | '-' | '*' | '/' | '^' | '(' | ')' | '%' | '.' | ' ')
+    };
+    let mut best: Option<String> = None;
+    for run in text.split(|c: char| !allowed(c)) {
+        let candidate = run
+            .trim()
+            .trim_end_matches(['+', '-', '*', '/', '^', '.', ' ']);
+        let candidate = candidate.trim_start_matches(['*', '/', '^', '%', ')', '.', ' ']);
+        if !is_expression(candidate) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|b| candidate.len() > b.len()) {
+            best = Some(candidate.to_string());
+        }
+    }
+    best
+}
+
+fn is_expression(s: &str) -> bool {
+    let mut numbers = 0;
+    let mut binary_ops = 0;
+    let mut prev_operand = false; // last token was a number or ')'
+    let mut pending_op = false; // an operator followed an operand
+    let mut in_number = false;
+    for c in s.chars().filter(|c| !c.is_whitespace()) {
+        let is_num = c.is_ascii_digit() || c == '.';
+        if is_num && !in_number {
+            numbers += 1;
+        }
+        if (is_num && !in_number) || c == '(' {
+            if pending_op {
+                binary_ops += 1;
+                pending_op = false;
+            }
+            prev_operand = false;
+        }
+        in_number = is_num;
+        if is_num || c == ')' {
+            prev_operand = true;
+        } else if matches!(c, '+' | '-' | '*' | '/' | '^' | '%') && prev_operand {
+            pending_op = true;
+            prev_operand = false;
+        }
+    }
+    numbers >= 2 && binary_ops >= 1
+}
+
+fn count_tool_calls(messages: &[ChatMessage]) -> usize {
+    messages.iter().map(|m| m.tool_calls.len()).sum()
+}
+
+/// Phrases the tool results that followed the last user message.
+fn summarize_tool_results(messages: &[ChatMessage]) -> String {
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let turn = &messages[start..];
+    let calls: Vec<&ToolCall> = turn.iter().flat_map(|m| m.tool_calls.iter()).collect();
+    let lines: Vec<String> = turn
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            let call = calls
+                .iter()
+                .find(|c| Some(c.id.as_str()) == m.tool_call_id.as_deref());
+            describe_result(call.copied(), &m.content)
+        })
+        .collect();
+    if lines.is_empty() {
+        help_text()
+    } else {
+        lines.join("\n")
+    }
+}
+
+fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
+    let args: Value = call
+        .and_then(|c| serde_json::from_str(&c.arguments).ok())
+        .unwrap_or(Value::Null);
+    let name = call.map(|c| c.name.as_str()).unwrap_or("tool");
+    let parsed: Option<Value> = serde_json::from_str(content).ok();
+    if let Some(err) = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .filter(|e| !e.is_null())
+    {
+        let msg = err
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| err.to_string());
+        return format!("The `{name}` tool reported an error: {msg}");
+    }
+    let value = plain_value(parsed.as_ref(), content);
+    match name {
+        "current_time" => format!("The current time is {value}."),
+        "calculator" => match args.get("expression").and_then(Value::as_str) {
+            Some(expr) => format!("{expr} = {value}"),
+            None => format!("The result is {value}."),
+        },
+        "list_files" => format!("Here are your files:\n{value}"),
+        "read_file" => match args.get("path").and_then(Value::as_str) {
+            Some(path) => format!("Contents of {path}:\n{value}"),
+            None => format!("The file contains:\n{value}"),
+        },
+        other => format!("The `{other}` tool returned: {value}"),
+    }
+}
+
+/// A tool result reduced to its main value (a JSON string, or a `result`-like field).
+fn plain_value(parsed: Option<&Value>, raw: &str) -> String {
+    const KEYS: [&str; 9] = [
+        "result", "value", "time", "datetime", "now", "files", "content", "text", "output",
+    ];
+    let value = match parsed {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::Object(o)) => KEYS.iter().find_map(|k| match o.get(*k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| i.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        }),
+        _ => None,
+    };
+    super::truncate_chars(value.as_deref().unwrap_or(raw.trim()), 2000)
+}
+
+fn prompt_tokens(req: &ChatRequest) -> u64 {
+    let mut text = String::new();
+    for m in &req.messages {
+        text.push_str(&m.content);
+        for c in &m.tool_calls {
+            text.push_str(&c.name);
+            text.push_str(&c.arguments);
+        }
+    }
+    for t in &req.tools {
+        text.push_str(&t.name);
+        text.push_str(&t.description);
+        text.push_str(&t.parameters.to_string());
+    }
+    estimate_tokens(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    fn tools() -> Vec<ToolSpec> {
+        ["current_time", "calculator", "list_files", "read_file"]
+            .iter()
+            .map(|n| ToolSpec {
+                name: n.to_string(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            })
+            .collect()
+    }
+
+    fn call_for(text: &str) -> Option<(String, Value)> {
+        let mut req = ChatRequest::new("demo", vec![ChatMessage::user(text)]);
+        req.tools = tools();
+        match plan(&req) {
+            Plan::Call(n, a) => Some((n.to_string(), a)),
+            Plan::Say(_) => None,
+        }
+    }
+
+    #[test]
+    fn recognises_requests() {
+        assert_eq!(
+            call_for("what time is it?"),
+            Some(("current_time".into(), json!({})))
+        );
+        assert_eq!(
+            call_for("What's the time in Europe/Paris?"),
+            Some(("current_time".into(), json!({"timezone": "Europe/Paris"})))
+        );
+        assert_eq!(
+            call_for("what is 2+2*3"),
+            Some(("calculator".into(), json!({"expression": "2+2*3"})))
+        );
+        assert_eq!(
+            call_for("calculate (1+2)/3 please"),
+            Some(("calculator".into(), json!({"expression": "(1+2)/3"})))
+        );
+        assert_eq!(
+            call_for("how much is 2 ^ 10 - 24 % 5?"),
+            Some((
+                "calculator".into(),
+                json!({"expression": "2 ^ 10 - 24 % 5"})
+            ))
+        );
+        assert_eq!(
+            call_for("list my files"),
+            Some(("list_files".into(), json!({})))
+        );
+        assert_eq!(
+            call_for("please read notes.txt."),
+            Some(("read_file".into(), json!({"path": "notes.txt"})))
+        );
+        assert_eq!(
+            call_for("Can you read todo"),
+            Some(("read_file".into(), json!({"path": "todo"})))
+        );
+        assert_eq!(
+            call_for("I already read the docs, what time is it?"),
+            Some(("current_time".into(), json!({})))
+        );
+        assert_eq!(call_for("hello there"), None);
+        assert_eq!(call_for("I have 3 cats"), None);
+    }
+
+    #[test]
+    fn missing_tool_is_explained() {
+        let req = ChatRequest::new("demo", vec![ChatMessage::user("what time is it")]);
+        let events = DemoProvider.respond(&req);
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(text.starts_with("[demo] "));
+        assert!(text.contains("current_time"));
+    }
+
+    #[test]
+    fn summarizes_calculator_result() {
+        let mut req = ChatRequest::new(
+            "demo",
+            vec![
+                ChatMessage::user("what is 2+2*3"),
+                ChatMessage::assistant_tool_calls(
+                    "",
+                    vec![ToolCall {
+                        id: "call_demo_1".into(),
+                        name: "calculator".into(),
+                        arguments: "{\"expression\":\"2+2*3\"}".into(),
+                    }],
+                ),
+                ChatMessage::tool_result("call_demo_1", "{\"result\": 8}"),
+            ],
+        );
+        req.tools = tools();
+        let text: String = DemoProvider
+            .respond(&req)
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::TextDelta(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "[demo] 2+2*3 = 8");
+    }
+}

@@ -1,0 +1,405 @@
+//! Provider-neutral LLM interface.
+//!
+//! The rest of the server talks to language models only through the types in this
+//! module: a [`ChatRequest`] goes in, a stream of [`StreamEvent`]s comes out. The
+//! adapters ([`openai`], [`anthropic`], [`demo`]) translate to and from the wire
+//! formats; [`http`] holds the shared HTTP plumbing (client building, retries with
+//! backoff, timeouts and SSE decoding).
+
+pub mod anthropic;
+pub mod demo;
+pub mod http;
+pub mod openai;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub use http::HttpSettings;
+
+/// Who authored a message in a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions for the model (system prompt).
+    System,
+    /// A human participant.
+    User,
+    /// The model.
+    Assistant,
+    /// The result of a tool call, answering an assistant's [`ToolCall`].
+    Tool,
+}
+
+/// A tool invocation requested by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned identifier, echoed back in the matching tool result.
+    pub id: String,
+    /// Name of the tool to call.
+    pub name: String,
+    /// Raw JSON text of the arguments, exactly as the model produced it
+    /// (it may be invalid JSON; callers must validate).
+    pub arguments: String,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Author of the message.
+    pub role: Role,
+    /// Text content (may be empty, e.g. for an assistant message that only calls tools).
+    pub content: String,
+    /// Tool calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For [`Role::Tool`] messages: the id of the [`ToolCall`] this result answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::plain(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::plain(Role::User, content)
+    }
+
+    /// An assistant text message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::plain(Role::Assistant, content)
+    }
+
+    /// An assistant message carrying tool calls (and optional text).
+    pub fn assistant_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// A tool result answering the tool call `tool_call_id`.
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(tool_call_id.into()),
+        }
+    }
+
+    fn plain(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name (what the model uses to call it).
+    pub name: String,
+    /// Human/model readable description.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// How the model may use the offered tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call at least one tool.
+    Required,
+    /// The model must call the named tool.
+    Named(String),
+}
+
+/// A provider-neutral chat completion request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// Model identifier as the provider knows it.
+    pub model: String,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// Tools offered to the model (may be empty).
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// How tools may be used (ignored when `tools` is empty).
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// Maximum number of output tokens.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    /// A request with the given model and messages, no tools and default options.
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+            temperature: None,
+        }
+    }
+}
+
+/// Token usage of one model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens (for Anthropic including cache reads/writes).
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+/// Why the model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// Natural end of the message (or a stop sequence).
+    Stop,
+    /// The model wants tool calls executed.
+    ToolCalls,
+    /// The token limit was reached.
+    Length,
+    /// The provider filtered or refused the content.
+    ContentFilter,
+    /// Anything else, with the provider's raw value.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The OpenTelemetry-style string for this reason
+    /// (`stop`, `tool_calls`, `length`, `content_filter`, or the raw value).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        }
+    }
+}
+
+/// One event of a streamed model response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of assistant text.
+    TextDelta(String),
+    /// A tool call began streaming (for UIs); its arguments are still incomplete.
+    ToolCallStart {
+        /// Position of the tool call within this message (0-based).
+        index: usize,
+        /// Provider-assigned id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// The model's message is complete: emitted exactly once, last. `tool_calls`
+    /// are fully assembled, in index order.
+    Completed {
+        /// Why generation stopped.
+        finish_reason: FinishReason,
+        /// Fully assembled tool calls, in index order.
+        tool_calls: Vec<ToolCall>,
+        /// Token usage, when the provider reported it.
+        usage: Option<Usage>,
+        /// The model that actually answered, when reported.
+        response_model: Option<String>,
+    },
+}
+
+/// The stream returned by [`LlmProvider::stream_chat`].
+pub type EventStream = futures_util::stream::BoxStream<'static, Result<StreamEvent, LlmError>>;
+
+/// A chat model backend.
+#[async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// `"openai"`, `"anthropic"` or `"demo"` (OTel `gen_ai.provider.name`).
+    fn provider_name(&self) -> &'static str;
+
+    /// Host of the base URL (OTel `server.address`), if any.
+    fn server_address(&self) -> Option<String>;
+
+    /// Sends the request (retrying 429/5xx/connect errors with backoff honouring
+    /// `Retry-After`, only before any event is yielded) and returns the event stream.
+    ///
+    /// The stream yields at most one [`StreamEvent::Completed`], always last; a
+    /// stream that ends before the provider signalled completion yields
+    /// [`LlmError::StreamEndedEarly`] instead.
+    async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError>;
+}
+
+/// Errors from talking to a model provider.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// HTTP 429 (or a provider rate-limit error).
+    #[error("upstream rate limited{}", .retry_after.map(|d| format!(" (retry after {}s)", d.as_secs_f64())).unwrap_or_default())]
+    RateLimited {
+        /// The delay the provider asked for, if any.
+        retry_after: Option<Duration>,
+    },
+    /// The provider answered with an error status or an in-stream error.
+    #[error("upstream error {status}: {message}")]
+    Upstream {
+        /// HTTP status (or the closest equivalent for in-stream errors).
+        status: u16,
+        /// Provider message, truncated.
+        message: String,
+    },
+    /// A timeout elapsed; the payload says which: `connect`, `first_byte`, `idle` or `total`.
+    #[error("upstream timeout ({0})")]
+    Timeout(&'static str),
+    /// The provider could not be reached.
+    #[error("upstream unreachable: {0}")]
+    Connect(String),
+    /// The provider's response could not be understood.
+    #[error("malformed upstream response: {0}")]
+    Malformed(String),
+    /// The stream ended before the provider signalled completion.
+    #[error("upstream stream ended before the message was complete")]
+    StreamEndedEarly,
+    /// The provider is misconfigured (bad base URL, unbuildable client, ...).
+    #[error("LLM provider misconfigured: {0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// Stable snake_case code for clients and metrics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "upstream_rate_limited",
+            LlmError::Upstream { .. } => "upstream_error",
+            LlmError::Timeout(_) => "upstream_timeout",
+            LlmError::Connect(_) => "upstream_unreachable",
+            LlmError::Malformed(_) => "upstream_malformed",
+            LlmError::StreamEndedEarly => "upstream_incomplete",
+            LlmError::Config(_) => "upstream_misconfigured",
+        }
+    }
+
+    /// Whether repeating the same request may succeed (429, 408, 5xx, connect failures).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::RateLimited { .. } => true,
+            LlmError::Upstream { status, .. } => *status == 408 || *status >= 500,
+            LlmError::Timeout(which) => *which == "connect",
+            LlmError::Connect(_) => true,
+            LlmError::Malformed(_) | LlmError::StreamEndedEarly | LlmError::Config(_) => false,
+        }
+    }
+}
+
+/// Rough local token count: characters / 4, rounded up, at least 1.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let chars = text.chars().count() as u64;
+    chars.div_ceil(4).max(1)
+}
+
+/// Truncates `s` to at most `max` characters (on a char boundary), adding `…` when cut.
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((idx, _)) => format!("{}…", &s[..idx]),
+        None => s.to_string(),
+    }
+}
+
+/// Host part of a base URL, for [`LlmProvider::server_address`].
+pub(crate) fn host_of(base_url: &str) -> Option<String> {
+    reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+}
+
+/// Builds the configured provider (the offline demo model when none is configured).
+pub fn from_settings(
+    settings: &crate::config::LlmSettings,
+) -> Result<std::sync::Arc<dyn LlmProvider>, LlmError> {
+    use crate::config::ProviderKind;
+    use secrecy::ExposeSecret;
+    let http = HttpSettings {
+        connect_timeout: settings.connect_timeout,
+        first_byte_timeout: settings.first_byte_timeout,
+        idle_timeout: settings.idle_timeout,
+        total_timeout: settings.request_timeout,
+        max_retries: settings.max_retries,
+        retry_base_delay: settings.retry_base_delay,
+        streaming: settings.streaming,
+    };
+    let key = settings
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    Ok(match settings.provider {
+        ProviderKind::Openai => std::sync::Arc::new(openai::OpenAiProvider::new(
+            settings.base_url.clone(),
+            key,
+            http,
+        )?),
+        ProviderKind::Anthropic => std::sync::Arc::new(anthropic::AnthropicProvider::new(
+            settings.base_url.clone(),
+            key,
+            http,
+        )?),
+        ProviderKind::Demo => std::sync::Arc::new(demo::DemoProvider::new()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimate_tokens_rounds_up_with_min_one() {
+        assert_eq!(estimate_tokens(""), 1);
+        assert_eq!(estimate_tokens("abc"), 1);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("ééééé"), 2);
+    }
+
+    #[test]
+    fn truncation_and_codes() {
+        assert_eq!(truncate_chars("hello", 10), "hello");
+        assert_eq!(truncate_chars("hello", 2), "he…");
+        assert_eq!(LlmError::StreamEndedEarly.code(), "upstream_incomplete");
+        assert!(LlmError::Upstream {
+            status: 503,
+            message: String::new()
+        }
+        .is_retryable());
+        assert!(!LlmError::Upstream {
+            status: 400,
+            message: String::new()
+        }
+        .is_retryable());
+        assert_eq!(
+            host_of("http://127.0.0.1:8080/v1").as_deref(),
+            Some("127.0.0.1")
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! `POST /api/conversations/{id}/messages` (one agent turn, streamed as SSE or returned as
+//! one JSON document) and `POST /api/conversations/{id}/cancel`.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse, Responder};
+use actix_web_lab::sse;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::agent::{TurnControl, TurnEvent};
+use crate::auth::AuthUser;
+use crate::db::{self, models::conversation, models::turn};
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::state::AppState;
+
+/// Events buffered per stream before the turn waits for a slow client.
+const EVENT_BUFFER: usize = 256;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/conversations/{id}/messages", web::post().to(post_message))
+        .route("/conversations/{id}/cancel", web::post().to(cancel));
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    content: String,
+}
+
+#[tracing::instrument(skip_all, fields(conversation = %id))]
+async fn post_message(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    Json(body): Json<MessageBody>,
+) -> Result<HttpResponse, ApiError> {
+    let prepared = state.agent.prepare(&who, *id, &body.content).await?;
+    let (token, guard) = state
+        .turns
+        .register(prepared.conversation_id, prepared.turn_id);
+    let control = TurnControl::from_token(token);
+    let (tx, mut rx) = mpsc::channel(EVENT_BUFFER);
+    let agent = state.agent.clone();
+    tokio::spawn(async move {
+        let _guard = guard;
+        agent.run(prepared, tx, control).await;
+    });
+
+    if wants_json(&req) {
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        return Ok(HttpResponse::Ok().json(summarise(events)));
+    }
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (to_sse(&e), rx))
+    });
+    Ok(sse::Sse::from_infallible_stream(stream)
+        .with_keep_alive(state.settings.sse_keep_alive)
+        .customize()
+        .insert_header(("X-Accel-Buffering", "no"))
+        .respond_to(&req)
+        .map_into_boxed_body())
+}
+
+async fn cancel(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    if conversation::find_owned(&mut conn, *id, who.id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found("conversation"));
+    }
+    if state.turns.cancel(*id) {
+        return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
+    }
+    let running_elsewhere = turn::is_active(&mut conn, *id).await?;
+    Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": running_elsewhere})))
+}
+
+fn wants_json(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
+}
+
+fn to_sse(e: &TurnEvent) -> sse::Event {
+    sse::Event::Data(sse::Data::new(e.to_json()).event(e.name()))
+}
+
+/// The finished turn as one document: the final answer, the finish reason, and every event.
+fn summarise(events: Vec<TurnEvent>) -> serde_json::Value {
+    let mut answer = String::new();
+    let mut finish = json!(null);
+    let mut message_id = json!(null);
+    let mut error = json!(null);
+    let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
+    for e in &events {
+        match e {
+            TurnEvent::TextDelta { text } => answer.push_str(text),
+            TurnEvent::ToolCall { .. } => answer.clear(),
+            TurnEvent::Usage {
+                input_tokens: i,
+                output_tokens: o,
+            } => {
+                input_tokens += i;
+                output_tokens += o;
+            }
+            TurnEvent::Done {
+                message_id: m,
+                finish_reason,
+            } => {
+                finish = json!(finish_reason);
+                message_id = json!(m);
+            }
+            TurnEvent::Error { code, message } => {
+                error = json!({"code": code, "message": message});
+            }
+            _ => {}
+        }
+    }
+    json!({
+        "message_id": message_id,
+        "finish_reason": finish,
+        "content": answer,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "error": error,
+        "events": events,
+    })
+}

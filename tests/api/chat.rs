@@ -1,0 +1,507 @@
+//! The agent loop through the real server: SSE events and what is stored in Postgres.
+
+use std::time::Duration;
+
+use agentchat::config::ProviderKind;
+use agentchat::llm::Usage;
+use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
+use agentchat_tests::*;
+use serde_json::{json, Value};
+
+async fn openai_app(fake: &FakeUpstream) -> TestApp {
+    let base = fake.base_url_openai();
+    spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.llm.model = "fake-model".into();
+        s.llm.models = vec!["fake-model".into()];
+        s.llm.retry_base_delay = Duration::from_millis(10);
+        s.llm.max_retries = 1;
+        s.llm.idle_timeout = Duration::from_secs(30);
+    })
+    .await
+}
+
+fn usage(i: u64, o: u64) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: i,
+        output_tokens: o,
+    })
+}
+
+fn roles(conv: &Value) -> Vec<String> {
+    conv["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn demo_model_answers_what_time_it_is_through_the_real_tool() {
+    let app = spawn_app().await;
+    let s = app.signed_up("demo_user").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "What time is it?").await;
+    assert_eq!(
+        event_names(&events),
+        [
+            "turn_start",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "text_delta",
+            "usage",
+            "done"
+        ]
+    );
+    let call = events.iter().find(|e| e.event == "tool_call").unwrap();
+    assert_eq!(call.data["name"], "current_time");
+    let result = events.iter().find(|e| e.event == "tool_result").unwrap();
+    assert_eq!(result.data["success"], true);
+    assert!(result.data["data"]["iso8601"].is_string());
+    assert!(streamed_text(&events).starts_with("[demo] "));
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
+    let msgs = stored["messages"].as_array().unwrap();
+    assert_eq!(msgs[1]["tool_calls"][0]["name"], "current_time");
+    assert_eq!(msgs[2]["tool_call_id"], msgs[1]["tool_calls"][0]["id"]);
+    assert_eq!(msgs[3]["content"].as_str().unwrap(), streamed_text(&events));
+    assert_eq!(events.last().unwrap().data["message_id"], msgs[3]["id"]);
+    assert!(msgs.iter().all(|m| m["status"] == "complete"));
+}
+
+#[tokio::test]
+async fn openai_tool_call_round_trip_with_split_arguments() {
+    let fake = FakeUpstream::start().await;
+    fake.push(
+        Reply::ToolCalls {
+            calls: vec![(
+                "call_1".into(),
+                "calculator".into(),
+                r#"{"expression": "(2+3)*4"}"#.into(),
+            )],
+            usage: usage(50, 10),
+        }
+        .split_args_into(12),
+    );
+    fake.push(Reply::Text {
+        text: "The answer is 20.".into(),
+        usage: usage(80, 6),
+    });
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("oai").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "compute (2+3)*4").await;
+    assert_eq!(
+        event_names(&events),
+        [
+            "turn_start",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "text_delta",
+            "usage",
+            "done"
+        ]
+    );
+    let result = events.iter().find(|e| e.event == "tool_result").unwrap();
+    assert_eq!(result.data["id"], "call_1");
+    assert_eq!(result.data["data"]["result"], 20);
+    assert_eq!(streamed_text(&events), "The answer is 20.");
+
+    // The second upstream request carries the call and its result bound by id.
+    let second = &fake.requests()[1]["body"];
+    let msgs = second["messages"].as_array().unwrap();
+    let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert!(tool["content"]
+        .as_str()
+        .unwrap()
+        .contains("\"success\":true"));
+    assert_eq!(second["tools"][0]["type"], "function");
+
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
+    let m = stored["messages"].as_array().unwrap();
+    assert_eq!(m[1]["input_tokens"], 50);
+    assert_eq!(m[1]["output_tokens"], 10);
+    assert_eq!(m[1]["tool_calls"][0]["arguments"]["expression"], "(2+3)*4");
+    assert_eq!(m[3]["output_tokens"], 6);
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_are_bound_by_id_in_call_order() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::ToolCalls {
+        calls: vec![
+            (
+                "call_a".into(),
+                "current_time".into(),
+                r#"{"timezone": "Europe/Paris"}"#.into(),
+            ),
+            (
+                "call_b".into(),
+                "calculator".into(),
+                r#"{"expression": "6*7"}"#.into(),
+            ),
+        ],
+        usage: None,
+    });
+    fake.push(Reply::text("done"));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("par").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "both").await;
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.event == "tool_result")
+        .map(|e| &e.data)
+        .collect();
+    assert_eq!(results[0]["id"], "call_a");
+    assert_eq!(results[0]["data"]["timezone"], "Europe/Paris");
+    assert_eq!(results[1]["id"], "call_b");
+    assert_eq!(results[1]["data"]["result"], 42);
+    let stored = app.conversation(&s.access, &conv).await;
+    let m = stored["messages"].as_array().unwrap();
+    assert_eq!(m[2]["tool_call_id"], "call_a");
+    assert_eq!(m[3]["tool_call_id"], "call_b");
+    // Without upstream usage the local count is stored.
+    assert!(m[1]["output_tokens"].as_i64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn schema_invalid_arguments_go_back_to_the_model_which_corrects_itself() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::tool_call("c1", "calculator", r#"{"expr": "1+1"}"#));
+    fake.push(Reply::tool_call(
+        "c2",
+        "calculator",
+        r#"{"expression": "1+1"}"#,
+    ));
+    fake.push(Reply::text("2"));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("fixer").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "1+1").await;
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.event == "tool_result")
+        .map(|e| &e.data)
+        .collect();
+    assert_eq!(results[0]["success"], false);
+    let err = results[0]["error"].as_str().unwrap();
+    assert!(err.contains("expression"), "{err}");
+    assert_eq!(results[1]["success"], true);
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    let second = &fake.requests()[1]["body"];
+    let tool_msg = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(tool_msg["content"].as_str().unwrap().contains("expression"));
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(stored["messages"][2]["status_reason"], "invalid_arguments");
+}
+
+#[tokio::test]
+async fn unknown_tool_is_a_tool_error_not_a_crash() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::tool_call("x1", "format_disk", "{}"));
+    fake.push(Reply::text("sorry"));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("unk").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "do it").await;
+    let r = events.iter().find(|e| e.event == "tool_result").unwrap();
+    assert_eq!(r.data["success"], false);
+    assert!(r.data["error"].as_str().unwrap().contains("format_disk"));
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn a_model_that_never_stops_is_cut_at_max_iterations() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::tool_call("loop", "calculator", r#"{"expression": "1"}"#).scripted(),
+    ));
+    let base = fake.base_url_openai();
+    let app = spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.llm.max_iterations = 3;
+    })
+    .await;
+    let s = app.signed_up("looper").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "forever").await;
+    assert_eq!(
+        events.last().unwrap().data["finish_reason"],
+        "max_iterations"
+    );
+    assert_eq!(fake.request_count(), 3);
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(roles(&stored).len(), 1 + 3 * 2);
+}
+
+#[tokio::test]
+async fn the_same_tool_failing_twice_stops_the_turn() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::tool_call("bad", "calculator", r#"{"expression": "1/0"}"#).scripted(),
+    ));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("failer").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "divide").await;
+    assert_eq!(
+        events.last().unwrap().data["finish_reason"],
+        "tool_failures"
+    );
+    assert_eq!(fake.request_count(), 2);
+}
+
+#[tokio::test]
+async fn upstream_429_is_retried_then_succeeds() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::Status {
+        code: 429,
+        body: json!({"error": {"message": "slow down"}}).to_string(),
+        retry_after: None,
+    });
+    fake.push(Reply::text("hello after retry"));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("retry").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "hi").await;
+    assert_eq!(streamed_text(&events), "hello after retry");
+    assert_eq!(fake.request_count(), 2);
+}
+
+async fn assert_failed_turn(reply: Reply, code: &str) {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(reply.scripted()));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("sad").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "hello").await;
+    let last = events.last().unwrap();
+    assert_eq!(last.event, "error", "{events:?}");
+    assert_eq!(last.data["code"], code);
+    assert!(!events.iter().any(|e| e.event == "tool_result"));
+    let stored = app.conversation(&s.access, &conv).await;
+    let m = stored["messages"].as_array().unwrap();
+    assert_eq!(m[0]["role"], "user");
+    assert_eq!(m[0]["content"], "hello");
+    assert_eq!(m[1]["status"], "incomplete");
+    assert_eq!(m[1]["status_reason"], code);
+    // The conversation is free again.
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .json(&json!({"content": "again"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn upstream_500_ends_with_an_error_and_keeps_the_user_message() {
+    assert_failed_turn(Reply::error(500, "boom"), "upstream_error").await;
+}
+
+#[tokio::test]
+async fn upstream_garbage_is_a_clear_error() {
+    assert_failed_turn(Reply::Garbage, "upstream_malformed").await;
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_tool_call_executes_nothing() {
+    assert_failed_turn(Reply::CutMidToolCall, "upstream_incomplete").await;
+}
+
+#[tokio::test]
+async fn cancel_stops_the_turn_and_keeps_what_was_produced() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::text("partial answer that never ends").hang());
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("canceller").await;
+    let conv = app.new_conversation(&s.access).await;
+    let mut resp = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .json(&json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap();
+    let first = resp.chunk().await.unwrap().unwrap();
+    let stream = tokio::spawn(async move {
+        let mut body = String::from_utf8_lossy(&first).into_owned();
+        while let Some(c) = resp.chunk().await.unwrap() {
+            body.push_str(&String::from_utf8_lossy(&c));
+        }
+        body
+    });
+    // A second turn in the same conversation is refused while this one runs.
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .json(&json!({"content": "me too"}))
+        .send()
+        .await
+        .unwrap();
+    expect_error(r, 409, "turn_in_progress").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let events = parse_sse(
+        &tokio::time::timeout(Duration::from_secs(10), stream)
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(events.last().unwrap().data["finish_reason"], "cancelled");
+    let stored = app.conversation(&s.access, &conv).await;
+    let m = stored["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 2, "{stored}");
+    assert_eq!(m[1]["status"], "incomplete");
+    assert_eq!(m[1]["status_reason"], "cancelled");
+    assert_eq!(m[1]["content"], streamed_text(&events));
+    // Another user cannot cancel it, nor post into it.
+    let other = app.signed_up("intruder").await;
+    let r = app
+        .post_as(&other.access, &format!("/api/conversations/{conv}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    expect_error(r, 404, "not_found").await;
+    let r = app
+        .post_as(
+            &other.access,
+            &format!("/api/conversations/{conv}/messages"),
+        )
+        .json(&json!({"content": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    expect_error(r, 404, "not_found").await;
+}
+
+#[tokio::test]
+async fn client_disconnect_ends_the_turn_and_stores_it_incomplete() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::text("streaming forever").hang());
+    let base = fake.base_url_openai();
+    // A disconnect is noticed when the next keep-alive cannot be written.
+    let app = spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.sse_keep_alive = Duration::from_millis(100);
+    })
+    .await;
+    let s = app.signed_up("leaver").await;
+    let conv = app.new_conversation(&s.access).await;
+    let mut resp = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .json(&json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap();
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("turn_start"));
+    drop(resp);
+    let mut stored = Value::Null;
+    for _ in 0..100 {
+        stored = app.conversation(&s.access, &conv).await;
+        if stored["messages"].as_array().unwrap().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = stored["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 2, "{stored}");
+    assert_eq!(m[1]["status_reason"], "client_disconnected");
+}
+
+#[tokio::test]
+async fn anthropic_round_trip_with_tool_use() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::ToolCalls {
+        calls: vec![(
+            "toolu_1".into(),
+            "calculator".into(),
+            r#"{"expression": "2^10"}"#.into(),
+        )],
+        usage: usage(30, 5),
+    });
+    fake.push(Reply::Text {
+        text: "1024".into(),
+        usage: usage(60, 2),
+    });
+    let base = fake.base_url_anthropic();
+    let app = spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Anthropic;
+        s.llm.base_url = base;
+        s.llm.api_key = Some("test-anthropic-key".to_owned().into());
+    })
+    .await;
+    let s = app.signed_up("claude_fan").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "2^10?").await;
+    assert_eq!(streamed_text(&events), "1024");
+    let reqs = fake.requests();
+    assert_eq!(reqs[0]["headers"]["x-api-key"], "test-anthropic-key");
+    assert!(reqs[0]["body"]["system"].is_string());
+    let msgs = reqs[1]["body"]["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["tool_use_id"], "toolu_1");
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(stored["messages"][1]["input_tokens"], 30);
+}
+
+#[tokio::test]
+async fn accept_json_gets_the_finished_turn_as_one_document() {
+    let app = spawn_app().await;
+    let s = app.signed_up("jsonfan").await;
+    let conv = app.new_conversation(&s.access).await;
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .header("accept", "application/json")
+        .json(&json!({"content": "what is 12*12"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["finish_reason"], "stop");
+    assert!(body["content"].as_str().unwrap().contains("144"), "{body}");
+}
+
+#[tokio::test]
+async fn empty_or_oversized_messages_are_refused_and_not_stored() {
+    let app = spawn_app().await;
+    let s = app.signed_up("quiet").await;
+    let conv = app.new_conversation(&s.access).await;
+    for content in ["", "   ", &"x".repeat(32_001)] {
+        let r = app
+            .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+            .json(&json!({"content": content}))
+            .send()
+            .await
+            .unwrap();
+        expect_error(r, 400, "invalid_content").await;
+    }
+    assert_eq!(
+        app.conversation(&s.access, &conv).await["messages"],
+        json!([])
+    );
+}

@@ -1,0 +1,786 @@
+//! A fake LLM upstream for tests.
+//!
+//! An actix-web server on `127.0.0.1:<random port>` (own thread, own actix system)
+//! that speaks the real wire formats of OpenAI Chat Completions
+//! (`POST /v1/chat/completions`) and the Anthropic Messages API
+//! (`POST /v1/messages`), both streaming (SSE) and non-streaming, and serves a FIFO
+//! queue of scripted replies. Every request is recorded for assertions.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use actix_web::http::StatusCode;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+
+use agentchat::llm::Usage;
+
+/// What the fake upstream answers to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A plain text answer (streamed word by word in streaming mode).
+    Text {
+        /// The answer.
+        text: String,
+        /// Usage to report; `None` omits it (OpenAI) or reports zeros (Anthropic).
+        usage: Option<Usage>,
+    },
+    /// One or more tool calls, `(id, name, arguments_json_string)`, in index order.
+    ToolCalls {
+        /// The calls.
+        calls: Vec<(String, String, String)>,
+        /// Usage to report, as for [`Reply::Text`].
+        usage: Option<Usage>,
+    },
+    /// An HTTP error status with a raw body and optional `Retry-After` (seconds).
+    Status {
+        /// HTTP status code.
+        code: u16,
+        /// Raw response body (use [`Reply::error`] for a provider-shaped one).
+        body: String,
+        /// `Retry-After` header value in seconds.
+        retry_after: Option<u64>,
+    },
+    /// Starts a tool call, sends part of its arguments, then ends the response
+    /// without any finish reason / `message_stop` / `[DONE]`.
+    CutMidToolCall,
+    /// HTTP 200 with malformed data lines (or a malformed JSON body).
+    Garbage,
+    /// Sends the response head and the first event, then nothing, forever.
+    Hang,
+}
+
+impl Reply {
+    /// A text reply without usage.
+    pub fn text(text: impl Into<String>) -> Self {
+        Reply::Text {
+            text: text.into(),
+            usage: None,
+        }
+    }
+
+    /// A single tool call without usage.
+    pub fn tool_call(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Reply::ToolCalls {
+            calls: vec![(id.into(), name.into(), arguments.into())],
+            usage: None,
+        }
+    }
+
+    /// An error status with a body shaped like both providers' error objects
+    /// (`{"type":"error","error":{"type":..,"message":..}}`).
+    pub fn error(code: u16, message: impl Into<String>) -> Self {
+        Reply::Status {
+            code,
+            body: json!({
+                "type": "error",
+                "error": {"type": "api_error", "message": message.into()},
+            })
+            .to_string(),
+            retry_after: None,
+        }
+    }
+
+    /// Wraps the reply in [`Scripted`] to set knobs.
+    pub fn scripted(self) -> Scripted {
+        Scripted::from(self)
+    }
+
+    /// See [`Scripted::delay_first_byte`].
+    pub fn delay_first_byte(self, d: Duration) -> Scripted {
+        self.scripted().delay_first_byte(d)
+    }
+
+    /// See [`Scripted::chunk_delay`].
+    pub fn chunk_delay(self, d: Duration) -> Scripted {
+        self.scripted().chunk_delay(d)
+    }
+
+    /// See [`Scripted::split_args_into`].
+    pub fn split_args_into(self, n: usize) -> Scripted {
+        self.scripted().split_args_into(n)
+    }
+
+    /// See [`Scripted::hang`].
+    pub fn hang(self) -> Scripted {
+        self.scripted().hang()
+    }
+}
+
+/// A [`Reply`] plus timing/shape knobs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scripted {
+    /// The reply.
+    pub reply: Reply,
+    /// Wait this long before sending the response head.
+    pub delay_first_byte: Option<Duration>,
+    /// Wait this long before each streamed event.
+    pub chunk_delay: Option<Duration>,
+    /// Split each tool call's argument string across this many chunks (min 1).
+    pub split_args_into: usize,
+    /// Send everything but the finishing events, then keep the connection open
+    /// sending nothing (non-streaming: never answer).
+    pub hang: bool,
+}
+
+impl From<Reply> for Scripted {
+    fn from(reply: Reply) -> Self {
+        Scripted {
+            reply,
+            delay_first_byte: None,
+            chunk_delay: None,
+            split_args_into: 4,
+            hang: false,
+        }
+    }
+}
+
+impl Scripted {
+    /// Sets [`Scripted::delay_first_byte`].
+    pub fn delay_first_byte(mut self, d: Duration) -> Self {
+        self.delay_first_byte = Some(d);
+        self
+    }
+
+    /// Sets [`Scripted::chunk_delay`].
+    pub fn chunk_delay(mut self, d: Duration) -> Self {
+        self.chunk_delay = Some(d);
+        self
+    }
+
+    /// Sets [`Scripted::split_args_into`].
+    pub fn split_args_into(mut self, n: usize) -> Self {
+        self.split_args_into = n.max(1);
+        self
+    }
+
+    /// Sets [`Scripted::hang`].
+    pub fn hang(mut self) -> Self {
+        self.hang = true;
+        self
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    queue: Mutex<VecDeque<Scripted>>,
+    default: Mutex<Option<Scripted>>,
+    requests: Mutex<Vec<Value>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A running fake upstream; stopped when dropped.
+#[derive(Debug)]
+pub struct FakeUpstream {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    handle: ServerHandle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+impl FakeUpstream {
+    /// Starts the server on `127.0.0.1:0`.
+    ///
+    /// # Panics
+    /// If the server cannot be started (test support only).
+    pub async fn start() -> Self {
+        match Self::try_start().await {
+            Ok(s) => s,
+            Err(e) => panic!("cannot start the fake upstream: {e}"),
+        }
+    }
+
+    /// Starts the server on `127.0.0.1:0`, reporting failures.
+    pub async fn try_start() -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<std::io::Result<ServerHandle>>();
+        let data = web::Data::from(shared.clone());
+        std::thread::Builder::new()
+            .name("fake-upstream".into())
+            .spawn(move || {
+                let system = actix_web::rt::System::new();
+                system.block_on(async move {
+                    let server = HttpServer::new(move || {
+                        App::new()
+                            .app_data(data.clone())
+                            .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
+                            .route("/v1/chat/completions", web::post().to(openai_handler))
+                            .route("/v1/messages", web::post().to(anthropic_handler))
+                    })
+                    .workers(1)
+                    .disable_signals()
+                    .shutdown_timeout(0)
+                    .listen(listener);
+                    match server {
+                        Ok(server) => {
+                            let server = server.run();
+                            let _ = tx.send(Ok(server.handle()));
+                            let _ = server.await;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+            })?;
+        let handle = rx
+            .await
+            .map_err(|_| std::io::Error::other("fake upstream thread died"))??;
+        Ok(Self {
+            addr,
+            shared,
+            handle,
+        })
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Base URL for the OpenAI adapter: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url_openai(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Base URL for the Anthropic adapter: `http://127.0.0.1:PORT`.
+    pub fn base_url_anthropic(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues a reply (FIFO).
+    pub fn push(&self, reply: impl Into<Scripted>) {
+        lock(&self.shared.queue).push_back(reply.into());
+    }
+
+    /// The reply repeated when the queue is empty (`None`: answer 500).
+    pub fn set_default(&self, reply: Option<Scripted>) {
+        *lock(&self.shared.default) = reply;
+    }
+
+    /// The requests received so far: `{"path", "headers": {..}, "body"}` where
+    /// headers are `authorization`, `x-api-key`, `anthropic-version`, `content-type`
+    /// (when present) and body is the parsed JSON (or a string if it was not JSON).
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many requests were received.
+    pub fn request_count(&self) -> usize {
+        lock(&self.shared.requests).len()
+    }
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        // Sends the stop command right away; completion is not awaited.
+        drop(self.handle.stop(false));
+    }
+}
+
+async fn openai_handler(
+    req: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    handle(Api::OpenAi, req, body, shared).await
+}
+
+async fn anthropic_handler(
+    req: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    handle(Api::Anthropic, req, body, shared).await
+}
+
+async fn handle(
+    api: Api,
+    req: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    let parsed: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let mut headers = serde_json::Map::new();
+    for name in [
+        "authorization",
+        "x-api-key",
+        "anthropic-version",
+        "content-type",
+    ] {
+        if let Some(v) = req.headers().get(name).and_then(|v| v.to_str().ok()) {
+            headers.insert(name.to_string(), json!(v));
+        }
+    }
+    lock(&shared.requests).push(json!({
+        "path": req.path(),
+        "headers": headers,
+        "body": parsed.clone(),
+    }));
+
+    let scripted = lock(&shared.queue)
+        .pop_front()
+        .or_else(|| lock(&shared.default).clone());
+    let Some(scripted) = scripted else {
+        let body = match api {
+            Api::OpenAi => {
+                json!({"error": {"message": "fake upstream: no scripted reply", "type": "server_error"}})
+            }
+            Api::Anthropic => {
+                json!({"type": "error", "error": {"type": "api_error", "message": "fake upstream: no scripted reply"}})
+            }
+        };
+        return HttpResponse::InternalServerError()
+            .content_type("application/json")
+            .body(body.to_string());
+    };
+
+    if let Some(d) = scripted.delay_first_byte {
+        tokio::time::sleep(d).await;
+    }
+    let stream = parsed
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let model = parsed
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake-model")
+        .to_string();
+
+    if let Reply::Status {
+        code,
+        body,
+        retry_after,
+    } = &scripted.reply
+    {
+        let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = HttpResponse::build(status);
+        resp.content_type("application/json");
+        if let Some(secs) = retry_after {
+            resp.insert_header(("retry-after", secs.to_string()));
+        }
+        return resp.body(body.clone());
+    }
+
+    if stream {
+        let script = match api {
+            Api::OpenAi => openai_stream(&scripted, &model),
+            Api::Anthropic => anthropic_stream(&scripted, &model),
+        };
+        sse_response(script, scripted.chunk_delay)
+    } else {
+        if scripted.hang || scripted.reply == Reply::Hang {
+            futures_util::future::pending::<()>().await;
+        }
+        match non_stream_body(api, &scripted, &model) {
+            Ok(v) => HttpResponse::Ok()
+                .content_type("application/json")
+                .body(v.to_string()),
+            Err(raw) => {
+                // Garbage / cut: a 200 whose body is not (complete) JSON.
+                HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(raw)
+            }
+        }
+    }
+}
+
+/// How a scripted SSE response ends after its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Close the response normally.
+    Close,
+    /// Keep the connection open forever, sending nothing.
+    Hang,
+}
+
+struct SseScript {
+    frames: Vec<String>,
+    end: End,
+}
+
+fn sse_response(script: SseScript, chunk_delay: Option<Duration>) -> HttpResponse {
+    let frames = stream::iter(script.frames).then(move |frame| async move {
+        if let Some(d) = chunk_delay {
+            tokio::time::sleep(d).await;
+        }
+        Ok::<_, actix_web::Error>(web::Bytes::from(frame))
+    });
+    let body = match script.end {
+        End::Close => frames.boxed_local(),
+        End::Hang => frames.chain(stream::pending()).boxed_local(),
+    };
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(body)
+}
+
+/// Splits `s` into `n` pieces of roughly equal character counts (empty pieces dropped).
+fn split_into(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = n.max(1);
+    let size = chars.len().div_ceil(n).max(1);
+    chars
+        .chunks(size)
+        .map(|c| c.iter().collect::<String>())
+        .collect()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(str::to_string).collect()
+}
+
+fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+fn fake_id(prefix: &str) -> String {
+    format!("{prefix}{:016x}", rand::random::<u64>())
+}
+
+// ---------------------------------------------------------------- OpenAI
+
+fn openai_stream(s: &Scripted, model: &str) -> SseScript {
+    let id = fake_id("chatcmpl-");
+    let created = now_secs();
+    let chunk = |delta: Value, finish: Value| {
+        let v = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        });
+        format!("data: {v}\n\n")
+    };
+    let usage_chunk = |u: &Usage| {
+        let v = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": u.input_tokens,
+                "completion_tokens": u.output_tokens,
+                "total_tokens": u.input_tokens + u.output_tokens,
+            },
+        });
+        format!("data: {v}\n\n")
+    };
+    let done = "data: [DONE]\n\n".to_string();
+
+    let mut body = Vec::new();
+    let mut finish = Vec::new();
+    match &s.reply {
+        Reply::Text { text, usage } => {
+            body.push(chunk(
+                json!({"role": "assistant", "content": "", "refusal": null}),
+                Value::Null,
+            ));
+            for w in words(text) {
+                body.push(chunk(json!({"content": w}), Value::Null));
+            }
+            finish.push(chunk(json!({}), json!("stop")));
+            if let Some(u) = usage {
+                finish.push(usage_chunk(u));
+            }
+            finish.push(done);
+        }
+        Reply::ToolCalls { calls, usage } => {
+            body.push(chunk(
+                json!({"role": "assistant", "content": null}),
+                Value::Null,
+            ));
+            for (index, (cid, name, args)) in calls.iter().enumerate() {
+                body.push(chunk(
+                    json!({"tool_calls": [{
+                        "index": index, "id": cid, "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }]}),
+                    Value::Null,
+                ));
+                for piece in split_into(args, s.split_args_into) {
+                    body.push(chunk(
+                        json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                        Value::Null,
+                    ));
+                }
+            }
+            finish.push(chunk(json!({}), json!("tool_calls")));
+            if let Some(u) = usage {
+                finish.push(usage_chunk(u));
+            }
+            finish.push(done);
+        }
+        Reply::CutMidToolCall => {
+            body.push(chunk(
+                json!({"role": "assistant", "content": null}),
+                Value::Null,
+            ));
+            body.push(chunk(
+                json!({"tool_calls": [{
+                    "index": 0, "id": "call_cut", "type": "function",
+                    "function": {"name": "calculator", "arguments": ""},
+                }]}),
+                Value::Null,
+            ));
+            body.push(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"expre"}}]}),
+                Value::Null,
+            ));
+        }
+        Reply::Garbage => {
+            body.push("data: {\"id\": \"chatcmpl-x\", \"choices\": [{\"delta\": \n\n".into());
+            body.push("data: this is not json\n\n".into());
+            finish.push(done);
+        }
+        Reply::Hang => {
+            body.push(chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+            ));
+            return SseScript {
+                frames: body,
+                end: End::Hang,
+            };
+        }
+        Reply::Status { .. } => {}
+    }
+    if s.hang {
+        return SseScript {
+            frames: body,
+            end: End::Hang,
+        };
+    }
+    body.extend(finish);
+    SseScript {
+        frames: body,
+        end: End::Close,
+    }
+}
+
+fn openai_json(s: &Scripted, model: &str) -> Result<Value, String> {
+    let (message, finish, usage) = match &s.reply {
+        Reply::Text { text, usage } => (
+            json!({"role": "assistant", "content": text, "refusal": null}),
+            "stop",
+            *usage,
+        ),
+        Reply::ToolCalls { calls, usage } => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+                })
+                .collect();
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                "tool_calls",
+                *usage,
+            )
+        }
+        Reply::CutMidToolCall => {
+            return Err("{\"id\":\"chatcmpl-cut\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"call_cut\"".into())
+        }
+        _ => return Err("{\"this is\": not json".into()),
+    };
+    let mut v = json!({
+        "id": fake_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": now_secs(),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+    });
+    if let Some(u) = usage {
+        v["usage"] = json!({
+            "prompt_tokens": u.input_tokens,
+            "completion_tokens": u.output_tokens,
+            "total_tokens": u.input_tokens + u.output_tokens,
+        });
+    }
+    Ok(v)
+}
+
+// ---------------------------------------------------------------- Anthropic
+
+fn anthropic_event(kind: &str, data: Value) -> String {
+    format!("event: {kind}\ndata: {data}\n\n")
+}
+
+fn anthropic_stream(s: &Scripted, model: &str) -> SseScript {
+    let usage = match &s.reply {
+        Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => usage.unwrap_or_default(),
+        _ => Usage::default(),
+    };
+    let start = anthropic_event(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": fake_id("msg_"), "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": usage.input_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 1},
+        }}),
+    );
+    let ping = anthropic_event("ping", json!({"type": "ping"}));
+    let block_stop = |index: usize| {
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        )
+    };
+    let finish_events = |stop_reason: &str| {
+        vec![
+            anthropic_event(
+                "message_delta",
+                json!({"type": "message_delta",
+                       "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                       "usage": {"output_tokens": usage.output_tokens}}),
+            ),
+            anthropic_event("message_stop", json!({"type": "message_stop"})),
+        ]
+    };
+
+    let mut body = vec![start];
+    let mut finish = Vec::new();
+    match &s.reply {
+        Reply::Text { text, .. } => {
+            body.push(anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}}),
+            ));
+            body.push(ping);
+            for w in words(text) {
+                body.push(anthropic_event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": w}}),
+                ));
+            }
+            body.push(block_stop(0));
+            finish.extend(finish_events("end_turn"));
+        }
+        Reply::ToolCalls { calls, .. } => {
+            body.push(ping);
+            for (index, (id, name, args)) in calls.iter().enumerate() {
+                body.push(anthropic_event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+                body.push(anthropic_event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index,
+                           "delta": {"type": "input_json_delta", "partial_json": ""}}),
+                ));
+                for piece in split_into(args, s.split_args_into) {
+                    body.push(anthropic_event(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    ));
+                }
+                body.push(block_stop(index));
+            }
+            finish.extend(finish_events("tool_use"));
+        }
+        Reply::CutMidToolCall => {
+            body.push(anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "tool_use", "id": "toolu_cut", "name": "calculator", "input": {}}}),
+            ));
+            body.push(anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "input_json_delta", "partial_json": "{\"expre"}}),
+            ));
+        }
+        Reply::Garbage => {
+            body.push("event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": \n\n".into());
+            body.push("event: message_stop\ndata: not json at all\n\n".into());
+        }
+        Reply::Hang => {
+            body.push(ping);
+            return SseScript {
+                frames: body,
+                end: End::Hang,
+            };
+        }
+        Reply::Status { .. } => {}
+    }
+    if s.hang {
+        return SseScript {
+            frames: body,
+            end: End::Hang,
+        };
+    }
+    body.extend(finish);
+    SseScript {
+        frames: body,
+        end: End::Close,
+    }
+}
+
+fn anthropic_json(s: &Scripted, model: &str) -> Result<Value, String> {
+    let (content, stop, usage) = match &s.reply {
+        Reply::Text { text, usage } => (json!([{"type": "text", "text": text}]), "end_turn", *usage),
+        Reply::ToolCalls { calls, usage } => {
+            let blocks: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    let input: Value = serde_json::from_str(args).unwrap_or_else(|_| json!({}));
+                    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                })
+                .collect();
+            (Value::Array(blocks), "tool_use", *usage)
+        }
+        Reply::CutMidToolCall => {
+            return Err("{\"id\":\"msg_cut\",\"type\":\"message\",\"content\":[{\"type\":\"tool_use\",\"id\":\"toolu_cut\"".into())
+        }
+        _ => return Err("{\"this is\": not json".into()),
+    };
+    let u = usage.unwrap_or_default();
+    Ok(json!({
+        "id": fake_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": null,
+        "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens},
+    }))
+}
+
+fn non_stream_body(api: Api, s: &Scripted, model: &str) -> Result<Value, String> {
+    match api {
+        Api::OpenAi => openai_json(s, model),
+        Api::Anthropic => anthropic_json(s, model),
+    }
+}
