@@ -10,7 +10,7 @@ use anyhow::Context;
 use rand::RngCore;
 use secrecy::ExposeSecret;
 
-use crate::agent::{ActiveTurns, Agent};
+use crate::agent::{ActiveTurns, Agent, StopReason};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
@@ -76,9 +76,18 @@ impl Application {
         &self.state
     }
 
-    /// Serves until the process is told to stop (SIGINT / SIGTERM), then drains.
+    /// Serves until the process is told to stop (SIGINT / SIGTERM), then drains: running
+    /// turns are stopped first so that each stores what it has and ends its stream.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let turns = self.state.turns.clone();
+        let watcher = tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!(running = turns.len(), "shutting down; stopping running turns");
+            turns.stop_all(StopReason::Shutdown);
+        });
+        let result = self.server.await;
+        watcher.abort();
+        result
     }
 }
 
@@ -145,6 +154,28 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     .shutdown_timeout(30)
     .run();
     Ok(server)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 async fn not_found() -> Result<HttpResponse, ApiError> {

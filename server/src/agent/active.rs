@@ -3,13 +3,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// Conversation id -> the cancellation token of its running turn.
+use super::turn::{StopReason, TurnControl};
+
+/// Conversation id -> the control of its running turn.
 #[derive(Default, Clone)]
 pub struct ActiveTurns {
-    inner: Arc<Mutex<HashMap<Uuid, (Uuid, CancellationToken)>>>,
+    inner: Arc<Mutex<HashMap<Uuid, (Uuid, TurnControl)>>>,
 }
 
 /// Removes the entry when the turn ends, however it ends.
@@ -20,18 +21,14 @@ pub struct ActiveGuard {
 }
 
 impl ActiveTurns {
-    /// Records a running turn and returns its token and a guard that forgets it on drop.
-    pub fn register(
-        &self,
-        conversation_id: Uuid,
-        turn_id: Uuid,
-    ) -> (CancellationToken, ActiveGuard) {
-        let token = CancellationToken::new();
+    /// Records a running turn and returns its control and a guard that forgets it on drop.
+    pub fn register(&self, conversation_id: Uuid, turn_id: Uuid) -> (TurnControl, ActiveGuard) {
+        let control = TurnControl::default();
         if let Ok(mut m) = self.inner.lock() {
-            m.insert(conversation_id, (turn_id, token.clone()));
+            m.insert(conversation_id, (turn_id, control.clone()));
         }
         (
-            token,
+            control,
             ActiveGuard {
                 turns: self.clone(),
                 conversation_id,
@@ -49,10 +46,22 @@ impl ActiveTurns {
             .and_then(|m| m.get(&conversation_id).map(|(_, t)| t.clone()));
         match token {
             Some(t) => {
-                t.cancel();
+                t.stop(StopReason::Cancelled);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Stops every running turn (shutdown): each stores what it has and ends its stream.
+    pub fn stop_all(&self, reason: StopReason) {
+        let all: Vec<TurnControl> = self
+            .inner
+            .lock()
+            .map(|m| m.values().map(|(_, c)| c.clone()).collect())
+            .unwrap_or_default();
+        for c in all {
+            c.stop(reason);
         }
     }
 

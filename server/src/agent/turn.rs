@@ -32,6 +32,8 @@ pub enum StopReason {
     ClientGone,
     /// The turn ran past its deadline.
     Deadline,
+    /// The server is shutting down.
+    Shutdown,
 }
 
 impl StopReason {
@@ -40,6 +42,7 @@ impl StopReason {
             Self::Cancelled => "cancelled",
             Self::ClientGone => "client_disconnected",
             Self::Deadline => "turn_timeout",
+            Self::Shutdown => "shutdown",
         }
     }
 }
@@ -52,13 +55,6 @@ pub struct TurnControl {
 }
 
 impl TurnControl {
-    pub fn from_token(token: CancellationToken) -> Self {
-        Self {
-            token,
-            reason: Arc::default(),
-        }
-    }
-
     pub fn stop(&self, reason: StopReason) {
         let _ = self.reason.set(reason);
         self.token.cancel();

@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::agent::{TurnControl, TurnEvent};
+use crate::agent::TurnEvent;
 use crate::auth::AuthUser;
 use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
@@ -39,10 +39,9 @@ async fn post_message(
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
     let prepared = state.agent.prepare(&who, *id, &body.content).await?;
-    let (token, guard) = state
+    let (control, guard) = state
         .turns
         .register(prepared.conversation_id, prepared.turn_id);
-    let control = TurnControl::from_token(token);
     let (tx, mut rx) = mpsc::channel(EVENT_BUFFER);
     let agent = state.agent.clone();
     tokio::spawn(async move {
