@@ -82,7 +82,10 @@ impl Application {
         let turns = self.state.turns.clone();
         let watcher = tokio::spawn(async move {
             shutdown_signal().await;
-            tracing::info!(running = turns.len(), "shutting down; stopping running turns");
+            tracing::info!(
+                running = turns.len(),
+                "shutting down; stopping running turns"
+            );
             turns.stop_all(StopReason::Shutdown);
         });
         let result = self.server.await;
