@@ -483,7 +483,7 @@ async fn accept_json_gets_the_finished_turn_as_one_document() {
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["finish_reason"], "stop");
-    assert!(body["content"].as_str().unwrap().contains("144"), "{body}");
+    assert_eq!(body["content"], "[demo] 12*12 = 144", "{body}");
 }
 
 #[tokio::test]
@@ -504,4 +504,27 @@ async fn empty_or_oversized_messages_are_refused_and_not_stored() {
         app.conversation(&s.access, &conv).await["messages"],
         json!([])
     );
+}
+
+#[tokio::test]
+async fn non_streaming_upstream_works_the_same() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::tool_call("ns1", "calculator", r#"{"expression": "9*9"}"#));
+    fake.push(Reply::text("81"));
+    let base = fake.base_url_openai();
+    let app = spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.llm.streaming = false;
+    })
+    .await;
+    let s = app.signed_up("batch").await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "9*9").await;
+    assert_eq!(fake.requests()[0]["body"]["stream"], false);
+    let r = events.iter().find(|e| e.event == "tool_result").unwrap();
+    assert_eq!(r.data["data"]["result"], 81);
+    assert_eq!(streamed_text(&events), "81");
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
 }

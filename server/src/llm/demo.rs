@@ -317,7 +317,14 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
             .unwrap_or_else(|| err.to_string());
         return format!("The `{name}` tool reported an error: {msg}");
     }
-    let value = plain_value(parsed.as_ref(), content);
+    // Our tools answer in the `{success, data, error}` envelope: describe the data.
+    let payload = parsed
+        .as_ref()
+        .map(|v| match (v.get("success"), v.get("data")) {
+            (Some(_), Some(data)) => data,
+            _ => v,
+        });
+    let value = plain_value(payload, content);
     match name {
         "current_time" => format!("The current time is {value}."),
         "calculator" => match args.get("expression").and_then(Value::as_str) {
@@ -335,8 +342,9 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
 
 /// A tool result reduced to its main value (a JSON string, or a `result`-like field).
 fn plain_value(parsed: Option<&Value>, raw: &str) -> String {
-    const KEYS: [&str; 9] = [
-        "result", "value", "time", "datetime", "now", "files", "content", "text", "output",
+    const KEYS: [&str; 10] = [
+        "result", "iso8601", "value", "time", "datetime", "now", "files", "content", "text",
+        "output",
     ];
     let value = match parsed {
         Some(Value::String(s)) => Some(s.clone()),
