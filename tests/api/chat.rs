@@ -509,7 +509,11 @@ async fn empty_or_oversized_messages_are_refused_and_not_stored() {
 #[tokio::test]
 async fn non_streaming_upstream_works_the_same() {
     let fake = FakeUpstream::start().await;
-    fake.push(Reply::tool_call("ns1", "calculator", r#"{"expression": "9*9"}"#));
+    fake.push(Reply::tool_call(
+        "ns1",
+        "calculator",
+        r#"{"expression": "9*9"}"#,
+    ));
     fake.push(Reply::text("81"));
     let base = fake.base_url_openai();
     let app = spawn_app_with(move |s| {
