@@ -7,18 +7,20 @@ pub mod health;
 pub mod me;
 pub mod messages;
 pub mod models;
+pub mod web;
 
-use actix_web::web;
+use actix_web::web as aweb;
 
 /// Registers every API route.
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub fn configure(cfg: &mut aweb::ServiceConfig) {
     cfg.configure(health::configure).service(
-        web::scope("/api")
+        aweb::scope("/api")
             .configure(auth::configure)
             .configure(me::configure)
             .configure(conversations::configure)
             .configure(messages::configure)
             .configure(models::configure)
             .configure(admin::configure),
-    );
+    )
+    .configure(web::configure);
 }
