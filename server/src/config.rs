@@ -135,6 +135,8 @@ pub struct AuthSettings {
     pub account_failure_limit: u32,
     /// Failed logins from one client address per window before it is refused.
     pub address_failure_limit: u32,
+    /// Mark the browser's refresh-token cookie `Secure` (browsers accept it on localhost).
+    pub cookie_secure: bool,
 }
 
 /// Whether anyone may create an account.
@@ -225,6 +227,7 @@ impl Default for Settings {
                     .max(2),
                 account_failure_limit: 5,
                 address_failure_limit: 30,
+                cookie_secure: true,
             },
             max_body_bytes: 1024 * 1024,
             log_format: LogFormat::Text,
@@ -338,6 +341,9 @@ impl Settings {
             parse_env(&env, "AGENTCHAT_REFRESH_TOKEN_TTL_SECS")?.or(file.refresh_token_ttl_secs)
         {
             s.auth.refresh_token_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_COOKIE_SECURE")? {
+            s.auth.cookie_secure = v;
         }
         if let Some(v) = parse_env(&env, "AGENTCHAT_MAX_BODY_BYTES")?.or(file.max_body_bytes) {
             s.max_body_bytes = v;

@@ -164,3 +164,90 @@ async fn short_configured_secret_is_refused_at_startup() {
         .unwrap();
     assert!(err.to_string().contains("at least 32 bytes"), "{err}");
 }
+
+#[tokio::test]
+async fn browser_sessions_keep_the_refresh_token_in_an_http_only_cookie() {
+    let app = spawn_app().await;
+    app.register("rosa", "password-of-rosa").await;
+    let r = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"username": "rosa", "password": "password-of-rosa", "session": "cookie"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let set_cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(set_cookie.starts_with("agentchat_refresh="), "{set_cookie}");
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/api/auth", "Secure"] {
+        assert!(set_cookie.contains(attr), "{attr} missing: {set_cookie}");
+    }
+    let body: Value = r.json().await.unwrap();
+    assert!(body.get("refresh_token").is_none(), "{body}");
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+
+    let refresh = |cookie: String| {
+        app.client
+            .post(app.url("/api/auth/refresh"))
+            .header("cookie", cookie)
+            .send()
+    };
+    let r = refresh(cookie.clone()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let rotated = r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_ne!(rotated, cookie);
+    let access = r.json::<Value>().await.unwrap()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(me_status(&app, &access).await, 200);
+    // The spent cookie is refused (and revokes the family).
+    expect_error(refresh(cookie).await.unwrap(), 401, "unauthenticated").await;
+    expect_error(
+        refresh(rotated.clone()).await.unwrap(),
+        401,
+        "unauthenticated",
+    )
+    .await;
+
+    // Logout with the cookie clears it.
+    let s = app
+        .post_json(
+            "/api/auth/login",
+            &json!({"username": "rosa", "password": "password-of-rosa", "session": "cookie"}),
+        )
+        .await;
+    let cookie = s.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .client
+        .post(app.url("/api/auth/logout"))
+        .header("cookie", cookie.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert!(r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+    expect_error(refresh(cookie).await.unwrap(), 401, "unauthenticated").await;
+    // No cookie and no body: a clear 401.
+    let r = app
+        .client
+        .post(app.url("/api/auth/refresh"))
+        .send()
+        .await
+        .unwrap();
+    expect_error(r, 401, "unauthenticated").await;
+}

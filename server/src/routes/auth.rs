@@ -1,13 +1,22 @@
 //! `/api/auth/*`: register, login, refresh, logout.
+//!
+//! API clients get both tokens in the JSON body. Browsers ask for `"session": "cookie"`: the
+//! refresh token then travels only in an HttpOnly, SameSite=Strict cookie scoped to
+//! `/api/auth`, out of reach of page scripts, and refresh / logout read it from there.
 
+use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
-use crate::auth::session::{self, NewAccountRole};
+use crate::auth::session::{self, NewAccountRole, TokenPair};
 use crate::config::Registration;
 use crate::error::ApiError;
-use crate::extract::Json;
+use crate::extract::{Json, JsonOrDefault};
 use crate::state::AppState;
+
+/// Name of the browser's refresh-token cookie.
+pub const REFRESH_COOKIE: &str = "agentchat_refresh";
+const COOKIE_PATH: &str = "/api/auth";
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -19,6 +28,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Where the refresh token goes.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+enum SessionMode {
+    #[default]
+    Body,
+    Cookie,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Credentials {
@@ -28,8 +46,18 @@ struct Credentials {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct LoginBody {
+    username: String,
+    password: String,
+    #[serde(default)]
+    session: SessionMode,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct RefreshBody {
-    refresh_token: String,
+    /// Absent: the cookie is used.
+    refresh_token: Option<String>,
 }
 
 #[tracing::instrument(skip_all)]
@@ -58,27 +86,89 @@ async fn register(
 async fn login(
     req: HttpRequest,
     state: web::Data<AppState>,
-    Json(body): Json<Credentials>,
+    Json(body): Json<LoginBody>,
 ) -> Result<HttpResponse, ApiError> {
     let client = req.peer_addr().map(|a| a.ip());
     let pair = session::login(&state, &body.username, &body.password, client).await?;
-    Ok(HttpResponse::Ok().json(pair))
+    Ok(respond(&state, pair, body.session))
 }
 
 #[tracing::instrument(skip_all)]
 async fn refresh(
+    req: HttpRequest,
     state: web::Data<AppState>,
-    Json(body): Json<RefreshBody>,
+    JsonOrDefault(body): JsonOrDefault<RefreshBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let pair = session::refresh_session(&state, &body.refresh_token).await?;
-    Ok(HttpResponse::Ok().json(pair))
+    let (token, mode) = presented(&req, body)?;
+    let pair = session::refresh_session(&state, &token).await;
+    match pair {
+        Ok(pair) => Ok(respond(&state, pair, mode)),
+        Err(e) if mode == SessionMode::Cookie => {
+            // A dead cookie is of no further use: clear it with the 401.
+            let mut resp = actix_web::ResponseError::error_response(&e);
+            let _ = resp.add_cookie(&expired_cookie(&state));
+            Ok(resp)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[tracing::instrument(skip_all)]
 async fn logout(
+    req: HttpRequest,
     state: web::Data<AppState>,
-    Json(body): Json<RefreshBody>,
+    JsonOrDefault(body): JsonOrDefault<RefreshBody>,
 ) -> Result<HttpResponse, ApiError> {
-    session::logout(&state, &body.refresh_token).await?;
-    Ok(HttpResponse::NoContent().finish())
+    let (token, _) = presented(&req, body)?;
+    session::logout(&state, &token).await?;
+    Ok(HttpResponse::NoContent()
+        .cookie(expired_cookie(&state))
+        .finish())
+}
+
+/// The refresh token from the body, else from the cookie.
+fn presented(req: &HttpRequest, body: RefreshBody) -> Result<(String, SessionMode), ApiError> {
+    if let Some(t) = body.refresh_token {
+        return Ok((t, SessionMode::Body));
+    }
+    req.cookie(REFRESH_COOKIE)
+        .map(|c| (c.value().to_owned(), SessionMode::Cookie))
+        .ok_or_else(|| {
+            ApiError::unauthorized("no refresh token: send `refresh_token` or sign in again")
+        })
+}
+
+fn respond(state: &AppState, mut pair: TokenPair, mode: SessionMode) -> HttpResponse {
+    match mode {
+        SessionMode::Body => HttpResponse::Ok().json(pair),
+        SessionMode::Cookie => {
+            let token = std::mem::take(&mut pair.refresh_token);
+            let cookie = Cookie::build(REFRESH_COOKIE, token)
+                .http_only(true)
+                .secure(state.settings.auth.cookie_secure)
+                .same_site(SameSite::Strict)
+                .path(COOKIE_PATH)
+                .max_age(CookieDuration::seconds(
+                    i64::try_from(state.settings.auth.refresh_token_ttl.as_secs())
+                        .unwrap_or(i64::MAX),
+                ))
+                .finish();
+            HttpResponse::Ok().cookie(cookie).json(serde_json::json!({
+                "access_token": pair.access_token,
+                "token_type": pair.token_type,
+                "expires_in": pair.expires_in,
+            }))
+        }
+    }
+}
+
+fn expired_cookie(state: &AppState) -> Cookie<'static> {
+    let mut c = Cookie::build(REFRESH_COOKIE, "")
+        .http_only(true)
+        .secure(state.settings.auth.cookie_secure)
+        .same_site(SameSite::Strict)
+        .path(COOKIE_PATH)
+        .finish();
+    c.make_removal();
+    c
 }

@@ -13,14 +13,15 @@ use actix_web::web as aweb;
 
 /// Registers every API route.
 pub fn configure(cfg: &mut aweb::ServiceConfig) {
-    cfg.configure(health::configure).service(
-        aweb::scope("/api")
-            .configure(auth::configure)
-            .configure(me::configure)
-            .configure(conversations::configure)
-            .configure(messages::configure)
-            .configure(models::configure)
-            .configure(admin::configure),
-    )
-    .configure(web::configure);
+    cfg.configure(health::configure)
+        .service(
+            aweb::scope("/api")
+                .configure(auth::configure)
+                .configure(me::configure)
+                .configure(conversations::configure)
+                .configure(messages::configure)
+                .configure(models::configure)
+                .configure(admin::configure),
+        )
+        .configure(web::configure);
 }

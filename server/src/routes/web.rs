@@ -29,16 +29,23 @@ async fn index() -> HttpResponse {
 async fn asset(req: HttpRequest, path: web::Path<String>) -> HttpResponse {
     let path = path.into_inner();
     if path.starts_with("api/") || path == "api" {
-        return actix_web::ResponseError::error_response(&crate::error::ApiError::not_found("route"));
+        return actix_web::ResponseError::error_response(&crate::error::ApiError::not_found(
+            "route",
+        ));
     }
     if let Some(resp) = serve(&path) {
         return resp;
     }
     // A path with a file extension that does not exist is a real 404; anything else is a
     // client-side route.
-    let looks_like_file = path.rsplit('/').next().is_some_and(|last| last.contains('.'));
+    let looks_like_file = path
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.contains('.'));
     if looks_like_file || req.method() != actix_web::http::Method::GET {
-        return actix_web::ResponseError::error_response(&crate::error::ApiError::not_found("file"));
+        return actix_web::ResponseError::error_response(&crate::error::ApiError::not_found(
+            "file",
+        ));
     }
     index().await
 }

@@ -1,0 +1,239 @@
+// HTTP client: bearer access token kept in memory (mirrored in sessionStorage so a reload
+// in the same tab does not need a round trip), refresh through the HttpOnly cookie,
+// JSON errors turned into ApiError, and a streaming SSE reader for agent turns.
+
+const AT_KEY = 'agentchat.access';
+const RT_KEY = 'agentchat.legacy_refresh'; // only used when the server lacks cookie sessions
+const HAD_SESSION_KEY = 'agentchat.had_session';
+
+export class ApiError extends Error {
+  constructor(status, code, message, retryAfter) {
+    super(message || code || `HTTP ${status}`);
+    this.status = status;
+    this.code = code || `http_${status}`;
+    this.retryAfter = retryAfter;
+  }
+}
+
+let access = null; // {token, expiresAt}
+let refreshing = null;
+const listeners = { expired: [] };
+
+export function onSessionExpired(fn) { listeners.expired.push(fn); }
+
+function saveAccess(token, expiresIn) {
+  access = { token, expiresAt: Date.now() + (Number(expiresIn) || 900) * 1000 };
+  try { sessionStorage.setItem(AT_KEY, JSON.stringify(access)); } catch { /* private mode */ }
+}
+
+function loadAccess() {
+  if (access) return access;
+  try {
+    const raw = sessionStorage.getItem(AT_KEY);
+    if (raw) {
+      const a = JSON.parse(raw);
+      if (a && a.token && a.expiresAt > Date.now() + 15000) access = a;
+    }
+  } catch { /* ignore */ }
+  return access;
+}
+
+function forget() {
+  access = null;
+  try {
+    sessionStorage.removeItem(AT_KEY);
+    sessionStorage.removeItem(RT_KEY);
+  } catch { /* ignore */ }
+}
+
+export function hadSession() {
+  try { return localStorage.getItem(HAD_SESSION_KEY) === '1'; } catch { return false; }
+}
+function setHadSession(v) {
+  try {
+    if (v) localStorage.setItem(HAD_SESSION_KEY, '1');
+    else localStorage.removeItem(HAD_SESSION_KEY);
+  } catch { /* ignore */ }
+}
+
+async function errorFrom(resp) {
+  let code;
+  let message;
+  try {
+    const body = await resp.json();
+    code = body?.error?.code;
+    message = body?.error?.message;
+  } catch { /* not JSON */ }
+  if (!message) {
+    message = resp.status >= 500
+      ? 'The server had a problem. Please try again.'
+      : `Request failed (${resp.status})`;
+  }
+  return new ApiError(resp.status, code, message, resp.headers.get('Retry-After'));
+}
+
+async function postJson(path, body) {
+  return fetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    credentials: 'same-origin',
+    body: JSON.stringify(body),
+  });
+}
+
+export async function register(username, password) {
+  const resp = await postJson('/api/auth/register', { username, password });
+  if (!resp.ok) throw await errorFrom(resp);
+  return resp.json();
+}
+
+export async function login(username, password) {
+  let resp = await postJson('/api/auth/login', { username, password, session: 'cookie' });
+  if (resp.status === 400) {
+    // Older servers reject the `session` field: fall back to a body refresh token.
+    const err = await errorFrom(resp);
+    if (/session|unknown field/i.test(err.message)) {
+      resp = await postJson('/api/auth/login', { username, password });
+    } else {
+      throw err;
+    }
+  }
+  if (!resp.ok) throw await errorFrom(resp);
+  const body = await resp.json();
+  saveAccess(body.access_token, body.expires_in);
+  try {
+    if (body.refresh_token) sessionStorage.setItem(RT_KEY, body.refresh_token);
+    else sessionStorage.removeItem(RT_KEY);
+  } catch { /* ignore */ }
+  setHadSession(true);
+  return body;
+}
+
+/** Gets a new access token from the refresh cookie. Single flight. Returns true on success. */
+export function refresh() {
+  if (!refreshing) {
+    refreshing = (async () => {
+      let legacy = null;
+      try { legacy = sessionStorage.getItem(RT_KEY); } catch { /* ignore */ }
+      const resp = await postJson('/api/auth/refresh', legacy ? { refresh_token: legacy } : {});
+      if (!resp.ok) {
+        forget();
+        return false;
+      }
+      const body = await resp.json();
+      saveAccess(body.access_token, body.expires_in);
+      if (body.refresh_token && legacy) {
+        try { sessionStorage.setItem(RT_KEY, body.refresh_token); } catch { /* ignore */ }
+      }
+      return true;
+    })().catch(() => false).finally(() => { refreshing = null; });
+  }
+  return refreshing;
+}
+
+/** On page load: reuse the tab's access token or refresh via the cookie. */
+export async function resume() {
+  if (loadAccess()) return true;
+  return refresh();
+}
+
+export async function logout() {
+  let legacy = null;
+  try { legacy = sessionStorage.getItem(RT_KEY); } catch { /* ignore */ }
+  try {
+    await postJson('/api/auth/logout', legacy ? { refresh_token: legacy } : {});
+  } catch { /* offline: still forget locally */ }
+  forget();
+  setHadSession(false);
+}
+
+function expired(message) {
+  forget();
+  for (const fn of listeners.expired) fn(message);
+}
+
+/**
+ * Authenticated request. `body` is JSON unless `raw` is set (then sent as is).
+ * Returns parsed JSON (or null for 204), or the Response itself with {response:true}.
+ */
+export async function api(method, path, body, opts = {}) {
+  const doFetch = async () => {
+    const a = loadAccess();
+    const headers = { Accept: opts.accept || 'application/json' };
+    if (a) headers.Authorization = `Bearer ${a.token}`;
+    let payload;
+    if (opts.raw !== undefined) {
+      payload = opts.raw;
+      headers['Content-Type'] = opts.contentType || 'application/octet-stream';
+    } else if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['Content-Type'] = 'application/json';
+    }
+    return fetch(path, { method, headers, body: payload, credentials: 'same-origin', signal: opts.signal });
+  };
+  if (!loadAccess()) await refresh();
+  let resp = await doFetch();
+  if (resp.status === 401) {
+    const ok = await refresh();
+    if (ok) resp = await doFetch();
+    if (resp.status === 401 || !ok) {
+      const err = await errorFrom(resp);
+      expired('Your session has expired or was signed out. Please sign in again.');
+      throw err;
+    }
+  }
+  if (!resp.ok) throw await errorFrom(resp);
+  if (opts.response) return resp;
+  if (resp.status === 204) return null;
+  const type = resp.headers.get('Content-Type') || '';
+  if (type.includes('application/json')) return resp.json();
+  return resp.text();
+}
+
+export const get = (p, o) => api('GET', p, undefined, o);
+export const post = (p, b, o) => api('POST', p, b === undefined ? {} : b, o);
+export const patch = (p, b) => api('PATCH', p, b);
+export const put = (p, b, o) => api('PUT', p, b, o);
+export const del = (p) => api('DELETE', p);
+
+/**
+ * Posts a message and reads the SSE stream, calling onEvent({type, ...data}) per event.
+ * Resolves when the stream ends. Rejects with ApiError for a refusal before streaming.
+ */
+export async function streamTurn(conversationId, content, onEvent, signal) {
+  const resp = await api('POST', `/api/conversations/${encodeURIComponent(conversationId)}/messages`,
+    { content }, { accept: 'text/event-stream', response: true, signal });
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  const dispatch = (block) => {
+    let event = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue; // keep-alive comment
+      const idx = line.indexOf(':');
+      const name = idx === -1 ? line : line.slice(0, idx);
+      let value = idx === -1 ? '' : line.slice(idx + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (name === 'event') event = value;
+      else if (name === 'data') data.push(value);
+    }
+    if (!data.length) return;
+    let parsed;
+    try { parsed = JSON.parse(data.join('\n')); } catch { return; }
+    if (!parsed.type) parsed.type = event;
+    onEvent(parsed);
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let sep;
+    while ((sep = buf.indexOf('\n\n')) !== -1) {
+      const block = buf.slice(0, sep);
+      buf = buf.slice(sep + 2);
+      dispatch(block);
+    }
+  }
+  if (buf.trim()) dispatch(buf);
+}

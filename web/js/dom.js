@@ -1,0 +1,105 @@
+// Tiny DOM helpers. Everything is built with createElement/textContent: no HTML strings,
+// so nothing coming from the server or the model can ever be parsed as markup.
+
+/**
+ * h('button', {class: 'x', onclick: fn, 'aria-label': 'Close'}, 'text', otherNode)
+ * Attribute values of null/undefined/false are skipped; `true` sets an empty attribute.
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith('on') && typeof v === 'function') {
+        el.addEventListener(k.slice(2), v);
+      } else if (k === 'class') {
+        el.className = v;
+      } else if (k === 'text') {
+        el.textContent = v;
+      } else if (k === 'value') {
+        el.value = v;
+      } else if (k === 'checked' || k === 'disabled' || k === 'selected' || k === 'hidden' || k === 'open') {
+        el[k] = Boolean(v);
+      } else if (k === 'dataset') {
+        Object.assign(el.dataset, v);
+      } else {
+        el.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+let idCounter = 0;
+export function uid(prefix = 'id') {
+  idCounter += 1;
+  return `${prefix}-${idCounter}`;
+}
+
+/** A labelled form field: returns {wrap, input}. */
+export function field(labelText, inputAttrs = {}, tag = 'input') {
+  const id = inputAttrs.id || uid('f');
+  const input = h(tag, { ...inputAttrs, id });
+  const wrap = h('div', { class: 'field' }, h('label', { for: id }, labelText), input);
+  return { wrap, input };
+}
+
+export function fmtNumber(n) {
+  if (n === null || n === undefined) return '—';
+  return Number(n).toLocaleString('en-US');
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return '—';
+  const units = ['B', 'KB', 'MB', 'GB'];
+  let v = Number(n);
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+export function fmtDate(s) {
+  if (!s) return '';
+  const d = new Date(s);
+  if (Number.isNaN(d.getTime())) return String(s);
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function fmtRelative(s) {
+  if (!s) return '';
+  const d = new Date(s);
+  const diff = (Date.now() - d.getTime()) / 1000;
+  if (diff < 60) return 'just now';
+  if (diff < 3600) return `${Math.floor(diff / 60)} min ago`;
+  if (diff < 86400) return `${Math.floor(diff / 3600)} h ago`;
+  return d.toLocaleDateString();
+}
+
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined) return '';
+  if (ms < 1000) return `${ms} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** Shows a transient message in the global toast region (role=status). */
+export function toast(message, kind = 'info') {
+  const region = document.getElementById('toasts');
+  if (!region) return;
+  const t = h('div', { class: `toast toast-${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
+  region.append(t);
+  setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
+}
