@@ -31,7 +31,8 @@ impl Period {
             Self::Day => date,
             Self::Week => date - Duration::days(i64::from(date.weekday().num_days_from_monday())),
             Self::Month => date.with_day(1).unwrap_or(date),
-            Self::Total => NaiveDate::MIN,
+            // One period since the epoch; Postgres cannot store chrono's minimum date.
+            Self::Total => NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or(date),
         };
         Utc.from_utc_datetime(&day.and_time(chrono::NaiveTime::MIN))
     }
@@ -46,6 +47,25 @@ impl Period {
             Self::Total => None,
         }
     }
+}
+
+/// Where "now" comes from: the system clock in production, a fixed or movable one in tests
+/// (period rollover is tested without sleeping).
+pub type Clock = std::sync::Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// The real clock.
+pub fn system_clock() -> Clock {
+    std::sync::Arc::new(Utc::now)
+}
+
+/// Smallest output worth calling the model for; with less left the call is refused.
+pub const MIN_USEFUL_OUTPUT: i64 = 64;
+
+/// Our token count and the provider's differ (tokenizers, hidden formatting): reserve for
+/// the input with a margin.
+pub fn with_margin(estimate: u64) -> i64 {
+    let e = i64::try_from(estimate).unwrap_or(i64::MAX / 2);
+    e.saturating_add(e / 10).saturating_add(16)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::agent::{ActiveTurns, Agent, StopReason};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
+use crate::budget::{self, Clock};
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
@@ -32,6 +33,12 @@ pub struct Application {
 impl Application {
     /// Prepares the database (creating and migrating it as needed), then binds the listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with_clock(settings, budget::system_clock()).await
+    }
+
+    /// Like [`Application::build`] with an explicit clock (tests move time to roll budget
+    /// periods over without sleeping).
+    pub async fn build_with_clock(settings: Settings, clock: Clock) -> anyhow::Result<Self> {
         settings.validate()?;
         prepare_database(&settings).await?;
         let pool = db::build_pool(&settings.database)?;
@@ -41,6 +48,7 @@ impl Application {
             llm: llm::from_settings(&settings.llm)?,
             tools: Registry::builtin()?.with_output_cap(settings.llm.tool_output_cap_bytes),
             settings: Arc::new(settings.llm.clone()),
+            clock: clock.clone(),
         };
         let state = AppState {
             agent,
@@ -58,6 +66,7 @@ impl Application {
             .with_context(|| format!("binding {}", state.settings.bind))?;
         let port = listener.local_addr()?.port();
         let server = run(listener, state.clone())?;
+        spawn_hold_sweeper(state.pool.clone(), clock);
         tracing::info!(port, "listening");
         Ok(Self {
             port,
@@ -157,6 +166,24 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     .shutdown_timeout(30)
     .run();
     Ok(server)
+}
+
+/// Frees budget holds whose process died, every 30 seconds.
+fn spawn_hold_sweeper(pool: db::Pool, clock: Clock) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            let Ok(mut conn) = pool.get().await else {
+                continue;
+            };
+            match db::models::budget::sweep(&mut conn, clock()).await {
+                Ok(0) => {}
+                Ok(freed) => tracing::warn!(freed, "released budget holds of abandoned turns"),
+                Err(e) => tracing::warn!(error = %e, "sweeping budget holds failed"),
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {

@@ -8,6 +8,9 @@ pub mod turn;
 
 use uuid::Uuid;
 
+use crate::budget;
+use crate::db::models::budget::Reserve;
+
 pub use active::ActiveTurns;
 pub use events::{FinishReason, TurnEvent};
 pub use turn::{Agent, PreparedTurn, StopReason, TurnControl};
@@ -22,8 +25,9 @@ pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
 impl Agent {
     /// Validates the message and makes the start of the turn durable in one commit: the
-    /// conversation is claimed (409 if a turn already runs), the user message stored, the
-    /// history and the user's allowed tools read.
+    /// conversation is claimed (409 if a turn already runs), the first model call's budget
+    /// reserved (429 if it cannot be), the user message stored, the history and the user's
+    /// allowed tools read.
     pub async fn prepare(
         &self,
         user: &AuthUser,
@@ -52,39 +56,62 @@ impl Agent {
             duration_ms: None,
         };
         let user_message_id = user_message.id;
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let ask = turn_db::BudgetAsk {
+            max_output,
+            min_output: max_output.min(budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
+        };
+        let build = {
+            let agent = self.clone();
+            let content = content.to_owned();
+            move |history: &[crate::db::models::message::Message], allowed: &[String]| {
+                let input = context::assemble(
+                    &agent.settings.system_prompt,
+                    history,
+                    &content,
+                    agent.settings.context_window_tokens,
+                    u64::from(agent.settings.max_output_tokens),
+                );
+                let estimate = agent.estimate_input(&input, allowed);
+                (input, estimate)
+            }
+        };
         let mut conn = db::conn(&self.pool).await?;
         let begun = turn_db::begin(
             &mut conn,
-            user.id,
-            &user.role,
-            turn_id,
+            turn_db::Claim {
+                user_id: user.id,
+                role: user.role.clone(),
+                turn_id,
+                stale_after: self.settings.turn_timeout,
+            },
             user_message,
-            self.settings.turn_timeout,
+            ask,
+            build,
         )
         .await?;
-        let (conversation, history, allowed_tools) = match begun {
+        let (conversation, input, input_estimate, allowed_tools, hold) = match begun {
             turn_db::Begin::Started {
                 conversation,
-                history,
+                built,
+                input_estimate,
                 allowed_tools,
-            } => (conversation, history, allowed_tools),
+                hold,
+            } => (conversation, built, input_estimate, allowed_tools, hold),
             turn_db::Begin::NotFound => return Err(ApiError::not_found("conversation")),
             turn_db::Begin::Busy => return Err(ApiError::conflict(
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",
             )),
+            turn_db::Begin::Refused(refusal) => return Err(refusal_error(&refusal)),
         };
         let model = conversation
             .model
             .filter(|m| self.settings.models.contains(m))
             .unwrap_or_else(|| self.settings.model.clone());
-        let input = context::assemble(
-            &self.settings.system_prompt,
-            &history,
-            content,
-            self.settings.context_window_tokens,
-            u64::from(self.settings.max_output_tokens),
-        );
+        let max_tokens = clamp_output(hold.amount - input_estimate, max_output);
         Ok(PreparedTurn {
             turn_id,
             user_id: user.id,
@@ -94,6 +121,59 @@ impl Agent {
             model,
             input,
             allowed_tools,
+            first_call: (hold, max_tokens),
+            outstanding: Default::default(),
         })
+    }
+
+    /// How long a reservation may live before the sweeper frees it.
+    pub fn hold_ttl(&self) -> std::time::Duration {
+        self.settings.turn_timeout + std::time::Duration::from_secs(60)
+    }
+
+    /// Estimated input tokens of a call, with the safety margin.
+    pub fn estimate_input(&self, input: &[crate::llm::ChatMessage], allowed: &[String]) -> i64 {
+        let messages: u64 = input.iter().map(context::cost).sum();
+        let tools: u64 = self
+            .tools
+            .specs()
+            .iter()
+            .filter(|s| allowed.contains(&s.name))
+            .map(|s| {
+                crate::llm::estimate_tokens(&s.parameters.to_string())
+                    + crate::llm::estimate_tokens(&s.description)
+            })
+            .sum();
+        budget::with_margin(messages + tools)
+    }
+}
+
+/// The output cap a reservation leaves room for.
+pub fn clamp_output(room: i64, max_output: i64) -> u32 {
+    u32::try_from(room.clamp(1, max_output.max(1))).unwrap_or(u32::MAX)
+}
+
+/// 429 for a refused reservation: exhausted (says when it resets) or held by other turns.
+pub fn refusal_error(refusal: &Reserve) -> ApiError {
+    match refusal {
+        Reserve::Exhausted { resets_at } => {
+            let when = match resets_at {
+                Some(t) => format!("it resets at {}", t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                None => "ask an admin to raise it".to_owned(),
+            };
+            let wait = resets_at
+                .map(|t| (t - chrono::Utc::now()).num_seconds().max(1))
+                .unwrap_or(3600);
+            ApiError::too_many(
+                "budget_exhausted",
+                format!("your token budget is used up; {when}"),
+                u64::try_from(wait).unwrap_or(3600),
+            )
+        }
+        _ => ApiError::too_many(
+            "budget_in_use",
+            "replies already in progress hold the rest of your token budget; try again when they finish",
+            2,
+        ),
     }
 }

@@ -4,7 +4,7 @@
 //! produced in one commit at the end.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -15,8 +15,11 @@ use uuid::Uuid;
 
 use super::context::{self, StoredToolCall};
 use super::events::{FinishReason, TurnEvent};
+use crate::budget::Clock;
 use crate::config::LlmSettings;
+use crate::db::models::budget::{Hold, Reserve};
 use crate::db::models::message::NewMessage;
+use crate::db::models::usage::NewUsage;
 use crate::db::{self, models::turn};
 use crate::llm::{
     self, ChatMessage, ChatRequest, LlmError, LlmProvider, Role, StreamEvent, ToolChoice, ToolSpec,
@@ -74,6 +77,7 @@ pub struct Agent {
     pub llm: Arc<dyn LlmProvider>,
     pub tools: Registry,
     pub settings: Arc<LlmSettings>,
+    pub clock: Clock,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).
@@ -86,6 +90,55 @@ pub struct PreparedTurn {
     pub model: String,
     pub input: Vec<ChatMessage>,
     pub allowed_tools: Vec<String>,
+    /// The first model call's reservation and the output cap it leaves room for.
+    pub first_call: (Hold, u32),
+    /// The reservation not yet settled, for release if the turn task panics.
+    pub outstanding: Arc<Mutex<Option<Hold>>>,
+}
+
+/// What a turn produced, stored in one commit at its end.
+#[derive(Default)]
+struct TurnRecord {
+    messages: Vec<NewMessage>,
+    usage: Vec<NewUsage>,
+    /// The last call's hold and its real usage, settled with the record.
+    pending: Option<(Hold, i64)>,
+}
+
+impl TurnRecord {
+    /// Accounts one model call: what it really used is recorded; the budget is charged at
+    /// most the reservation (the excess is logged, the limit stays hard).
+    fn account(
+        &mut self,
+        turn: &PreparedTurn,
+        hold: Hold,
+        message_id: Uuid,
+        input: u64,
+        output: u64,
+    ) {
+        let actual = clamp_i64(input.saturating_add(output));
+        if hold.is_limited() && actual > hold.amount {
+            tracing::warn!(reserved = hold.amount, actual, model = %turn.model,
+                "provider reported more tokens than were reserved; charging the reservation");
+        }
+        let charged = if hold.is_limited() {
+            actual.min(hold.amount)
+        } else {
+            actual
+        };
+        if actual > 0 {
+            self.usage.push(NewUsage {
+                user_id: turn.user_id,
+                conversation_id: Some(turn.conversation_id),
+                message_id: Some(message_id),
+                model: turn.model.clone(),
+                input_tokens: clamp_i64(input),
+                output_tokens: clamp_i64(output),
+                charged,
+            });
+        }
+        self.pending = Some((hold, actual));
+    }
 }
 
 /// How one model call ended.
@@ -162,17 +215,18 @@ impl Agent {
         })
         .await;
 
-        let mut produced: Vec<NewMessage> = Vec::new();
-        let ending = self.iterate(&turn, &events, &control, &mut produced).await;
+        let mut record = TurnRecord::default();
+        let ending = self.iterate(&turn, &events, &control, &mut record).await;
         client_watch.abort();
         deadline.abort();
 
-        let last_assistant = produced
+        let last_assistant = record
+            .messages
             .iter()
             .rev()
             .find(|m| m.role == "assistant")
             .map(|m| m.id);
-        self.persist(&turn, produced).await;
+        self.persist(&turn, record).await;
         match ending {
             Ending::Finished(finish_reason) => {
                 emit(TurnEvent::Done {
@@ -190,7 +244,7 @@ impl Agent {
         turn: &PreparedTurn,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
-        produced: &mut Vec<NewMessage>,
+        record: &mut TurnRecord,
     ) -> Ending {
         let tools = self.offered_tools(&turn.allowed_tools);
         let mut messages = turn.input.clone();
@@ -201,12 +255,24 @@ impl Agent {
             conversation_id: turn.conversation_id,
         };
         for iteration in 1..=self.settings.max_iterations {
+            let (hold, max_tokens) = if iteration == 1 {
+                turn.first_call.clone()
+            } else {
+                match self.budget_for_next_call(turn, &messages, record).await {
+                    Ok(Some(granted)) => granted,
+                    Ok(None) => return Ending::Finished(FinishReason::BudgetExhausted),
+                    Err(e) => return e,
+                }
+            };
+            if let Ok(mut o) = turn.outstanding.lock() {
+                *o = Some(hold.clone());
+            }
             let request = ChatRequest {
                 model: turn.model.clone(),
                 messages: messages.clone(),
                 tools: tools.clone(),
                 tool_choice: ToolChoice::Auto,
-                max_tokens: Some(self.settings.max_output_tokens),
+                max_tokens: Some(max_tokens),
                 temperature: None,
             };
             let input_estimate: u64 = messages.iter().map(context::cost).sum();
@@ -223,16 +289,22 @@ impl Agent {
                     response_model,
                 } => (text, calls, usage, response_model),
                 ModelOutcome::Stopped { text, reason } => {
-                    produced.push(incomplete_assistant(
-                        turn,
-                        text,
-                        reason.status_reason(),
-                        elapsed,
-                    ));
+                    // Charged for what was generated: never zero, never the whole hold.
+                    let output = llm::estimate_tokens(&text);
+                    let m = incomplete_assistant(turn, text, reason.status_reason(), elapsed);
+                    record.account(turn, hold, m.id, input_estimate, output);
+                    record.messages.push(m);
                     return Ending::Finished(FinishReason::Cancelled);
                 }
                 ModelOutcome::Failed { text, error } => {
-                    produced.push(incomplete_assistant(turn, text, error.code(), elapsed));
+                    let (input, output) = if text.is_empty() {
+                        (0, 0)
+                    } else {
+                        (input_estimate, llm::estimate_tokens(&text))
+                    };
+                    let m = incomplete_assistant(turn, text, error.code(), elapsed);
+                    record.account(turn, hold, m.id, input, output);
+                    record.messages.push(m);
                     return Ending::Failed {
                         code: error.code().to_owned(),
                         message: error.to_string(),
@@ -247,8 +319,16 @@ impl Agent {
                 .await;
             let stored_calls: Vec<StoredToolCall> =
                 calls.iter().map(StoredToolCall::from_call).collect();
-            produced.push(NewMessage {
-                id: Uuid::new_v4(),
+            let assistant_id = Uuid::new_v4();
+            record.account(
+                turn,
+                hold,
+                assistant_id,
+                usage.input_tokens,
+                usage.output_tokens,
+            );
+            record.messages.push(NewMessage {
+                id: assistant_id,
                 conversation_id: turn.conversation_id,
                 role: "assistant".into(),
                 content: text.clone(),
@@ -278,7 +358,7 @@ impl Agent {
                 r = self.execute_all(&ctx, &calls, &turn.allowed_tools) => r,
                 _ = control.token.cancelled() => {
                     let reason = control.stopped().unwrap_or(StopReason::Cancelled);
-                    mark_incomplete(produced, reason.status_reason());
+                    mark_incomplete(&mut record.messages, reason.status_reason());
                     return Ending::Finished(FinishReason::Cancelled);
                 }
             };
@@ -292,7 +372,7 @@ impl Agent {
             for (call, result) in calls.iter().zip(results) {
                 let _ = events.send(result_event(call, &result)).await;
                 let body = result.output.to_model_string();
-                produced.push(NewMessage {
+                record.messages.push(NewMessage {
                     id: Uuid::new_v4(),
                     conversation_id: turn.conversation_id,
                     role: "tool".into(),
@@ -423,27 +503,102 @@ impl Agent {
         futures_util::future::join_all(runs).await
     }
 
-    /// Stores the turn's messages and releases the conversation; retried briefly because
-    /// losing a finished turn is worse than a slow answer.
-    async fn persist(&self, turn: &PreparedTurn, rows: Vec<NewMessage>) {
+    /// Settles the previous call and reserves the next one. `Ok(None)`: the budget is spent.
+    async fn budget_for_next_call(
+        &self,
+        turn: &PreparedTurn,
+        messages: &[ChatMessage],
+        record: &mut TurnRecord,
+    ) -> Result<Option<(Hold, u32)>, Ending> {
+        let estimate = self.estimate_input(messages, &turn.allowed_tools);
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let settle = record.pending.clone();
+        let reserved = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn::next_call(
+                &mut conn,
+                turn.user_id,
+                settle,
+                estimate + max_output,
+                estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
+                (self.clock)(),
+                self.hold_ttl(),
+            )
+            .await
+            .map_err(anyhow::Error::from)
+        }
+        .await;
+        match reserved {
+            Ok(Reserve::Granted(hold)) => {
+                record.pending = None;
+                let cap = super::clamp_output(hold.amount - estimate, max_output);
+                Ok(Some((hold, cap)))
+            }
+            Ok(_) => {
+                record.pending = None;
+                Ok(None)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reserving budget failed");
+                Err(Ending::Failed {
+                    code: "unavailable".into(),
+                    message: "the database is unavailable; the turn was stopped".into(),
+                })
+            }
+        }
+    }
+
+    /// Stores the turn (messages, usage, the last settlement) and releases the conversation;
+    /// retried briefly because losing a finished turn is worse than a slow answer.
+    async fn persist(&self, turn: &PreparedTurn, record: TurnRecord) {
         for attempt in 0..3u32 {
             let result = async {
                 let mut conn = db::conn(&self.pool)
                     .await
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
-                turn::finish(&mut conn, turn.conversation_id, turn.turn_id, rows.clone())
-                    .await
-                    .map_err(anyhow::Error::from)
+                turn::finish(
+                    &mut conn,
+                    turn.conversation_id,
+                    turn.turn_id,
+                    record.messages.clone(),
+                    record.usage.clone(),
+                    record.pending.clone(),
+                )
+                .await
+                .map_err(anyhow::Error::from)
             }
             .await;
             match result {
-                Ok(()) => return,
+                Ok(()) => {
+                    if let Ok(mut o) = turn.outstanding.lock() {
+                        *o = None;
+                    }
+                    return;
+                }
                 Err(e) => {
                     tracing::error!(attempt, error = %e, conversation = %turn.conversation_id,
                         "storing the turn failed");
                     tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt + 1))).await;
                 }
             }
+        }
+    }
+
+    /// Cleans up after a turn task panicked: releases its hold and the conversation.
+    pub async fn abandon(&self, turn_id: Uuid, conversation_id: Uuid, outstanding: Option<Hold>) {
+        let result = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn::abandon(&mut conn, conversation_id, turn_id, outstanding)
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "releasing a panicked turn failed; the sweeper will");
         }
     }
 }

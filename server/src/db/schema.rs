@@ -91,3 +91,41 @@ diesel::allow_tables_to_appear_in_same_query!(
     conversations,
     messages,
 );
+
+diesel::table! {
+    budget_periods (user_id, period, period_start) {
+        user_id -> Uuid,
+        period -> Text,
+        period_start -> Timestamptz,
+        spent -> Int8,
+        reserved -> Int8,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    budget_holds (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        period -> Text,
+        period_start -> Timestamptz,
+        amount -> Int8,
+        expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    usage_records (id) {
+        id -> Int8,
+        user_id -> Uuid,
+        conversation_id -> Nullable<Uuid>,
+        message_id -> Nullable<Uuid>,
+        model -> Text,
+        input_tokens -> Int8,
+        output_tokens -> Int8,
+        charged -> Int8,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(users, usage_records);

@@ -4,8 +4,7 @@ use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use crate::auth::AuthUser;
-use crate::budget::Period;
-use crate::db::{self, models::role, models::user};
+use crate::db::{self, models::budget, models::role, models::user};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -18,27 +17,16 @@ async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, A
     let account = user::find(&mut conn, who.id)
         .await?
         .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?;
-    let role = role::find(&mut conn, &account.role).await?;
-    let (tools, role_budget, period) = match role {
-        Some(r) => (
-            r.tools,
-            r.token_budget,
-            Period::parse(&r.budget_period).unwrap_or(Period::Month),
-        ),
-        None => (Vec::new(), None, Period::Month),
-    };
-    let limit = account.token_budget.or(role_budget);
+    let tools = role::find(&mut conn, &account.role)
+        .await?
+        .map(|r| r.tools)
+        .unwrap_or_default();
+    let budget = budget::status(&mut conn, who.id, (state.agent.clock)()).await?;
     Ok(HttpResponse::Ok().json(json!({
         "id": account.id,
         "username": account.username,
         "role": account.role,
         "tools": tools,
-        "budget": {
-            "limit": limit,
-            "used": 0,
-            "reserved": 0,
-            "period": period,
-            "resets_at": period.resets_at(chrono::Utc::now()),
-        }
+        "budget": budget,
     })))
 }

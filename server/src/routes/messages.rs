@@ -44,9 +44,21 @@ async fn post_message(
         .register(prepared.conversation_id, prepared.turn_id);
     let (tx, mut rx) = mpsc::channel(EVENT_BUFFER);
     let agent = state.agent.clone();
-    tokio::spawn(async move {
+    let (turn_id, conversation_id) = (prepared.turn_id, prepared.conversation_id);
+    let outstanding = prepared.outstanding.clone();
+    let running = tokio::spawn(async move {
         let _guard = guard;
         agent.run(prepared, tx, control).await;
+    });
+    let agent = state.agent.clone();
+    tokio::spawn(async move {
+        if let Err(e) = running.await {
+            if e.is_panic() {
+                tracing::error!(%conversation_id, "a turn panicked; releasing its budget and conversation");
+                let hold = outstanding.lock().ok().and_then(|mut o| o.take());
+                agent.abandon(turn_id, conversation_id, hold).await;
+            }
+        }
     });
 
     if wants_json(&req) {

@@ -1,11 +1,13 @@
 //! Rows and the queries that read and write them, one file per table.
 
+pub mod budget;
 pub mod conversation;
 pub mod message;
 pub mod refresh_token;
 pub mod role;
 pub mod secret;
 pub mod turn;
+pub mod usage;
 pub mod user;
 
 diesel::define_sql_function!(

@@ -37,3 +37,39 @@ pub async fn exists(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<boo
         .get_result(conn)
         .await
 }
+
+pub async fn list(conn: &mut AsyncPgConnection) -> QueryResult<Vec<Role>> {
+    dsl::roles
+        .order(dsl::name.asc())
+        .select(Role::as_select())
+        .load(conn)
+        .await
+}
+
+/// Creates or replaces a role's allowlist and budget defaults.
+pub async fn upsert(
+    conn: &mut AsyncPgConnection,
+    name: &str,
+    tools: &[String],
+    token_budget: Option<i64>,
+    budget_period: &str,
+) -> QueryResult<Role> {
+    diesel::insert_into(dsl::roles)
+        .values((
+            dsl::name.eq(name),
+            dsl::tools.eq(tools),
+            dsl::token_budget.eq(token_budget),
+            dsl::budget_period.eq(budget_period),
+        ))
+        .on_conflict(dsl::name)
+        .do_update()
+        .set((
+            dsl::tools.eq(tools),
+            dsl::token_budget.eq(token_budget),
+            dsl::budget_period.eq(budget_period),
+            dsl::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Role::as_returning())
+        .get_result(conn)
+        .await
+}

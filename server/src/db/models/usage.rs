@@ -1,0 +1,71 @@
+//! The usage ledger: one row per model call, written with the turn's messages so the
+//! per-user report agrees with the per-message usage stored with each conversation.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::db::schema::usage_records;
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = usage_records)]
+pub struct NewUsage {
+    pub user_id: Uuid,
+    pub conversation_id: Option<Uuid>,
+    pub message_id: Option<Uuid>,
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub charged: i64,
+}
+
+pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewUsage]) -> QueryResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    diesel::insert_into(usage_records::table)
+        .values(rows)
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// Tokens of one user with one model.
+#[derive(Debug, Clone, Serialize, QueryableByName)]
+pub struct UserModelUsage {
+    #[diesel(sql_type = SqlUuid)]
+    pub user_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub username: String,
+    #[diesel(sql_type = Text)]
+    pub model: String,
+    #[diesel(sql_type = BigInt)]
+    pub input_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    pub output_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    pub calls: i64,
+}
+
+/// Tokens per user and model between `from` (inclusive) and `to` (exclusive, open if None).
+pub async fn by_user_and_model(
+    conn: &mut AsyncPgConnection,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+) -> QueryResult<Vec<UserModelUsage>> {
+    diesel::sql_query(
+        "SELECT u.id AS user_id, u.username, r.model, \
+                sum(r.input_tokens)::BIGINT AS input_tokens, \
+                sum(r.output_tokens)::BIGINT AS output_tokens, count(*)::BIGINT AS calls \
+         FROM usage_records r JOIN users u ON u.id = r.user_id \
+         WHERE r.created_at >= $1 AND ($2::timestamptz IS NULL OR r.created_at < $2) \
+         GROUP BY u.id, u.username, r.model ORDER BY u.username, r.model",
+    )
+    .bind::<Timestamptz, _>(from)
+    .bind::<Nullable<Timestamptz>, _>(to)
+    .load(conn)
+    .await
+}

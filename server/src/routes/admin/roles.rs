@@ -1,0 +1,99 @@
+//! `/api/admin/roles`: tool allowlists and budget defaults per role. New roles allow
+//! nothing until an admin lists tools; changes apply to the next model call.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::AdminUser;
+use crate::budget::Period;
+use crate::db::{self, models::role};
+use crate::error::ApiError;
+use crate::extract::{double_option, Json};
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/roles", web::get().to(list))
+        .route("/roles/{name}", web::put().to(put));
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleBody {
+    tools: Vec<String>,
+    /// Absent: keep (or none for a new role); null: unlimited.
+    #[serde(default, deserialize_with = "double_option")]
+    token_budget: Option<Option<i64>>,
+    budget_period: Option<String>,
+}
+
+async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    Ok(HttpResponse::Ok().json(json!({"items": role::list(&mut conn).await?})))
+}
+
+async fn put(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    name: web::Path<String>,
+    Json(body): Json<RoleBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = name.into_inner();
+    let valid_name = (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !valid_name {
+        return Err(ApiError::bad_request(
+            "invalid_role",
+            "role names are 1 to 32 of a-z, 0-9, `_`, `-`, starting with a letter",
+        ));
+    }
+    let known = state.agent.tools.specs();
+    if let Some(unknown) = body
+        .tools
+        .iter()
+        .find(|t| !known.iter().any(|s| &s.name == *t))
+    {
+        return Err(ApiError::unprocessable(
+            "unknown_tool",
+            format!("no tool named `{unknown}`; see GET /api/admin/tools"),
+        ));
+    }
+    let period = body.budget_period.as_deref().unwrap_or("month");
+    if Period::parse(period).is_none() {
+        return Err(ApiError::bad_request(
+            "invalid_period",
+            "budget_period must be one of day, week, month, total",
+        ));
+    }
+    if let Some(Some(b)) = body.token_budget {
+        if b < 0 {
+            return Err(ApiError::bad_request(
+                "invalid_budget",
+                "token_budget must be a non-negative number of tokens, or null",
+            ));
+        }
+    }
+    let mut tools = body.tools.clone();
+    tools.sort();
+    tools.dedup();
+    let mut conn = db::conn(&state.pool).await?;
+    let existing = role::find(&mut conn, &name).await?;
+    let budget = match body.token_budget {
+        Some(b) => b,
+        None => existing.as_ref().and_then(|r| r.token_budget),
+    };
+    let period = match (&body.budget_period, &existing) {
+        (None, Some(r)) => r.budget_period.clone(),
+        _ => period.to_owned(),
+    };
+    let saved = role::upsert(&mut conn, &name, &tools, budget, &period).await?;
+    let status = if existing.is_some() {
+        actix_web::http::StatusCode::OK
+    } else {
+        actix_web::http::StatusCode::CREATED
+    };
+    Ok(HttpResponse::build(status).json(saved))
+}

@@ -1,0 +1,57 @@
+//! `GET /api/admin/usage?period=`: tokens per user and model for a period, from the usage
+//! ledger (the same numbers stored with each assistant message).
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::AdminUser;
+use crate::budget::Period;
+use crate::db::{self, models::usage};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/usage", web::get().to(report));
+}
+
+#[derive(Deserialize)]
+struct UsageQuery {
+    period: Option<String>,
+}
+
+async fn report(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    query: web::Query<UsageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let name = query.period.as_deref().unwrap_or("month");
+    let period = Period::parse(name).ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_period",
+            "period must be one of day, week, month, total",
+        )
+    })?;
+    let now = (state.agent.clock)();
+    let from = period.start(now);
+    let to = period.resets_at(now);
+    let mut conn = db::conn(&state.pool).await?;
+    let by_user = usage::by_user_and_model(&mut conn, from, to).await?;
+    let mut by_model: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    for row in &by_user {
+        let e = by_model.entry(row.model.clone()).or_default();
+        e.0 += row.input_tokens;
+        e.1 += row.output_tokens;
+    }
+    let by_model: Vec<_> = by_model
+        .into_iter()
+        .map(|(model, (i, o))| json!({"model": model, "input_tokens": i, "output_tokens": o}))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "period": period,
+        "from": from,
+        "to": to,
+        "by_user": by_user,
+        "by_model": by_model,
+    })))
+}
