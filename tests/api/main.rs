@@ -5,9 +5,31 @@
 
 mod admin;
 mod auth;
+mod budget;
 mod chat;
 mod conversations;
 mod database;
 mod health;
 mod llm_adapters;
 mod tokens;
+
+/// Not a test: the entry point of a second server process for the multi-process tests
+/// (`budget::two_server_processes_*` re-runs this binary with this name).
+#[test]
+#[ignore = "runs only as the child server of multi-process tests"]
+fn child_server_process() {
+    let Ok(database_url) = std::env::var("AGENTCHAT_CHILD_DATABASE_URL") else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let mut settings = agentchat::config::Settings::load(None).unwrap();
+        settings.database.url = agentchat::config::DatabaseUrl::new(database_url);
+        settings.bind = "127.0.0.1:0".into();
+        let app = agentchat::startup::Application::build(settings)
+            .await
+            .unwrap();
+        println!("CHILD_PORT={}", app.port());
+        app.run_until_stopped().await.unwrap();
+    });
+}

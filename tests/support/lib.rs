@@ -197,8 +197,34 @@ pub async fn spawn_app_with(customise: impl FnOnce(&mut Settings)) -> TestApp {
 
 /// Starts a server with exactly these settings.
 pub async fn spawn_app_on(settings: Settings) -> TestApp {
+    spawn_app_with_clock(settings, agentchat::budget::system_clock()).await
+}
+
+/// A clock tests can move.
+#[derive(Clone)]
+pub struct TestClock(std::sync::Arc<std::sync::Mutex<chrono::DateTime<chrono::Utc>>>);
+
+impl TestClock {
+    pub fn at(t: chrono::DateTime<chrono::Utc>) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(t)))
+    }
+
+    pub fn advance(&self, d: chrono::Duration) {
+        *self.0.lock().unwrap() += d;
+    }
+
+    pub fn clock(&self) -> agentchat::budget::Clock {
+        let inner = self.0.clone();
+        std::sync::Arc::new(move || *inner.lock().unwrap())
+    }
+}
+
+/// Starts a server with these settings and clock.
+pub async fn spawn_app_with_clock(settings: Settings, clock: agentchat::budget::Clock) -> TestApp {
     let database_url = settings.database.url.expose().to_owned();
-    let app = Application::build(settings).await.expect("server starts");
+    let app = Application::build_with_clock(settings, clock)
+        .await
+        .expect("server starts");
     let port = app.port();
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -405,5 +431,48 @@ impl TestApp {
             .json()
             .await
             .unwrap()
+    }
+}
+
+/// The budget row numbers of a user in whatever periods exist: (spent, reserved) summed.
+#[derive(diesel::QueryableByName, Debug)]
+pub struct BudgetTotals {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub spent: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub reserved: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub rows: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub holds: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub ledger: i64,
+}
+
+impl TestApp {
+    pub async fn budget_totals(&self, user: uuid::Uuid) -> BudgetTotals {
+        let mut db = self.db().await;
+        diesel::sql_query(
+            "SELECT COALESCE((SELECT sum(spent) FROM budget_periods WHERE user_id = $1), 0)::BIGINT AS spent, \
+                    COALESCE((SELECT sum(reserved) FROM budget_periods WHERE user_id = $1), 0)::BIGINT AS reserved, \
+                    (SELECT count(*) FROM budget_periods WHERE user_id = $1)::BIGINT AS rows, \
+                    (SELECT count(*) FROM budget_holds WHERE user_id = $1)::BIGINT AS holds, \
+                    COALESCE((SELECT sum(charged) FROM usage_records WHERE user_id = $1), 0)::BIGINT AS ledger",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(user)
+        .get_result(&mut db)
+        .await
+        .unwrap()
+    }
+
+    /// Sets a user's budget override as an admin.
+    pub async fn set_budget(&self, admin: &str, user: uuid::Uuid, tokens: Option<i64>) {
+        let r = self
+            .patch_as(admin, &format!("/api/admin/users/{user}"))
+            .json(&json!({"token_budget": tokens}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
     }
 }

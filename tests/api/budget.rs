@@ -1,0 +1,523 @@
+//! Token budgets through the running server: refusal up front, no overshoot under
+//! concurrency (one process and two), nothing leaked or charged twice on failures, local
+//! counting, period rollover.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agentchat::config::ProviderKind;
+use agentchat::llm::Usage;
+use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
+use agentchat_tests::*;
+use chrono::TimeZone;
+use serde_json::{json, Value};
+
+const MAX_OUTPUT: u32 = 100;
+
+fn configure(base: String) -> impl FnOnce(&mut agentchat::config::Settings) {
+    move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.llm.max_output_tokens = MAX_OUTPUT;
+        s.llm.max_retries = 0;
+        s.database.pool_size = 16;
+        s.database.acquire_timeout = Duration::from_secs(20);
+    }
+}
+
+fn usage(i: u64, o: u64) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: i,
+        output_tokens: o,
+    })
+}
+
+/// Sends one turn; returns the status and, for 200, the finish reason.
+async fn turn(app_url: &str, client: &reqwest::Client, token: &str, conv: &str) -> (u16, Value) {
+    let r = client
+        .post(format!("{app_url}/api/conversations/{conv}/messages"))
+        .bearer_auth(token)
+        .json(&json!({"content": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    if status == 200 {
+        let events = parse_sse(&body);
+        (
+            status,
+            events.last().map(|e| e.data.clone()).unwrap_or(Value::Null),
+        )
+    } else {
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+}
+
+/// Fires `n` turns at once from one user, spread over the given servers, and checks the
+/// invariants. Returns how many were admitted.
+async fn storm(
+    apps: &[&TestApp],
+    fake: &FakeUpstream,
+    admin: &str,
+    user: &str,
+    limit: i64,
+    n: usize,
+) -> usize {
+    let home = apps[0];
+    let s = home.signed_up(user).await;
+    home.set_budget(admin, s.user_id, Some(limit)).await;
+    let mut convs = Vec::new();
+    for _ in 0..n {
+        convs.push(home.new_conversation(&s.access).await);
+    }
+    let calls_before = fake.request_count();
+    let mut handles = Vec::new();
+    for (i, conv) in convs.into_iter().enumerate() {
+        let url = apps[i % apps.len()].address.clone();
+        let client = home.client.clone();
+        let token = s.access.clone();
+        handles.push(tokio::spawn(async move {
+            turn(&url, &client, &token, &conv).await
+        }));
+    }
+    let mut admitted = 0;
+    for h in handles {
+        let (status, last) = h.await.unwrap();
+        match status {
+            200 => {
+                admitted += 1;
+                assert_eq!(last["finish_reason"], "stop", "{last}");
+            }
+            429 => {
+                let code = last["error"]["code"].as_str().unwrap().to_owned();
+                assert!(
+                    code == "budget_exhausted" || code == "budget_in_use",
+                    "{last}"
+                );
+            }
+            other => panic!("unexpected status {other}: {last}"),
+        }
+    }
+    let t = home.budget_totals(s.user_id).await;
+    assert_eq!(
+        fake.request_count() - calls_before,
+        admitted,
+        "upstream calls = admissions"
+    );
+    assert!(t.spent <= limit, "spent {} > limit {limit}", t.spent);
+    assert_eq!(
+        t.spent,
+        60 * admitted as i64,
+        "each admitted call is charged its usage once"
+    );
+    assert_eq!(t.spent, t.ledger);
+    assert_eq!((t.reserved, t.holds), (0, 0), "reservations leaked");
+    assert!(admitted >= 1);
+    admitted
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_turns_never_overshoot() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "ok".into(),
+            usage: usage(40, 20),
+        }
+        .delay_first_byte(Duration::from_millis(300)),
+    ));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    for round in 0..3 {
+        let admitted = storm(
+            &[&app],
+            &fake,
+            &admin.access,
+            &format!("crowd{round}"),
+            2000,
+            200,
+        )
+        .await;
+        assert!(
+            admitted < 200,
+            "round {round}: the budget admitted everyone"
+        );
+    }
+}
+
+/// A second server process (this test binary re-run as `child_server_process`).
+struct ChildServer {
+    child: Child,
+    address: String,
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_child(database_url: &str, llm_base: &str) -> ChildServer {
+    use std::io::BufRead;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_server_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("AGENTCHAT_CHILD_DATABASE_URL", database_url)
+        .env("AGENTCHAT_LLM_PROVIDER", "openai")
+        .env("AGENTCHAT_LLM_BASE_URL", llm_base)
+        .env("AGENTCHAT_LLM_MAX_OUTPUT_TOKENS", MAX_OUTPUT.to_string())
+        .env("AGENTCHAT_LLM_MAX_RETRIES", "0")
+        .env("AGENTCHAT_DATABASE_POOL_SIZE", "16")
+        .env("AGENTCHAT_DATABASE_ACQUIRE_TIMEOUT_MS", "20000")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("child exited before listening")
+            .unwrap();
+        // The harness prefixes the line with the test name.
+        if let Some(p) = line.split("CHILD_PORT=").nth(1) {
+            break p.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    ChildServer {
+        child,
+        address: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+#[tokio::test]
+async fn two_server_processes_share_one_budget_without_overshoot() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "ok".into(),
+            usage: usage(40, 20),
+        }
+        .delay_first_byte(Duration::from_millis(300)),
+    ));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let child = start_child(&app.database_url, &fake.base_url_openai());
+    let mut second = spawn_app_on(test_settings(&app.database_url)).await;
+    second.address = child.address.clone();
+    let admin = app.signed_up("boss").await;
+    for round in 0..2 {
+        storm(
+            &[&app, &second],
+            &fake,
+            &admin.access,
+            &format!("pair{round}"),
+            2000,
+            200,
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
+    let fake = FakeUpstream::start().await;
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    let member = app.signed_up("broke").await;
+    app.set_budget(&admin.access, member.user_id, Some(50))
+        .await;
+    let conv = app.new_conversation(&member.access).await;
+    let r = app
+        .post_as(
+            &member.access,
+            &format!("/api/conversations/{conv}/messages"),
+        )
+        .json(&json!({"content": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().contains_key("retry-after"));
+    let body = expect_error(r, 429, "budget_exhausted").await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("resets at"),
+        "{body}"
+    );
+    assert_eq!(fake.request_count(), 0);
+    assert_eq!(
+        app.conversation(&member.access, &conv).await["messages"],
+        json!([])
+    );
+    let me: Value = app
+        .get_as(&member.access, "/api/me")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["budget"]["limit"], 50);
+    assert_eq!(me["budget"]["used"], 0);
+}
+
+#[tokio::test]
+async fn failures_midway_leak_nothing_and_charge_once() {
+    let fake = FakeUpstream::start().await;
+    let base = fake.base_url_openai();
+    let app = spawn_app_with(move |s| {
+        configure(base)(s);
+        s.llm.idle_timeout = Duration::from_millis(300);
+        s.sse_keep_alive = Duration::from_millis(100);
+    })
+    .await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("unlucky").await;
+    app.set_budget(&admin.access, s.user_id, Some(100_000))
+        .await;
+
+    // Upstream error before anything streamed: nothing charged.
+    fake.push(Reply::error(500, "boom"));
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "one").await;
+    assert_eq!(events.last().unwrap().event, "error");
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!((t.spent, t.reserved, t.holds), (0, 0, 0));
+
+    // Idle timeout mid-stream.
+    fake.push(Reply::text("never finishes").hang());
+    let events = app.chat(&s.access, &conv, "two").await;
+    assert_eq!(events.last().unwrap().data["code"], "upstream_timeout");
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!((t.reserved, t.holds), (0, 0));
+    assert_eq!(t.spent, t.ledger);
+
+    // Client disconnect mid-stream: charged for what was generated, not zero, not the hold.
+    let before = app.budget_totals(s.user_id).await.spent;
+    fake.push(
+        Reply::text("a long answer that keeps going")
+            .chunk_delay(Duration::from_millis(50))
+            .hang(),
+    );
+    let mut resp = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+        .json(&json!({"content": "three"}))
+        .send()
+        .await
+        .unwrap();
+    let _ = resp.chunk().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    drop(resp);
+    let mut t = app.budget_totals(s.user_id).await;
+    for _ in 0..100 {
+        if t.holds == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        t = app.budget_totals(s.user_id).await;
+    }
+    assert_eq!((t.reserved, t.holds), (0, 0));
+    let charged = t.spent - before;
+    assert!(
+        charged > 0,
+        "a stopped turn is charged for its input and partial output"
+    );
+    assert!(charged < 100_000);
+    assert_eq!(t.spent, t.ledger, "nothing charged twice");
+}
+
+#[tokio::test]
+async fn without_upstream_usage_the_local_count_is_charged() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::text("an answer with no usage reported"));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("counter").await;
+    app.set_budget(&admin.access, s.user_id, Some(100_000))
+        .await;
+    let conv = app.new_conversation(&s.access).await;
+    app.chat(&s.access, &conv, "count me").await;
+    let t = app.budget_totals(s.user_id).await;
+    let stored = app.conversation(&s.access, &conv).await;
+    let m = &stored["messages"][1];
+    let local = m["input_tokens"].as_i64().unwrap() + m["output_tokens"].as_i64().unwrap();
+    assert!(m["output_tokens"].as_i64().unwrap() > 0);
+    assert_eq!(t.spent, local);
+    assert_eq!((t.reserved, t.holds), (0, 0));
+    // The admin report agrees with what is stored with the message.
+    let report: Value = app
+        .get_as(&admin.access, "/api/admin/usage?period=month")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = report["by_user"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["username"] == "counter")
+        .unwrap();
+    assert_eq!(row["input_tokens"], m["input_tokens"]);
+    assert_eq!(row["output_tokens"], m["output_tokens"]);
+    let me: Value = app
+        .get_as(&s.access, "/api/me")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["budget"]["used"], local);
+    assert_eq!(me["budget"]["reserved"], 0);
+}
+
+#[tokio::test]
+async fn a_turn_that_runs_out_midway_ends_with_budget_exhausted() {
+    let fake = FakeUpstream::start().await;
+    // The provider reports far more than was reserved: the budget is charged the hold only.
+    fake.push(Reply::ToolCalls {
+        calls: vec![(
+            "c1".into(),
+            "calculator".into(),
+            r#"{"expression":"1+1"}"#.into(),
+        )],
+        usage: usage(100_000, 100_000),
+    });
+    fake.push(Reply::text("never reached"));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("spender").await;
+    app.set_budget(&admin.access, s.user_id, Some(900)).await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "go").await;
+    assert_eq!(
+        events.last().unwrap().data["finish_reason"],
+        "budget_exhausted"
+    );
+    assert_eq!(fake.request_count(), 1);
+    let t = app.budget_totals(s.user_id).await;
+    assert!(t.spent <= 900, "{t:?}");
+    assert_eq!((t.reserved, t.holds), (0, 0));
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(
+        stored["messages"].as_array().unwrap().len(),
+        3,
+        "user, assistant, tool kept"
+    );
+    assert_eq!(
+        stored["messages"][1]["input_tokens"], 100_000,
+        "true usage is recorded"
+    );
+}
+
+#[tokio::test]
+async fn periods_roll_over_at_utc_boundaries_and_keep_history() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "ok".into(),
+            usage: usage(100, 100),
+        }
+        .scripted(),
+    ));
+    let clock = TestClock::at(
+        chrono::Utc
+            .with_ymd_and_hms(2026, 11, 29, 23, 0, 0)
+            .unwrap(),
+    );
+    let mut settings = test_settings(&fresh_database().await);
+    configure(fake.base_url_openai())(&mut settings);
+    let app = spawn_app_with_clock(settings, clock.clock()).await;
+    let admin = app.signed_up("boss").await;
+    let r = app
+        .client
+        .put(app.url("/api/admin/roles/member"))
+        .bearer_auth(&admin.access)
+        .json(&json!({"tools": ["calculator"], "token_budget": 1000, "budget_period": "day"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let s = app.signed_up("daily").await;
+    let conv = app.new_conversation(&s.access).await;
+    let mut refused = false;
+    for _ in 0..20 {
+        let r = app
+            .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+            .json(&json!({"content": "again"}))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 429 {
+            let b = expect_error(r, 429, "budget_exhausted").await;
+            assert!(
+                b["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("2026-11-30T00:00:00Z"),
+                "{b}"
+            );
+            refused = true;
+            break;
+        }
+        r.text().await.unwrap();
+    }
+    assert!(refused, "the daily budget never ran out");
+    clock.advance(chrono::Duration::hours(2));
+    let events = app.chat(&s.access, &conv, "new day").await;
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!(t.rows, 2, "yesterday's period is kept as history");
+    let me: Value = app
+        .get_as(&s.access, "/api/me")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["budget"]["period"], "day");
+    assert_eq!(me["budget"]["used"], 200);
+    assert_eq!(me["budget"]["resets_at"], "2026-12-01T00:00:00Z");
+}
+
+#[tokio::test]
+async fn the_sweeper_frees_holds_of_dead_processes() {
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let mut db = app.db().await;
+    use diesel_async::RunQueryDsl;
+    diesel::sql_query(
+        "INSERT INTO budget_periods (user_id, period, period_start, reserved) VALUES ($1, 'month', '2026-11-01', 500); \
+         ",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(admin.user_id)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at) \
+         VALUES (gen_random_uuid(), $1, 'month', '2026-11-01', 500, now() - interval '1 minute')",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(admin.user_id)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let freed = agentchat::db::models::budget::sweep(&mut db, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(freed, 500);
+    let t = app.budget_totals(admin.user_id).await;
+    assert_eq!((t.reserved, t.holds), (0, 0));
+}
