@@ -28,6 +28,18 @@ pub struct Settings {
     pub llm: LlmSettings,
     /// Interval of SSE keep-alive comments; a vanished client is noticed at the next one.
     pub sse_keep_alive: Duration,
+    /// Built-in tools: workspaces and HTTP fetching.
+    pub tools: ToolSettings,
+}
+
+/// Settings of the built-in tools.
+#[derive(Debug, Clone)]
+pub struct ToolSettings {
+    /// A directory per user below this one holds the user's workspace files.
+    pub workspace_dir: std::path::PathBuf,
+    pub quota: crate::tools::Quota,
+    /// `http_get` limits, domain allowlist, and the (test-only) private host:port escape hatch.
+    pub http: crate::tools::HttpToolConfig,
 }
 
 /// Which upstream speaks for the model.
@@ -233,6 +245,11 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             llm: LlmSettings::defaults_for(ProviderKind::Demo),
             sse_keep_alive: Duration::from_secs(10),
+            tools: ToolSettings {
+                workspace_dir: std::path::PathBuf::from("data/workspaces"),
+                quota: crate::tools::Quota::default(),
+                http: crate::tools::HttpToolConfig::default(),
+            },
         }
     }
 }
@@ -363,6 +380,24 @@ impl Settings {
             s.log_format = v;
         }
         s.llm = load_llm(&env, file.llm.unwrap_or_default())?;
+        if let Some(v) = env("AGENTCHAT_WORKSPACE_DIR") {
+            s.tools.workspace_dir = v.into();
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_WORKSPACE_MAX_BYTES")? {
+            s.tools.quota.max_bytes = v;
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_WORKSPACE_MAX_FILES")? {
+            s.tools.quota.max_files = v;
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_WORKSPACE_MAX_FILE_BYTES")? {
+            s.tools.quota.max_file_bytes = v;
+        }
+        if let Some(v) = env("AGENTCHAT_HTTP_ALLOWED_DOMAINS") {
+            s.tools.http.allowed_domains = split_list(&v);
+        }
+        if let Some(v) = env("AGENTCHAT_HTTP_ALLOW_PRIVATE_HOST_PORTS") {
+            s.tools.http.allow_private_host_ports = split_list(&v);
+        }
         s.validate()?;
         Ok(s)
     }
@@ -470,6 +505,13 @@ fn load_llm(
         });
     }
     Ok(l)
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|x| x.trim().to_owned())
+        .filter(|x| !x.is_empty())
+        .collect()
 }
 
 fn parse_env<T: std::str::FromStr>(

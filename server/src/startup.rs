@@ -21,7 +21,7 @@ use crate::error::ApiError;
 use crate::llm;
 use crate::routes;
 use crate::state::AppState;
-use crate::tools::Registry;
+use crate::tools::{BuiltinConfig, Registry, WorkspaceStore};
 
 /// A bound, not yet running server.
 pub struct Application {
@@ -43,14 +43,29 @@ impl Application {
         prepare_database(&settings).await?;
         let pool = db::build_pool(&settings.database)?;
         let secret = jwt_secret(&settings, &pool).await?;
+        let workspaces = Arc::new(
+            WorkspaceStore::new(settings.tools.workspace_dir.clone(), settings.tools.quota)
+                .with_context(|| {
+                    format!(
+                        "opening the workspace directory {}",
+                        settings.tools.workspace_dir.display()
+                    )
+                })?,
+        );
         let agent = Agent {
             pool: pool.clone(),
             llm: llm::from_settings(&settings.llm)?,
-            tools: Registry::builtin()?.with_output_cap(settings.llm.tool_output_cap_bytes),
+            tools: Registry::builtin(&BuiltinConfig {
+                workspace: workspaces.clone(),
+                http: settings.tools.http.clone(),
+            })?
+            .with_output_cap(settings.llm.tool_output_cap_bytes),
             settings: Arc::new(settings.llm.clone()),
             clock: clock.clone(),
+            http: settings.tools.http.clone(),
         };
         let state = AppState {
+            workspaces,
             agent,
             turns: ActiveTurns::default(),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),

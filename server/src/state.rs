@@ -18,6 +18,8 @@ pub struct AppState {
     pub hasher: PasswordHasher,
     pub throttle: Arc<LoginThrottle>,
     pub agent: Agent,
+    /// Users' workspace files (shared with the file tools).
+    pub workspaces: Arc<crate::tools::WorkspaceStore>,
     /// Turns running in this process (for cancel).
     pub turns: ActiveTurns,
 }

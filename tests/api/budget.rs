@@ -397,6 +397,15 @@ async fn a_turn_that_runs_out_midway_ends_with_budget_exhausted() {
     fake.push(Reply::text("never reached"));
     let app = spawn_app_with(configure(fake.base_url_openai())).await;
     let admin = app.signed_up("boss").await;
+    let r = app
+        .client
+        .put(app.url("/api/admin/roles/member"))
+        .bearer_auth(&admin.access)
+        .json(&json!({"tools": ["calculator", "current_time"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
     let s = app.signed_up("spender").await;
     app.set_budget(&admin.access, s.user_id, Some(900)).await;
     let conv = app.new_conversation(&s.access).await;

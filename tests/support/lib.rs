@@ -171,6 +171,10 @@ pub fn test_settings(database_url: &str) -> Settings {
     s.database.create_if_missing = false;
     s.database.pool_size = 8;
     s.bind = "127.0.0.1:0".to_owned();
+    s.tools.workspace_dir = std::env::temp_dir().join(format!(
+        "agentchat-test-ws-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
     s
 }
 

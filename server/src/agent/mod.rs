@@ -10,6 +10,8 @@ use uuid::Uuid;
 
 use crate::budget;
 use crate::db::models::budget::Reserve;
+use crate::db::models::custom_tool::CustomToolRow;
+use crate::tools::{custom_http, Registry};
 
 pub use active::ActiveTurns;
 pub use events::{FinishReason, TurnEvent};
@@ -66,7 +68,9 @@ impl Agent {
         let build = {
             let agent = self.clone();
             let content = content.to_owned();
-            move |history: &[crate::db::models::message::Message], allowed: &[String]| {
+            move |history: &[crate::db::models::message::Message],
+                  allowed: &[String],
+                  custom: &[CustomToolRow]| {
                 let input = context::assemble(
                     &agent.settings.system_prompt,
                     history,
@@ -74,8 +78,9 @@ impl Agent {
                     agent.settings.context_window_tokens,
                     u64::from(agent.settings.max_output_tokens),
                 );
-                let estimate = agent.estimate_input(&input, allowed);
-                (input, estimate)
+                let tools = agent.registry_with(custom);
+                let estimate = agent.estimate_input(&input, allowed, &tools);
+                ((input, tools), estimate)
             }
         };
         let mut conn = db::conn(&self.pool).await?;
@@ -92,13 +97,14 @@ impl Agent {
             build,
         )
         .await?;
-        let (conversation, input, input_estimate, allowed_tools, hold) = match begun {
+        let (conversation, (input, tools), input_estimate, allowed_tools, hold) = match begun {
             turn_db::Begin::Started {
                 conversation,
                 built,
                 input_estimate,
                 allowed_tools,
                 hold,
+                ..
             } => (conversation, built, input_estimate, allowed_tools, hold),
             turn_db::Begin::NotFound => return Err(ApiError::not_found("conversation")),
             turn_db::Begin::Busy => return Err(ApiError::conflict(
@@ -121,6 +127,7 @@ impl Agent {
             model,
             input,
             allowed_tools,
+            tools,
             first_call: (hold, max_tokens),
             outstanding: Default::default(),
         })
@@ -131,11 +138,53 @@ impl Agent {
         self.settings.turn_timeout + std::time::Duration::from_secs(60)
     }
 
+    /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and
+    /// logged rather than failing the turn).
+    pub fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
+        let mut registry = self.tools.clone();
+        for row in custom {
+            let def = custom_http::CustomToolDef {
+                name: row.name.clone(),
+                description: row.description.clone(),
+                parameters: row.parameters.clone(),
+                method: row.method.clone(),
+                url_template: row.url_template.clone(),
+                headers: row
+                    .headers
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                timeout: std::time::Duration::from_millis(
+                    u64::try_from(row.timeout_ms).unwrap_or(10_000),
+                ),
+            };
+            let added = custom_http::CustomHttpTool::new(def, &self.http)
+                .map_err(|e| e.to_string())
+                .and_then(|t| {
+                    registry
+                        .register(std::sync::Arc::new(t))
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = added {
+                tracing::warn!(tool = %row.name, error = %e, "skipping a custom tool");
+            }
+        }
+        registry
+    }
+
     /// Estimated input tokens of a call, with the safety margin.
-    pub fn estimate_input(&self, input: &[crate::llm::ChatMessage], allowed: &[String]) -> i64 {
+    pub fn estimate_input(
+        &self,
+        input: &[crate::llm::ChatMessage],
+        allowed: &[String],
+        tools: &Registry,
+    ) -> i64 {
         let messages: u64 = input.iter().map(context::cost).sum();
-        let tools: u64 = self
-            .tools
+        let tools: u64 = tools
             .specs()
             .iter()
             .filter(|s| allowed.contains(&s.name))

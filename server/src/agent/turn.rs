@@ -17,6 +17,7 @@ use super::context::{self, StoredToolCall};
 use super::events::{FinishReason, TurnEvent};
 use crate::budget::Clock;
 use crate::config::LlmSettings;
+use crate::db::models::audit::{self, NewAudit};
 use crate::db::models::budget::{Hold, Reserve};
 use crate::db::models::message::NewMessage;
 use crate::db::models::usage::NewUsage;
@@ -78,6 +79,8 @@ pub struct Agent {
     pub tools: Registry,
     pub settings: Arc<LlmSettings>,
     pub clock: Clock,
+    /// Limits and SSRF rules for admin-defined HTTP tools.
+    pub http: crate::tools::HttpToolConfig,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).
@@ -90,6 +93,8 @@ pub struct PreparedTurn {
     pub model: String,
     pub input: Vec<ChatMessage>,
     pub allowed_tools: Vec<String>,
+    /// Built-in tools plus the admin-defined ones as they were when the turn started.
+    pub tools: Registry,
     /// The first model call's reservation and the output cap it leaves room for.
     pub first_call: (Hold, u32),
     /// The reservation not yet settled, for release if the turn task panics.
@@ -101,6 +106,8 @@ pub struct PreparedTurn {
 struct TurnRecord {
     messages: Vec<NewMessage>,
     usage: Vec<NewUsage>,
+    /// Audit rows not yet stored (flushed at the next model call and at the end).
+    audit: Vec<NewAudit>,
     /// The last call's hold and its real usage, settled with the record.
     pending: Option<(Hold, i64)>,
 }
@@ -167,8 +174,8 @@ enum Ending {
 
 impl Agent {
     /// The tools offered to the model: registered and allowed for the user's role.
-    fn offered_tools(&self, allowed: &[String]) -> Vec<ToolSpec> {
-        self.tools
+    fn offered_tools(tools: &Registry, allowed: &[String]) -> Vec<ToolSpec> {
+        tools
             .specs()
             .into_iter()
             .filter(|s| allowed.iter().any(|a| a == &s.name))
@@ -246,7 +253,7 @@ impl Agent {
         control: &TurnControl,
         record: &mut TurnRecord,
     ) -> Ending {
-        let tools = self.offered_tools(&turn.allowed_tools);
+        let mut allowed = turn.allowed_tools.clone();
         let mut messages = turn.input.clone();
         let mut consecutive_failures: HashMap<String, u32> = HashMap::new();
         let ctx = ToolContext {
@@ -258,8 +265,14 @@ impl Agent {
             let (hold, max_tokens) = if iteration == 1 {
                 turn.first_call.clone()
             } else {
-                match self.budget_for_next_call(turn, &messages, record).await {
-                    Ok(Some(granted)) => granted,
+                match self
+                    .budget_for_next_call(turn, &messages, &allowed, record)
+                    .await
+                {
+                    Ok(Some((granted, now_allowed))) => {
+                        allowed = now_allowed;
+                        granted
+                    }
                     Ok(None) => return Ending::Finished(FinishReason::BudgetExhausted),
                     Err(e) => return e,
                 }
@@ -270,7 +283,7 @@ impl Agent {
             let request = ChatRequest {
                 model: turn.model.clone(),
                 messages: messages.clone(),
-                tools: tools.clone(),
+                tools: Self::offered_tools(&turn.tools, &allowed),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: Some(max_tokens),
                 temperature: None,
@@ -355,7 +368,7 @@ impl Agent {
                     .await;
             }
             let results = tokio::select! {
-                r = self.execute_all(&ctx, &calls, &turn.allowed_tools) => r,
+                r = Self::execute_all(&turn.tools, &ctx, &calls, &allowed) => r,
                 _ = control.token.cancelled() => {
                     let reason = control.stopped().unwrap_or(StopReason::Cancelled);
                     mark_incomplete(&mut record.messages, reason.status_reason());
@@ -371,6 +384,7 @@ impl Agent {
             let mut repeated_failure = false;
             for (call, result) in calls.iter().zip(results) {
                 let _ = events.send(result_event(call, &result)).await;
+                record.audit.push(audit_row(turn, call, &result));
                 let body = result.output.to_model_string();
                 record.messages.push(NewMessage {
                     id: Uuid::new_v4(),
@@ -488,17 +502,17 @@ impl Agent {
     /// Runs the calls concurrently; results come back in call order. A tool the user's role
     /// does not allow is refused here even if the model names it without being offered it.
     async fn execute_all(
-        &self,
+        tools: &Registry,
         ctx: &ToolContext,
         calls: &[llm::ToolCall],
         allowed: &[String],
     ) -> Vec<ExecutedCall> {
         let runs = calls.iter().map(|call| async move {
-            let known = self.tools.get(&call.name).is_some();
+            let known = tools.get(&call.name).is_some();
             if known && !allowed.iter().any(|a| a == &call.name) {
                 return refused(&call.name);
             }
-            self.tools.execute(ctx, &call.name, &call.arguments).await
+            tools.execute(ctx, &call.name, &call.arguments).await
         });
         futures_util::future::join_all(runs).await
     }
@@ -508,36 +522,38 @@ impl Agent {
         &self,
         turn: &PreparedTurn,
         messages: &[ChatMessage],
+        allowed: &[String],
         record: &mut TurnRecord,
-    ) -> Result<Option<(Hold, u32)>, Ending> {
-        let estimate = self.estimate_input(messages, &turn.allowed_tools);
+    ) -> Result<Option<((Hold, u32), Vec<String>)>, Ending> {
+        let estimate = self.estimate_input(messages, allowed, &turn.tools);
         let max_output = i64::from(self.settings.max_output_tokens);
-        let settle = record.pending.clone();
+        let step = turn::Step {
+            settle: record.pending.clone(),
+            audit: record.audit.clone(),
+            want: estimate + max_output,
+            need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
+        };
         let reserved = async {
             let mut conn = db::conn(&self.pool)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            turn::next_call(
-                &mut conn,
-                turn.user_id,
-                settle,
-                estimate + max_output,
-                estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
-                (self.clock)(),
-                self.hold_ttl(),
-            )
-            .await
-            .map_err(anyhow::Error::from)
+            turn::next_call(&mut conn, turn.user_id, step)
+                .await
+                .map_err(anyhow::Error::from)
         }
         .await;
         match reserved {
-            Ok(Reserve::Granted(hold)) => {
+            Ok((Reserve::Granted(hold), now_allowed)) => {
                 record.pending = None;
+                record.audit.clear();
                 let cap = super::clamp_output(hold.amount - estimate, max_output);
-                Ok(Some((hold, cap)))
+                Ok(Some(((hold, cap), now_allowed)))
             }
             Ok(_) => {
                 record.pending = None;
+                record.audit.clear();
                 Ok(None)
             }
             Err(e) => {
@@ -564,6 +580,7 @@ impl Agent {
                     turn.turn_id,
                     record.messages.clone(),
                     record.usage.clone(),
+                    record.audit.clone(),
                     record.pending.clone(),
                 )
                 .await
@@ -613,6 +630,25 @@ fn refused(name: &str) -> ExecutedCall {
         duration: Duration::ZERO,
         result_bytes: 0,
         truncated: false,
+    }
+}
+
+fn audit_row(turn: &PreparedTurn, call: &llm::ToolCall, r: &ExecutedCall) -> NewAudit {
+    let (arguments, arguments_truncated) = audit::capped_arguments(&call.arguments);
+    NewAudit {
+        user_id: Some(turn.user_id),
+        username: turn.username.clone(),
+        conversation_id: Some(turn.conversation_id),
+        tool: call.name.clone(),
+        tool_call_id: call.id.clone(),
+        arguments,
+        arguments_truncated,
+        outcome: r.outcome.as_str().to_owned(),
+        error: r.output.error.clone(),
+        duration_ms: millis(r.duration),
+        result_bytes: i64::try_from(r.result_bytes).unwrap_or(i64::MAX),
+        trace_id: None,
+        span_id: None,
     }
 }
 

@@ -129,3 +129,37 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(users, usage_records);
+
+diesel::table! {
+    audit_log (id) {
+        id -> Int8,
+        created_at -> Timestamptz,
+        user_id -> Nullable<Uuid>,
+        username -> Text,
+        conversation_id -> Nullable<Uuid>,
+        tool -> Text,
+        tool_call_id -> Text,
+        arguments -> Jsonb,
+        arguments_truncated -> Bool,
+        outcome -> Text,
+        error -> Nullable<Text>,
+        duration_ms -> Int8,
+        result_bytes -> Int8,
+        trace_id -> Nullable<Text>,
+        span_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    custom_tools (name) {
+        name -> Text,
+        description -> Text,
+        parameters -> Jsonb,
+        method -> Text,
+        url_template -> Text,
+        headers -> Jsonb,
+        timeout_ms -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}

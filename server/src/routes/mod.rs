@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod auth;
 pub mod conversations;
+pub mod files;
 pub mod health;
 pub mod me;
 pub mod messages;
@@ -21,6 +22,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(conversations::configure)
                 .configure(messages::configure)
                 .configure(models::configure)
+                .configure(files::configure)
                 .configure(admin::configure),
         )
         .configure(web::configure);

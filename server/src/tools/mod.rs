@@ -11,11 +11,18 @@
 //! (`{"success":..,"data":..,"error":..}`) that is sent back to the model.
 //!
 //! Adding a built-in tool = one file in `builtin/` + one line in
-//! [`builtin::all`].
+//! [`builtin::all`]. Built-ins get their dependencies (the per-user
+//! [`WorkspaceStore`], the [`HttpToolConfig`]) from a [`BuiltinConfig`].
 
 pub mod builtin;
+pub mod custom_http;
+pub mod html_text;
+pub mod net;
 pub mod registry;
 pub mod validate;
+pub mod workspace;
+pub mod workspace_path;
+pub mod workspace_text;
 
 use std::time::Duration;
 
@@ -24,8 +31,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use builtin::BuiltinConfig;
+pub use net::HttpToolConfig;
 pub use registry::{ExecutedCall, Outcome, RegisterError, Registry, ToolSpecView};
 pub use validate::{args_schema, ArgsValidator};
+pub use workspace::{FileEntry, Quota, WorkspaceError, WorkspaceStore, Written};
 
 /// Longest error-message fragment echoed from user/model supplied input.
 const MAX_ECHO_CHARS: usize = 200;
@@ -121,9 +131,9 @@ impl ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// Unique name exposed to the model (`[A-Za-z0-9_-]{1,64}`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// What the tool does, written for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object; derive it with [`args_schema`].
     fn parameters(&self) -> Value;
     /// Maximum wall-clock time for one call.

@@ -103,7 +103,7 @@ struct Entry {
 
 #[derive(Clone)]
 struct Inner {
-    tools: BTreeMap<&'static str, Entry>,
+    tools: BTreeMap<String, Entry>,
     output_cap: usize,
 }
 
@@ -141,9 +141,9 @@ impl Registry {
     }
 
     /// A registry holding every built-in tool (see [`builtin::all`]).
-    pub fn builtin() -> Result<Self, RegisterError> {
+    pub fn builtin(config: &builtin::BuiltinConfig) -> Result<Self, RegisterError> {
         let mut registry = Self::new();
-        for tool in builtin::all() {
+        for tool in builtin::all(config) {
             registry.register(tool)?;
         }
         Ok(registry)
@@ -165,7 +165,8 @@ impl Registry {
     ///
     /// Clones made before this call do not see the new tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegisterError> {
-        let name = tool.name();
+        let name = tool.name().to_owned();
+        let name = name.as_str();
         let valid_name = !name.is_empty()
             && name.len() <= MAX_TOOL_NAME_LEN
             && name
@@ -189,7 +190,7 @@ impl Registry {
             parameters,
         };
         Arc::make_mut(&mut self.inner).tools.insert(
-            name,
+            name.to_owned(),
             Entry {
                 tool,
                 validator: Arc::new(validator),
@@ -412,10 +413,10 @@ mod tests {
 
     #[async_trait]
     impl Tool for TestTool {
-        fn name(&self) -> &'static str {
+        fn name(&self) -> &str {
             self.name
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "test tool"
         }
         fn parameters(&self) -> Value {
@@ -626,10 +627,10 @@ mod tests {
         struct Capped;
         #[async_trait]
         impl Tool for Capped {
-            fn name(&self) -> &'static str {
+            fn name(&self) -> &str {
                 "capped"
             }
-            fn description(&self) -> &'static str {
+            fn description(&self) -> &str {
                 "x"
             }
             fn parameters(&self) -> Value {
@@ -683,10 +684,10 @@ mod tests {
         struct BadSchema;
         #[async_trait]
         impl Tool for BadSchema {
-            fn name(&self) -> &'static str {
+            fn name(&self) -> &str {
                 "bad"
             }
-            fn description(&self) -> &'static str {
+            fn description(&self) -> &str {
                 "x"
             }
             fn parameters(&self) -> Value {
@@ -715,9 +716,29 @@ mod tests {
 
     #[test]
     fn builtin_registry_registers_everything() {
-        let r = Registry::builtin().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let config = builtin::BuiltinConfig {
+            workspace: Arc::new(
+                crate::tools::WorkspaceStore::new(tmp.path().to_owned(), Default::default())
+                    .unwrap(),
+            ),
+            http: Default::default(),
+        };
+        let r = Registry::builtin(&config).unwrap();
         let names: Vec<String> = r.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["calculator", "current_time"]);
+        assert_eq!(
+            names,
+            [
+                "calculator",
+                "csv_stats",
+                "current_time",
+                "delete_file",
+                "http_get",
+                "list_files",
+                "read_file",
+                "write_file"
+            ]
+        );
         assert_eq!(r.output_cap(), DEFAULT_OUTPUT_CAP_BYTES);
     }
 }

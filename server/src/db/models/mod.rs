@@ -1,7 +1,9 @@
 //! Rows and the queries that read and write them, one file per table.
 
+pub mod audit;
 pub mod budget;
 pub mod conversation;
+pub mod custom_tool;
 pub mod message;
 pub mod refresh_token;
 pub mod role;

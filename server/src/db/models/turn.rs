@@ -11,8 +11,10 @@ use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
+use super::audit::{self, NewAudit};
 use super::budget::{self, Hold, Reserve};
 use super::conversation::Conversation;
+use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
 use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles};
@@ -49,6 +51,8 @@ pub enum Begin<T> {
         input_estimate: i64,
         /// Tools the user's role allows right now.
         allowed_tools: Vec<String>,
+        /// Admin-defined tools as they are now.
+        custom_tools: Vec<CustomToolRow>,
         hold: Hold,
     },
     /// Not the caller's conversation, or no such conversation.
@@ -82,7 +86,7 @@ pub async fn begin<T, F>(
 ) -> QueryResult<Begin<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&[Message], &[String]) -> (T, i64) + Send + 'static,
+    F: FnOnce(&[Message], &[String], &[CustomToolRow]) -> (T, i64) + Send + 'static,
 {
     let Claim {
         user_id,
@@ -135,8 +139,9 @@ where
                     .await
                     .optional()?
                     .unwrap_or_default();
+                let custom_tools = custom_tool::list(conn).await?;
                 let history = message::list(conn, conversation.id).await?;
-                let (built, input_estimate) = build(&history, &allowed_tools);
+                let (built, input_estimate) = build(&history, &allowed_tools, &custom_tools);
                 let reserved = budget::reserve(
                     conn,
                     user_id,
@@ -156,6 +161,7 @@ where
                     built,
                     input_estimate,
                     allowed_tools,
+                    custom_tools,
                     hold,
                 })
             }
@@ -169,26 +175,57 @@ where
     }
 }
 
-/// Settles the previous call's hold (if any) and reserves for the next call, in one commit.
+/// Between two model calls of a turn.
+#[derive(Debug)]
+pub struct Step {
+    pub settle: Option<(Hold, i64)>,
+    /// Audit rows of the tool calls since the last commit.
+    pub audit: Vec<NewAudit>,
+    pub want: i64,
+    pub need: i64,
+    pub now: DateTime<Utc>,
+    pub hold_ttl: Duration,
+}
+
+/// Settles the previous call's hold, stores the audit rows of its tool calls, re-reads the
+/// user's allowed tools (admin changes apply to the next call) and reserves for the next
+/// call, in one commit.
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
-    settle: Option<(Hold, i64)>,
-    want: i64,
-    need: i64,
-    now: DateTime<Utc>,
-    hold_ttl: Duration,
-) -> QueryResult<Reserve> {
+    step: Step,
+) -> QueryResult<(Reserve, Vec<String>)> {
     conn.transaction(|conn| {
         async move {
-            if let Some((hold, actual)) = settle {
+            if let Some((hold, actual)) = step.settle {
                 budget::settle(conn, &hold, actual).await?;
             }
-            budget::reserve(conn, user_id, want, need, now, hold_ttl).await
+            audit::insert_many(conn, &step.audit).await?;
+            let allowed = allowed_tools(conn, user_id).await?;
+            let reserved =
+                budget::reserve(conn, user_id, step.want, step.need, step.now, step.hold_ttl)
+                    .await?;
+            Ok((reserved, allowed))
         }
         .scope_boxed()
     })
     .await
+}
+
+/// The tools the user's current role allows.
+pub async fn allowed_tools(
+    conn: &mut AsyncPgConnection,
+    user_id: Uuid,
+) -> QueryResult<Vec<String>> {
+    use crate::db::schema::users::dsl as users;
+    users::users
+        .inner_join(roles::roles)
+        .filter(users::id.eq(user_id))
+        .select(roles::tools)
+        .first(conn)
+        .await
+        .optional()
+        .map(Option::unwrap_or_default)
 }
 
 /// Settles the last hold, stores what the turn produced and its usage, and releases the
@@ -199,6 +236,7 @@ pub async fn finish(
     turn_id: Uuid,
     rows: Vec<NewMessage>,
     usage_rows: Vec<NewUsage>,
+    audit_rows: Vec<NewAudit>,
     settle: Option<(Hold, i64)>,
 ) -> QueryResult<()> {
     conn.transaction(|conn| {
@@ -208,6 +246,7 @@ pub async fn finish(
             }
             message::insert_many(conn, &rows).await?;
             usage::insert_many(conn, &usage_rows).await?;
+            audit::insert_many(conn, &audit_rows).await?;
             release(conn, conversation_id, turn_id).await
         }
         .scope_boxed()

@@ -1,5 +1,7 @@
 //! `/api/admin/*`: admin-only resources.
 
+pub mod audit;
+pub mod custom_tools;
 pub mod roles;
 pub mod tools;
 pub mod usage;
@@ -11,6 +13,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .configure(users::configure)
+            .configure(audit::configure)
+            .configure(custom_tools::configure)
             .configure(roles::configure)
             .configure(tools::configure)
             .configure(usage::configure),

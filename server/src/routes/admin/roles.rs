@@ -50,12 +50,12 @@ async fn put(
             "role names are 1 to 32 of a-z, 0-9, `_`, `-`, starting with a letter",
         ));
     }
+    let mut conn = db::conn(&state.pool).await?;
+    let custom = crate::db::models::custom_tool::list(&mut conn).await?;
     let known = state.agent.tools.specs();
-    if let Some(unknown) = body
-        .tools
-        .iter()
-        .find(|t| !known.iter().any(|s| &s.name == *t))
-    {
+    let is_known =
+        |t: &String| known.iter().any(|s| &s.name == t) || custom.iter().any(|c| &c.name == t);
+    if let Some(unknown) = body.tools.iter().find(|t| !is_known(t)) {
         return Err(ApiError::unprocessable(
             "unknown_tool",
             format!("no tool named `{unknown}`; see GET /api/admin/tools"),
@@ -79,7 +79,6 @@ async fn put(
     let mut tools = body.tools.clone();
     tools.sort();
     tools.dedup();
-    let mut conn = db::conn(&state.pool).await?;
     let existing = role::find(&mut conn, &name).await?;
     let budget = match body.token_budget {
         Some(b) => b,

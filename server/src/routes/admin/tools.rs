@@ -4,14 +4,18 @@ use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use crate::auth::AdminUser;
+use crate::db::{self, models::custom_tool};
+use crate::error::ApiError;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/tools", web::get().to(list));
 }
 
-async fn list(state: web::Data<AppState>, _admin: AdminUser) -> HttpResponse {
-    let items: Vec<_> = state
+async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let custom = custom_tool::list(&mut conn).await?;
+    let mut items: Vec<_> = state
         .agent
         .tools
         .specs()
@@ -25,5 +29,13 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> HttpResponse {
             })
         })
         .collect();
-    HttpResponse::Ok().json(json!({"items": items}))
+    items.extend(custom.into_iter().map(|c| {
+        json!({
+            "name": c.name,
+            "description": c.description,
+            "parameters": c.parameters,
+            "kind": "custom",
+        })
+    }));
+    Ok(HttpResponse::Ok().json(json!({"items": items})))
 }

@@ -51,11 +51,11 @@ pub struct Calculator;
 
 #[async_trait]
 impl Tool for Calculator {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "calculator"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Evaluate an arithmetic expression exactly as written and return the numeric result. \
          Use it for any non-trivial arithmetic instead of computing in your head."
     }

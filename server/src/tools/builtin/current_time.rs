@@ -49,11 +49,11 @@ impl CurrentTime {
 
 #[async_trait]
 impl Tool for CurrentTime {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "current_time"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Get the current date and time, optionally in a given IANA time zone \
          (default UTC). Returns ISO 8601 time, Unix timestamp and weekday."
     }

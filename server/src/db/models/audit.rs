@@ -1,0 +1,119 @@
+//! The tool-call audit trail: one row per call, whatever its outcome.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::db::schema::audit_log::{self, dsl};
+
+/// Largest argument document kept verbatim (bytes of JSON text).
+pub const MAX_ARGUMENT_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = audit_log)]
+pub struct NewAudit {
+    pub user_id: Option<Uuid>,
+    pub username: String,
+    pub conversation_id: Option<Uuid>,
+    pub tool: String,
+    pub tool_call_id: String,
+    pub arguments: serde_json::Value,
+    pub arguments_truncated: bool,
+    pub outcome: String,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+    pub result_bytes: i64,
+    pub trace_id: Option<String>,
+    pub span_id: Option<String>,
+}
+
+/// The model's arguments for the audit row: kept as JSON when small, else a cut preview.
+pub fn capped_arguments(raw: &str) -> (serde_json::Value, bool) {
+    if raw.len() <= MAX_ARGUMENT_BYTES {
+        let v =
+            serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_owned()));
+        return (v, false);
+    }
+    let mut end = MAX_ARGUMENT_BYTES;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    (
+        serde_json::json!({"preview": &raw[..end], "total_bytes": raw.len()}),
+        true,
+    )
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[diesel(table_name = audit_log)]
+pub struct AuditRow {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    pub user_id: Option<Uuid>,
+    pub username: String,
+    pub conversation_id: Option<Uuid>,
+    pub tool: String,
+    pub tool_call_id: String,
+    pub arguments: serde_json::Value,
+    pub arguments_truncated: bool,
+    pub outcome: String,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+    pub result_bytes: i64,
+    pub trace_id: Option<String>,
+    pub span_id: Option<String>,
+}
+
+/// Filters of the audit listing; all optional.
+#[derive(Debug, Default, Clone)]
+pub struct AuditFilter {
+    pub user_id: Option<Uuid>,
+    pub tool: Option<String>,
+    pub outcome: Option<String>,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    /// Rows with an id below this one (the previous page's last id).
+    pub before_id: Option<i64>,
+    pub limit: i64,
+}
+
+pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewAudit]) -> QueryResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    diesel::insert_into(dsl::audit_log)
+        .values(rows)
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// Newest first.
+pub async fn list(conn: &mut AsyncPgConnection, f: &AuditFilter) -> QueryResult<Vec<AuditRow>> {
+    let mut q = dsl::audit_log
+        .select(AuditRow::as_select())
+        .order(dsl::id.desc())
+        .limit(f.limit)
+        .into_boxed();
+    if let Some(u) = f.user_id {
+        q = q.filter(dsl::user_id.eq(u));
+    }
+    if let Some(t) = &f.tool {
+        q = q.filter(dsl::tool.eq(t.clone()));
+    }
+    if let Some(o) = &f.outcome {
+        q = q.filter(dsl::outcome.eq(o.clone()));
+    }
+    if let Some(s) = f.since {
+        q = q.filter(dsl::created_at.ge(s));
+    }
+    if let Some(u) = f.until {
+        q = q.filter(dsl::created_at.lt(u));
+    }
+    if let Some(b) = f.before_id {
+        q = q.filter(dsl::id.lt(b));
+    }
+    q.load(conn).await
+}

@@ -1,0 +1,214 @@
+//! `/api/admin/tools/custom`: admin-defined HTTP tools. Header values are write-only.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::AdminUser;
+use crate::db::{
+    self,
+    models::custom_tool::{self, CustomToolRow},
+};
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::state::AppState;
+use crate::tools::ArgsValidator;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/tools/custom")
+            .route(web::get().to(list))
+            .route(web::post().to(create)),
+    )
+    .service(
+        web::resource("/tools/custom/{name}")
+            .route(web::get().to(get))
+            .route(web::put().to(replace))
+            .route(web::delete().to(delete)),
+    );
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolBody {
+    name: Option<String>,
+    description: String,
+    parameters: Value,
+    method: String,
+    url_template: String,
+    #[serde(default)]
+    headers: serde_json::Map<String, Value>,
+    timeout_ms: Option<i64>,
+}
+
+/// What the API shows: header names only.
+fn view(row: &CustomToolRow) -> Value {
+    let header_names: Vec<&String> = row
+        .headers
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    json!({
+        "name": row.name, "description": row.description, "parameters": row.parameters,
+        "method": row.method, "url_template": row.url_template, "headers": header_names,
+        "timeout_ms": row.timeout_ms, "created_at": row.created_at, "updated_at": row.updated_at,
+    })
+}
+
+fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRow, ApiError> {
+    let name_ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(ApiError::bad_request(
+            "invalid_name",
+            "tool names are 1 to 64 of A-Z, a-z, 0-9, `_`, `-`",
+        ));
+    }
+    if state.agent.tools.get(name).is_some() {
+        return Err(ApiError::conflict(
+            "tool_exists",
+            format!("`{name}` is a built-in tool"),
+        ));
+    }
+    if body.description.trim().is_empty() || body.description.len() > 2000 {
+        return Err(ApiError::bad_request(
+            "invalid_description",
+            "description must be 1 to 2000 characters",
+        ));
+    }
+    if body.parameters.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(ApiError::bad_request(
+            "invalid_parameters",
+            "parameters must be a JSON Schema with \"type\": \"object\"",
+        ));
+    }
+    ArgsValidator::new(&body.parameters).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_parameters",
+            format!("parameters is not a valid JSON Schema: {e}"),
+        )
+    })?;
+    let method = body.method.to_ascii_uppercase();
+    if !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&method.as_str()) {
+        return Err(ApiError::bad_request(
+            "invalid_method",
+            "method must be GET, POST, PUT, PATCH or DELETE",
+        ));
+    }
+    let probe = body.url_template.replace(['{', '}'], "");
+    match url::Url::parse(&probe) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_url",
+                "url_template must be an http(s) URL",
+            ))
+        }
+    }
+    if body.headers.values().any(|v| !v.is_string()) {
+        return Err(ApiError::bad_request(
+            "invalid_headers",
+            "header values must be strings",
+        ));
+    }
+    let timeout_ms = body.timeout_ms.unwrap_or(10_000);
+    if !(100..=120_000).contains(&timeout_ms) {
+        return Err(ApiError::bad_request(
+            "invalid_timeout",
+            "timeout_ms must be between 100 and 120000",
+        ));
+    }
+    Ok(CustomToolRow {
+        name: name.to_owned(),
+        description: body.description,
+        parameters: body.parameters,
+        method,
+        url_template: body.url_template,
+        headers: Value::Object(body.headers),
+        timeout_ms,
+        created_at: chrono::Utc::now(),
+        updated_at: chrono::Utc::now(),
+    })
+}
+
+async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let rows = custom_tool::list(&mut conn).await?;
+    Ok(HttpResponse::Ok().json(json!({"items": rows.iter().map(view).collect::<Vec<_>>()})))
+}
+
+async fn get(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let row = custom_tool::find(&mut conn, &name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tool"))?;
+    Ok(HttpResponse::Ok().json(view(&row)))
+}
+
+async fn create(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    Json(body): Json<ToolBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body.name.clone().unwrap_or_default();
+    let row = validate(&state, &name, body)?;
+    let mut conn = db::conn(&state.pool).await?;
+    if custom_tool::find(&mut conn, &name).await?.is_some() {
+        return Err(ApiError::conflict(
+            "tool_exists",
+            format!("a custom tool named `{name}` exists; PUT to replace it"),
+        ));
+    }
+    let saved = custom_tool::upsert(&mut conn, &row).await?;
+    Ok(HttpResponse::Created().json(view(&saved)))
+}
+
+async fn replace(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    name: web::Path<String>,
+    Json(body): Json<ToolBody>,
+) -> Result<HttpResponse, ApiError> {
+    if body.name.as_deref().is_some_and(|n| n != name.as_str()) {
+        return Err(ApiError::bad_request(
+            "invalid_name",
+            "the name in the body differs from the one in the path",
+        ));
+    }
+    let mut conn = db::conn(&state.pool).await?;
+    let existing = custom_tool::find(&mut conn, &name).await?;
+    let keep_headers = body.headers.is_empty();
+    let mut row = validate(&state, &name, body)?;
+    if keep_headers {
+        // Secrets are write-only: an edit that sends no headers keeps the stored ones.
+        if let Some(e) = &existing {
+            row.headers = e.headers.clone();
+        }
+    }
+    let saved = custom_tool::upsert(&mut conn, &row).await?;
+    let status = if existing.is_some() {
+        actix_web::http::StatusCode::OK
+    } else {
+        actix_web::http::StatusCode::CREATED
+    };
+    Ok(HttpResponse::build(status).json(view(&saved)))
+}
+
+async fn delete(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    if custom_tool::delete(&mut conn, &name).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(ApiError::not_found("tool"))
+    }
+}

@@ -1,0 +1,138 @@
+//! `/api/files`: the caller's workspace files (the same ones the file tools see).
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::auth::AuthUser;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::tools::WorkspaceError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/files", web::get().to(list)).service(
+        web::resource("/files/{path:.+}")
+            .route(web::get().to(download))
+            .route(web::put().to(upload))
+            .route(web::delete().to(delete)),
+    );
+}
+
+fn workspace_error(e: WorkspaceError) -> ApiError {
+    match e {
+        WorkspaceError::NotFound => ApiError::not_found("file"),
+        WorkspaceError::InvalidPath(m) => ApiError::bad_request("invalid_path", m),
+        WorkspaceError::AlreadyExists => {
+            ApiError::conflict("file_exists", "that file already exists")
+        }
+        WorkspaceError::QuotaExceeded(m) => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "quota_exceeded", m)
+        }
+        WorkspaceError::TooLarge => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "file_too_large",
+            "the file is larger than a workspace file may be",
+        ),
+        other @ (WorkspaceError::NotText | WorkspaceError::Io(_)) => {
+            ApiError::internal(anyhow::anyhow!("{other}"))
+        }
+    }
+}
+
+async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
+    let items = state
+        .workspaces
+        .list(who.id)
+        .await
+        .map_err(workspace_error)?;
+    let (bytes, files) = state
+        .workspaces
+        .usage(who.id)
+        .await
+        .map_err(workspace_error)?;
+    let quota = state.workspaces.quota();
+    Ok(HttpResponse::Ok().json(json!({
+        "items": items,
+        "usage": {"bytes": bytes, "files": files, "max_bytes": quota.max_bytes,
+                  "max_files": quota.max_files, "max_file_bytes": quota.max_file_bytes},
+    })))
+}
+
+async fn download(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = state
+        .workspaces
+        .read(who.id, &path)
+        .await
+        .map_err(workspace_error)?;
+    let name = path
+        .rsplit('/')
+        .next()
+        .unwrap_or("file")
+        .replace(['"', '\\'], "_");
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "application/octet-stream"))
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .insert_header(("Content-Security-Policy", "default-src 'none'; sandbox"))
+        .body(bytes))
+}
+
+/// Upload the raw request body; replaces an existing file.
+async fn upload(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    who: AuthUser,
+    path: web::Path<String>,
+    mut body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let limit = usize::try_from(state.workspaces.quota().max_file_bytes).unwrap_or(usize::MAX);
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(workspace_error(WorkspaceError::TooLarge));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::bad_request("invalid_body", format!("could not read the body: {e}"))
+        })?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(workspace_error(WorkspaceError::TooLarge));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let written = state
+        .workspaces
+        .write(who.id, &path, bytes, true)
+        .await
+        .map_err(workspace_error)?;
+    let status = if written.replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(HttpResponse::build(status).json(written))
+}
+
+async fn delete(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .workspaces
+        .delete(who.id, &path)
+        .await
+        .map_err(workspace_error)?;
+    Ok(HttpResponse::NoContent().finish())
+}
