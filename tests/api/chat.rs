@@ -532,3 +532,36 @@ async fn non_streaming_upstream_works_the_same() {
     let stored = app.conversation(&s.access, &conv).await;
     assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
 }
+
+#[tokio::test]
+async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::tool_call(
+        "n1",
+        "calculator",
+        "{\"expression\": \"1\\u0000+1\"}",
+    ));
+    fake.push(Reply::text("done\u{0}"));
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("nully").await;
+    let r = app
+        .post_as(&s.access, "/api/conversations")
+        .json(&json!({"title": "a\u{0}b"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let conv = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let events = app.chat(&s.access, &conv, "x\u{0}y").await;
+    assert_eq!(
+        events.last().unwrap().data["finish_reason"],
+        "stop",
+        "{events:?}"
+    );
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(stored["messages"][0]["content"], "x\u{FFFD}y");
+    assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
+}

@@ -12,6 +12,7 @@ mod database;
 mod health;
 mod llm_adapters;
 mod tokens;
+mod tools;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).

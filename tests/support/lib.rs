@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_upstream;
+pub mod tiny_server;
 
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
@@ -181,6 +182,8 @@ pub fn test_settings(database_url: &str) -> Settings {
 /// A running server and a client for it.
 pub struct TestApp {
     pub address: String,
+    /// Root of the users' workspace directories.
+    pub workspace_dir: std::path::PathBuf,
     pub port: u16,
     pub database_url: String,
     pub client: reqwest::Client,
@@ -226,12 +229,14 @@ impl TestClock {
 /// Starts a server with these settings and clock.
 pub async fn spawn_app_with_clock(settings: Settings, clock: agentchat::budget::Clock) -> TestApp {
     let database_url = settings.database.url.expose().to_owned();
+    let workspace_dir = settings.tools.workspace_dir.clone();
     let app = Application::build_with_clock(settings, clock)
         .await
         .expect("server starts");
     let port = app.port();
     tokio::spawn(app.run_until_stopped());
     TestApp {
+        workspace_dir,
         address: format!("http://127.0.0.1:{port}"),
         port,
         database_url,

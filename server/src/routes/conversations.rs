@@ -51,7 +51,8 @@ struct RenameBody {
 }
 
 fn clean_title(title: &str) -> Result<String, ApiError> {
-    let t = title.trim();
+    let cleaned = crate::db::pg_safe_text(title);
+    let t = cleaned.trim();
     if t.is_empty() || t.chars().count() > MAX_TITLE_CHARS {
         return Err(ApiError::bad_request(
             "invalid_title",

@@ -83,8 +83,19 @@ pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewAudit]) -> Que
     if rows.is_empty() {
         return Ok(());
     }
+    use crate::db::{pg_safe_json, pg_safe_text};
+    let rows: Vec<NewAudit> = rows
+        .iter()
+        .map(|r| NewAudit {
+            tool: pg_safe_text(&r.tool).into_owned(),
+            tool_call_id: pg_safe_text(&r.tool_call_id).into_owned(),
+            arguments: pg_safe_json(&r.arguments),
+            error: r.error.as_deref().map(|e| pg_safe_text(e).into_owned()),
+            ..r.clone()
+        })
+        .collect();
     diesel::insert_into(dsl::audit_log)
-        .values(rows)
+        .values(&rows)
         .execute(conn)
         .await
         .map(|_| ())

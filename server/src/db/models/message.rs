@@ -55,6 +55,23 @@ pub struct NewMessage {
     pub duration_ms: Option<i64>,
 }
 
+impl NewMessage {
+    /// A copy Postgres accepts whatever the model produced (see [`crate::db::pg_safe_text`]).
+    fn pg_safe(&self) -> NewMessage {
+        use crate::db::{pg_safe_json, pg_safe_text};
+        NewMessage {
+            content: pg_safe_text(&self.content).into_owned(),
+            tool_calls: self.tool_calls.as_ref().map(pg_safe_json),
+            tool_call_id: self
+                .tool_call_id
+                .as_deref()
+                .map(|s| pg_safe_text(s).into_owned()),
+            model: self.model.as_deref().map(|s| pg_safe_text(s).into_owned()),
+            ..self.clone()
+        }
+    }
+}
+
 /// All messages of a conversation in the order they were written. Callers check ownership
 /// of the conversation first.
 pub async fn list(
@@ -73,8 +90,9 @@ pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewMessage]) -> Q
     if rows.is_empty() {
         return Ok(());
     }
+    let rows: Vec<NewMessage> = rows.iter().map(NewMessage::pg_safe).collect();
     diesel::insert_into(dsl::messages)
-        .values(rows)
+        .values(&rows)
         .execute(conn)
         .await
         .map(|_| ())
