@@ -30,6 +30,8 @@ pub struct Settings {
     pub sse_keep_alive: Duration,
     /// Built-in tools: workspaces and HTTP fetching.
     pub tools: ToolSettings,
+    /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
+    pub metrics_token: Option<SecretString>,
 }
 
 /// Settings of the built-in tools.
@@ -85,6 +87,8 @@ pub struct LlmSettings {
     pub turn_timeout: Duration,
     pub max_retries: u32,
     pub retry_base_delay: Duration,
+    /// Record prompts, tool arguments and results in spans (off unless explicitly enabled).
+    pub capture_content: bool,
 }
 
 impl LlmSettings {
@@ -113,6 +117,7 @@ impl LlmSettings {
             turn_timeout: Duration::from_secs(600),
             max_retries: 2,
             retry_base_delay: Duration::from_millis(500),
+            capture_content: false,
         }
     }
 }
@@ -250,6 +255,7 @@ impl Default for Settings {
                 quota: crate::tools::Quota::default(),
                 http: crate::tools::HttpToolConfig::default(),
             },
+            metrics_token: None,
         }
     }
 }
@@ -380,6 +386,9 @@ impl Settings {
             s.log_format = v;
         }
         s.llm = load_llm(&env, file.llm.unwrap_or_default())?;
+        if let Some(v) = env("AGENTCHAT_METRICS_TOKEN") {
+            s.metrics_token = Some(SecretString::from(v));
+        }
         if let Some(v) = env("AGENTCHAT_WORKSPACE_DIR") {
             s.tools.workspace_dir = v.into();
         }
@@ -497,6 +506,9 @@ fn load_llm(
     }
     if let Some(v) = parse_env(env, "AGENTCHAT_LLM_MAX_RETRIES")?.or(file.max_retries) {
         l.max_retries = v.min(10);
+    }
+    if let Some(v) = parse_env(env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")? {
+        l.capture_content = v;
     }
     if provider != ProviderKind::Demo && url::Url::parse(&l.base_url).is_err() {
         return Err(ConfigError::Invalid {

@@ -8,6 +8,8 @@ pub mod db;
 pub mod error;
 pub mod extract;
 pub mod llm;
+pub mod metrics;
+pub mod observe;
 pub mod routes;
 pub mod startup;
 pub mod state;

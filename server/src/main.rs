@@ -50,7 +50,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    telemetry::init(settings.log_format);
+    let _telemetry = telemetry::init(settings.log_format);
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(settings).await,
         Command::Migrate => prepare_database(&settings).await,

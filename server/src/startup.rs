@@ -19,6 +19,7 @@ use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
 use crate::llm;
+use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
 use crate::tools::{BuiltinConfig, Registry, WorkspaceStore};
@@ -52,9 +53,16 @@ impl Application {
                     )
                 })?,
         );
+        let metrics = Arc::new(Metrics::new().context("registering metrics")?);
         let agent = Agent {
+            metrics: metrics.clone(),
             pool: pool.clone(),
-            llm: llm::from_settings(&settings.llm)?,
+            llm: llm::from_settings(&settings.llm, {
+                let retries = metrics
+                    .upstream_retries
+                    .with_label_values(&[provider_label(settings.llm.provider)]);
+                llm::http::RetryHook::new(move || retries.inc())
+            })?,
             tools: Registry::builtin(&BuiltinConfig {
                 workspace: workspaces.clone(),
                 http: settings.tools.http.clone(),
@@ -65,6 +73,7 @@ impl Application {
             http: settings.tools.http.clone(),
         };
         let state = AppState {
+            metrics,
             workspaces,
             agent,
             turns: ActiveTurns::default(),
@@ -158,8 +167,10 @@ async fn jwt_secret(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Vec<
 }
 
 fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
+    let metrics = state.metrics.clone();
     let data = web::Data::new(state);
     let server = HttpServer::new(move || {
+        let metrics = metrics.clone();
         App::new()
             .app_data(data.clone())
             .app_data(
@@ -176,11 +187,22 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
             )
             .configure(routes::configure)
             .default_service(web::to(not_found))
+            .wrap(middleware::from_fn(move |req, next| {
+                crate::observe::observe(metrics.clone(), req, next)
+            }))
     })
     .listen(listener)?
     .shutdown_timeout(30)
     .run();
     Ok(server)
+}
+
+fn provider_label(p: crate::config::ProviderKind) -> &'static str {
+    match p {
+        crate::config::ProviderKind::Openai => "openai",
+        crate::config::ProviderKind::Anthropic => "anthropic",
+        crate::config::ProviderKind::Demo => "demo",
+    }
 }
 
 /// Frees budget holds whose process died, every 30 seconds.

@@ -20,6 +20,7 @@ pub struct AppState {
     pub agent: Agent,
     /// Users' workspace files (shared with the file tools).
     pub workspaces: Arc<crate::tools::WorkspaceStore>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Turns running in this process (for cancel).
     pub turns: ActiveTurns,
 }

@@ -1,17 +1,119 @@
-//! Logging setup and a `spawn_blocking` that keeps the caller's span.
+//! Logging and tracing: a `tracing` subscriber that logs (text or JSON) and, when the standard
+//! `OTEL_EXPORTER_OTLP_*` variables name a collector, exports spans over OTLP (HTTP/protobuf or
+//! gRPC). With no endpoint configured nothing is exported and the OpenTelemetry layer is not
+//! installed at all. Also a `spawn_blocking` that keeps the caller's span.
 
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::KeyValue;
+use opentelemetry_sdk::trace::TracerProvider;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter};
 
 use crate::config::LogFormat;
 
-/// Installs the global subscriber; `RUST_LOG` overrides the default level. Safe to call twice.
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt().with_env_filter(filter).with_target(false);
-    let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
+/// Flushes and shuts the span exporter down when dropped (at process exit).
+pub struct TelemetryGuard {
+    provider: Option<TracerProvider>,
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.provider.take() {
+            let _ = p.shutdown();
+        }
+    }
+}
+
+/// Installs the global subscriber from the environment. Safe to call more than once (the
+/// first call wins).
+pub fn init(format: LogFormat) -> TelemetryGuard {
+    let provider = match otlp_provider_from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("agentchat: OpenTelemetry export disabled: {e}");
+            None
+        }
     };
+    install(format, provider.clone(), "info");
+    TelemetryGuard { provider }
+}
+
+/// Installs the global subscriber with an explicit tracer provider (tests pass one with an
+/// in-memory exporter). `default_log_level` applies to log lines when `RUST_LOG` is unset;
+/// spans go to the exporter at `info` and above regardless.
+pub fn install(format: LogFormat, provider: Option<TracerProvider>, default_log_level: &str) {
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    let logs =
+        || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log_level));
+    let otel = provider.map(|p| {
+        let tracer = p.tracer("agentchat");
+        opentelemetry::global::set_tracer_provider(p);
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(EnvFilter::new("info"))
+    });
+    let base = tracing_subscriber::registry().with(otel);
+    let _ = match format {
+        LogFormat::Json => base
+            .with(fmt::layer().json().with_target(false).with_filter(logs()))
+            .try_init(),
+        LogFormat::Text => base
+            .with(fmt::layer().with_target(false).with_filter(logs()))
+            .try_init(),
+    };
+}
+
+/// An OTLP exporter per the standard variables, or `None` when no endpoint is set.
+fn otlp_provider_from_env() -> anyhow::Result<Option<TracerProvider>> {
+    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .ok()
+        .filter(|e| !e.trim().is_empty());
+    if endpoint.is_none() {
+        return Ok(None);
+    }
+    let protocol =
+        std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").unwrap_or_else(|_| "http/protobuf".into());
+    let exporter = match protocol.trim() {
+        "grpc" => opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .build()?,
+        "http/protobuf" | "" => opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .build()?,
+        other => anyhow::bail!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL `{other}` is not supported (use grpc or http/protobuf)"
+        ),
+    };
+    let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "agentchat".into());
+    let provider = TracerProvider::builder()
+        .with_batch_exporter(exporter, opentelemetry_sdk::runtime::Tokio)
+        .with_resource(opentelemetry_sdk::Resource::new([
+            KeyValue::new("service.name", service),
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        ]))
+        .build();
+    Ok(Some(provider))
+}
+
+/// The OpenTelemetry trace and span ids of the current span (hex), when exporting.
+pub fn current_trace_ids() -> (Option<String>, Option<String>) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let sc = span.span_context();
+    if sc.is_valid() {
+        (
+            Some(sc.trace_id().to_string()),
+            Some(sc.span_id().to_string()),
+        )
+    } else {
+        (None, None)
+    }
 }
 
 /// Runs blocking work on the blocking pool inside the current span.

@@ -22,6 +22,7 @@ fn settings() -> HttpSettings {
         max_retries: 2,
         retry_base_delay: Duration::from_millis(10),
         streaming: true,
+        on_retry: Default::default(),
     }
 }
 

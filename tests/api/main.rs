@@ -11,6 +11,7 @@ mod conversations;
 mod database;
 mod health;
 mod llm_adapters;
+mod observability;
 mod tokens;
 mod tools;
 

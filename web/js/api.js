@@ -3,7 +3,6 @@
 // JSON errors turned into ApiError, and a streaming SSE reader for agent turns.
 
 const AT_KEY = 'agentchat.access';
-const RT_KEY = 'agentchat.legacy_refresh'; // only used when the server lacks cookie sessions
 const HAD_SESSION_KEY = 'agentchat.had_session';
 
 export class ApiError extends Error {
@@ -40,10 +39,7 @@ function loadAccess() {
 
 function forget() {
   access = null;
-  try {
-    sessionStorage.removeItem(AT_KEY);
-    sessionStorage.removeItem(RT_KEY);
-  } catch { /* ignore */ }
+  try { sessionStorage.removeItem(AT_KEY); } catch { /* ignore */ }
 }
 
 export function hadSession() {
@@ -88,43 +84,27 @@ export async function register(username, password) {
 }
 
 export async function login(username, password) {
-  let resp = await postJson('/api/auth/login', { username, password, session: 'cookie' });
-  if (resp.status === 400) {
-    // Older servers reject the `session` field: fall back to a body refresh token.
-    const err = await errorFrom(resp);
-    if (/session|unknown field/i.test(err.message)) {
-      resp = await postJson('/api/auth/login', { username, password });
-    } else {
-      throw err;
-    }
-  }
+  // `session: "cookie"`: the refresh token stays in an HttpOnly SameSite=Strict cookie that
+  // page script cannot read; only the short-lived access token reaches JavaScript.
+  const resp = await postJson('/api/auth/login', { username, password, session: 'cookie' });
   if (!resp.ok) throw await errorFrom(resp);
   const body = await resp.json();
   saveAccess(body.access_token, body.expires_in);
-  try {
-    if (body.refresh_token) sessionStorage.setItem(RT_KEY, body.refresh_token);
-    else sessionStorage.removeItem(RT_KEY);
-  } catch { /* ignore */ }
   setHadSession(true);
   return body;
 }
 
-/** Gets a new access token from the refresh cookie. Single flight. Returns true on success. */
+/** Gets a new access token from the refresh cookie. Single flight. Resolves to true on success. */
 export function refresh() {
   if (!refreshing) {
     refreshing = (async () => {
-      let legacy = null;
-      try { legacy = sessionStorage.getItem(RT_KEY); } catch { /* ignore */ }
-      const resp = await postJson('/api/auth/refresh', legacy ? { refresh_token: legacy } : {});
+      const resp = await postJson('/api/auth/refresh', {});
       if (!resp.ok) {
         forget();
         return false;
       }
       const body = await resp.json();
       saveAccess(body.access_token, body.expires_in);
-      if (body.refresh_token && legacy) {
-        try { sessionStorage.setItem(RT_KEY, body.refresh_token); } catch { /* ignore */ }
-      }
       return true;
     })().catch(() => false).finally(() => { refreshing = null; });
   }
@@ -138,10 +118,8 @@ export async function resume() {
 }
 
 export async function logout() {
-  let legacy = null;
-  try { legacy = sessionStorage.getItem(RT_KEY); } catch { /* ignore */ }
   try {
-    await postJson('/api/auth/logout', legacy ? { refresh_token: legacy } : {});
+    await postJson('/api/auth/logout', {});
   } catch { /* offline: still forget locally */ }
   forget();
   setHadSession(false);

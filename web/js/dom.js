@@ -103,3 +103,28 @@ export function toast(message, kind = 'info') {
   region.append(t);
   setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
+
+const ICONS = {
+  edit: 'M12 20h9M16.5 3.5a2.1 2.1 0 0 1 3 3L7 19l-4 1 1-4z',
+  trash: 'M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6M10 11v6M14 11v6',
+  download: 'M12 3v12M7 10l5 5 5-5M5 21h14',
+  close: 'M6 6l12 12M18 6L6 18',
+  refresh: 'M21 12a9 9 0 1 1-3-6.7L21 8M21 3v5h-5',
+  plus: 'M12 5v14M5 12h14',
+  tool: 'M14.7 6.3a4 4 0 0 0-5.4 5.4L3 18l3 3 6.3-6.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z',
+  file: 'M14 3H6v18h12V7zM14 3v4h4',
+};
+
+/** An inline SVG icon (decorative: aria-hidden). */
+export function icon(name) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('class', 'icon');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('focusable', 'false');
+  const p = document.createElementNS(ns, 'path');
+  p.setAttribute('d', ICONS[name] || '');
+  svg.append(p);
+  return svg;
+}

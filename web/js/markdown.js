@@ -28,11 +28,11 @@ function link(href, children) {
 
 const INLINE_RULES = [
   { name: 'code', re: /(`+)([\s\S]+?)\1(?!`)/ },
-  { name: 'image', re: /!\[([^\]\n]*)\]\(\s*([^)\s]+)(?:\s+"[^"\n]*")?\s*\)/ },
-  { name: 'link', re: /\[([^\]\n]+)\]\(\s*([^)\s]+)(?:\s+"[^"\n]*")?\s*\)/ },
+  { name: 'image', re: /!\[([^\]\n]*)\]\(\s*((?:[^()\s]|\([^()\s]*\))+)(?:\s+"[^"\n]*")?\s*\)/ },
+  { name: 'link', re: /\[([^\]\n]+)\]\(\s*((?:[^()\s]|\([^()\s]*\))+)(?:\s+"[^"\n]*")?\s*\)/ },
   { name: 'autolink', re: /<((?:https?:\/\/|mailto:)[^>\s]+)>/ },
   { name: 'url', re: /\bhttps?:\/\/[^\s<>"'`]*[^\s<>"'`.,:;!?)\]}]/ },
-  { name: 'strong', re: /\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__/ },
+  { name: 'strong', re: /\*\*(?=\S)([\s\S]*?\S)\*\*|(?<![\w])__(?=\S)([\s\S]*?\S)__(?![\w])/ },
   { name: 'strike', re: /~~(?=\S)([\s\S]*?\S)~~/ },
   { name: 'em', re: /\*(?=[^\s*])([^*]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_]*?[^\s_])_(?![\w])/ },
   { name: 'br', re: /\n/ },
@@ -171,7 +171,8 @@ function parseList(lines, start) {
     const hasBlocks = item.lines.some((l, idx) => idx > 0 && isBlockStart(l, item.lines[idx + 1]));
     if (hasBlocks) {
       const nodes = renderBlocks(text.split('\n'));
-      // unwrap a leading single paragraph for tighter lists
+      // unwrap a leading paragraph for tight lists
+      if (nodes[0] && nodes[0].tagName === 'P') li.append(...nodes.shift().childNodes);
       for (const n of nodes) li.append(n);
     } else {
       li.append(...renderInline(text));

@@ -111,7 +111,10 @@ impl Agent {
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",
             )),
-            turn_db::Begin::Refused(refusal) => return Err(refusal_error(&refusal)),
+            turn_db::Begin::Refused(refusal) => {
+                self.metrics.budget_refusals.inc();
+                return Err(refusal_error(&refusal));
+            }
         };
         let model = conversation
             .model

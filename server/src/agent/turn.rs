@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::context::{self, StoredToolCall};
@@ -81,6 +82,7 @@ pub struct Agent {
     pub clock: Clock,
     /// Limits and SSRF rules for admin-defined HTTP tools.
     pub http: crate::tools::HttpToolConfig,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).
@@ -110,6 +112,8 @@ struct TurnRecord {
     audit: Vec<NewAudit>,
     /// The last call's hold and its real usage, settled with the record.
     pending: Option<(Hold, i64)>,
+    /// Tokens providers reported beyond what was reserved.
+    overrun: u64,
 }
 
 impl TurnRecord {
@@ -125,6 +129,7 @@ impl TurnRecord {
     ) {
         let actual = clamp_i64(input.saturating_add(output));
         if hold.is_limited() && actual > hold.amount {
+            self.overrun += u64::try_from(actual - hold.amount).unwrap_or(0);
             tracing::warn!(reserved = hold.amount, actual, model = %turn.model,
                 "provider reported more tokens than were reserved; charging the reservation");
         }
@@ -155,6 +160,7 @@ enum ModelOutcome {
         calls: Vec<llm::ToolCall>,
         usage: llm::Usage,
         response_model: Option<String>,
+        finish_reason: llm::FinishReason,
     },
     Stopped {
         text: String,
@@ -222,8 +228,24 @@ impl Agent {
         })
         .await;
 
+        let started = Instant::now();
         let mut record = TurnRecord::default();
         let ending = self.iterate(&turn, &events, &control, &mut record).await;
+        let label = match &ending {
+            Ending::Finished(reason) => reason.as_str(),
+            Ending::Failed { .. } => "error",
+        };
+        self.metrics.chat_turns.with_label_values(&[label]).inc();
+        self.metrics
+            .turn_duration
+            .observe(started.elapsed().as_secs_f64());
+        let overrun = record.overrun;
+        if overrun > 0 {
+            self.metrics
+                .budget_overrun_tokens
+                .with_label_values(&[&turn.model])
+                .inc_by(overrun);
+        }
         client_watch.abort();
         deadline.abort();
 
@@ -300,6 +322,7 @@ impl Agent {
                     calls,
                     usage,
                     response_model,
+                    ..
                 } => (text, calls, usage, response_model),
                 ModelOutcome::Stopped { text, reason } => {
                     // Charged for what was generated: never zero, never the whole hold.
@@ -368,7 +391,7 @@ impl Agent {
                     .await;
             }
             let results = tokio::select! {
-                r = Self::execute_all(&turn.tools, &ctx, &calls, &allowed) => r,
+                r = self.execute_all(&turn.tools, &ctx, &calls, &allowed) => r,
                 _ = control.token.cancelled() => {
                     let reason = control.stopped().unwrap_or(StopReason::Cancelled);
                     mark_incomplete(&mut record.messages, reason.status_reason());
@@ -382,9 +405,9 @@ impl Agent {
                 tool_call_id: None,
             });
             let mut repeated_failure = false;
-            for (call, result) in calls.iter().zip(results) {
+            for (call, (result, ids)) in calls.iter().zip(results) {
                 let _ = events.send(result_event(call, &result)).await;
-                record.audit.push(audit_row(turn, call, &result));
+                record.audit.push(audit_row(turn, call, &result, ids));
                 let body = result.output.to_model_string();
                 record.messages.push(NewMessage {
                     id: Uuid::new_v4(),
@@ -427,14 +450,97 @@ impl Agent {
         Ending::Finished(FinishReason::MaxIterations)
     }
 
-    /// Streams one model call, forwarding text as it arrives. Nothing from a stream that
-    /// ends before the model's message is complete is executed.
+    /// One model call inside a `chat {model}` client span, with its metrics.
     async fn call_model(
         &self,
         request: ChatRequest,
         input_estimate: u64,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
+    ) -> ModelOutcome {
+        let provider = self.llm.provider_name();
+        let model = request.model.clone();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {model}"),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = %model,
+            gen_ai.request.max_tokens = request.max_tokens,
+            server.address = self.llm.server_address().unwrap_or_default(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let first = std::sync::OnceLock::new();
+        let outcome = self
+            .stream_model(request, input_estimate, events, control, &first)
+            .instrument(span.clone())
+            .await;
+        let m = &self.metrics;
+        let labels = |outcome: &str| [provider, model.as_str(), outcome].map(str::to_owned);
+        let outcome_label = match &outcome {
+            ModelOutcome::Completed {
+                usage,
+                response_model,
+                finish_reason,
+                ..
+            } => {
+                span.record(
+                    "gen_ai.response.model",
+                    response_model.as_deref().unwrap_or(&model),
+                );
+                span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "input"])
+                    .inc_by(usage.input_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "output"])
+                    .inc_by(usage.output_tokens);
+                "ok"
+            }
+            ModelOutcome::Stopped { .. } => "cancelled",
+            ModelOutcome::Failed { error, .. } => {
+                span.record("error.type", error.code());
+                span.record("otel.status_code", "ERROR");
+                if matches!(error, LlmError::Timeout(_)) {
+                    "timeout"
+                } else {
+                    "error"
+                }
+            }
+        };
+        let l = labels(outcome_label);
+        m.model_calls
+            .with_label_values(&[&l[0], &l[1], &l[2]])
+            .inc();
+        m.model_duration
+            .with_label_values(&[provider, &model])
+            .observe(started.elapsed().as_secs_f64());
+        if let Some(t) = first.get() {
+            m.model_ttft
+                .with_label_values(&[provider, &model])
+                .observe(t.duration_since(started).as_secs_f64());
+        }
+        outcome
+    }
+
+    /// Streams one model call, forwarding text as it arrives. Nothing from a stream that
+    /// ends before the model's message is complete is executed.
+    async fn stream_model(
+        &self,
+        request: ChatRequest,
+        input_estimate: u64,
+        events: &mpsc::Sender<TurnEvent>,
+        control: &TurnControl,
+        first: &std::sync::OnceLock<Instant>,
     ) -> ModelOutcome {
         let stopped = |text: String| ModelOutcome::Stopped {
             text,
@@ -460,6 +566,7 @@ impl Agent {
                 _ = control.token.cancelled() => return stopped(text),
                 n = stream.next() => n,
             };
+            let _ = first.set(Instant::now());
             match next {
                 Some(Ok(StreamEvent::TextDelta(delta))) => {
                     text.push_str(&delta);
@@ -470,7 +577,7 @@ impl Agent {
                     tool_calls,
                     usage,
                     response_model,
-                    ..
+                    finish_reason,
                 })) => {
                     // Providers that report no usage are charged a local count.
                     let usage = usage.unwrap_or_else(|| llm::Usage {
@@ -486,6 +593,7 @@ impl Agent {
                         calls: tool_calls,
                         usage,
                         response_model,
+                        finish_reason,
                     };
                 }
                 Some(Err(error)) => return ModelOutcome::Failed { text, error },
@@ -502,17 +610,63 @@ impl Agent {
     /// Runs the calls concurrently; results come back in call order. A tool the user's role
     /// does not allow is refused here even if the model names it without being offered it.
     async fn execute_all(
+        &self,
         tools: &Registry,
         ctx: &ToolContext,
         calls: &[llm::ToolCall],
         allowed: &[String],
-    ) -> Vec<ExecutedCall> {
-        let runs = calls.iter().map(|call| async move {
-            let known = tools.get(&call.name).is_some();
-            if known && !allowed.iter().any(|a| a == &call.name) {
-                return refused(&call.name);
+    ) -> Vec<(ExecutedCall, TraceIds)> {
+        let capture = self.settings.capture_content;
+        let runs = calls.iter().map(|call| {
+            let kind = if self.tools.get(&call.name).is_some() {
+                "function"
+            } else {
+                "extension"
+            };
+            let span = tracing::info_span!(
+                "execute_tool",
+                otel.name = %format!("execute_tool {}", call.name),
+                otel.kind = "internal",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = %call.name,
+                gen_ai.tool.call.id = %call.id,
+                gen_ai.tool.type = kind,
+                gen_ai.tool.call.arguments = tracing::field::Empty,
+                gen_ai.tool.call.result = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            );
+            let inner = span.clone();
+            async move {
+                let ids = crate::telemetry::current_trace_ids();
+                let known = tools.get(&call.name).is_some();
+                let result = if known && !allowed.iter().any(|a| a == &call.name) {
+                    refused(&call.name)
+                } else {
+                    tools.execute(ctx, &call.name, &call.arguments).await
+                };
+                if let Some(code) = result.error_code {
+                    inner.record("error.type", code);
+                    inner.record("otel.status_code", "ERROR");
+                }
+                if capture {
+                    inner.record("gen_ai.tool.call.arguments", call.arguments.as_str());
+                    inner.record(
+                        "gen_ai.tool.call.result",
+                        result.output.to_model_string().as_str(),
+                    );
+                }
+                self.metrics
+                    .tool_calls
+                    .with_label_values(&[&call.name, result.outcome.as_str()])
+                    .inc();
+                self.metrics
+                    .tool_duration
+                    .with_label_values(&[&call.name])
+                    .observe(result.duration.as_secs_f64());
+                (result, ids)
             }
-            tools.execute(ctx, &call.name, &call.arguments).await
+            .instrument(span)
         });
         futures_util::future::join_all(runs).await
     }
@@ -554,6 +708,7 @@ impl Agent {
             Ok(_) => {
                 record.pending = None;
                 record.audit.clear();
+                self.metrics.budget_refusals.inc();
                 Ok(None)
             }
             Err(e) => {
@@ -633,7 +788,15 @@ fn refused(name: &str) -> ExecutedCall {
     }
 }
 
-fn audit_row(turn: &PreparedTurn, call: &llm::ToolCall, r: &ExecutedCall) -> NewAudit {
+/// OpenTelemetry trace and span id of a tool call's span (when exporting).
+type TraceIds = (Option<String>, Option<String>);
+
+fn audit_row(
+    turn: &PreparedTurn,
+    call: &llm::ToolCall,
+    r: &ExecutedCall,
+    ids: TraceIds,
+) -> NewAudit {
     let (arguments, arguments_truncated) = audit::capped_arguments(&call.arguments);
     NewAudit {
         user_id: Some(turn.user_id),
@@ -647,8 +810,8 @@ fn audit_row(turn: &PreparedTurn, call: &llm::ToolCall, r: &ExecutedCall) -> New
         error: r.output.error.clone(),
         duration_ms: millis(r.duration),
         result_bytes: i64::try_from(r.result_bytes).unwrap_or(i64::MAX),
-        trace_id: None,
-        span_id: None,
+        trace_id: ids.0,
+        span_id: ids.1,
     }
 }
 

@@ -46,7 +46,47 @@ pub struct HttpSettings {
     pub retry_base_delay: Duration,
     /// Use server-sent-event streaming (`true`) or a single JSON response (`false`).
     pub streaming: bool,
+    /// Told about every retry (metrics); the provider layer knows nothing of Prometheus.
+    pub on_retry: RetryHook,
 }
+
+/// A callback run before each retry.
+#[derive(Clone, Default)]
+pub struct RetryHook(Option<std::sync::Arc<dyn Fn() + Send + Sync>>);
+
+impl RetryHook {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Some(std::sync::Arc::new(f)))
+    }
+
+    fn fire(&self) {
+        if let Some(f) = &self.0 {
+            f();
+        }
+    }
+}
+
+impl std::fmt::Debug for RetryHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RetryHook(set)"
+        } else {
+            "RetryHook(none)"
+        })
+    }
+}
+
+impl PartialEq for RetryHook {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for RetryHook {}
 
 impl Default for HttpSettings {
     fn default() -> Self {
@@ -58,6 +98,7 @@ impl Default for HttpSettings {
             max_retries: 2,
             retry_base_delay: Duration::from_millis(500),
             streaming: true,
+            on_retry: RetryHook::default(),
         }
     }
 }
@@ -110,6 +151,7 @@ where
             return Err(err);
         }
         attempt += 1;
+        settings.on_retry.fire();
         tracing::warn!(
             error = %err,
             attempt,

@@ -338,6 +338,7 @@ pub(crate) fn host_of(base_url: &str) -> Option<String> {
 /// Builds the configured provider (the offline demo model when none is configured).
 pub fn from_settings(
     settings: &crate::config::LlmSettings,
+    on_retry: http::RetryHook,
 ) -> Result<std::sync::Arc<dyn LlmProvider>, LlmError> {
     use crate::config::ProviderKind;
     use secrecy::ExposeSecret;
@@ -349,6 +350,7 @@ pub fn from_settings(
         max_retries: settings.max_retries,
         retry_base_delay: settings.retry_base_delay,
         streaming: settings.streaming,
+        on_retry,
     };
     let key = settings
         .api_key

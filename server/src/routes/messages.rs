@@ -7,6 +7,7 @@ use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::agent::TurnEvent;
@@ -30,7 +31,6 @@ struct MessageBody {
     content: String,
 }
 
-#[tracing::instrument(skip_all, fields(conversation = %id))]
 async fn post_message(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -46,10 +46,22 @@ async fn post_message(
     let agent = state.agent.clone();
     let (turn_id, conversation_id) = (prepared.turn_id, prepared.conversation_id);
     let outstanding = prepared.outstanding.clone();
-    let running = tokio::spawn(async move {
-        let _guard = guard;
-        agent.run(prepared, tx, control).await;
-    });
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent",
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.provider.name = agent.llm.provider_name(),
+        gen_ai.request.model = %prepared.model,
+        gen_ai.conversation.id = %conversation_id,
+    );
+    let running = tokio::spawn(
+        async move {
+            let _guard = guard;
+            agent.run(prepared, tx, control).await;
+        }
+        .instrument(span),
+    );
     let agent = state.agent.clone();
     tokio::spawn(async move {
         if let Err(e) = running.await {
@@ -68,8 +80,9 @@ async fn post_message(
         }
         return Ok(HttpResponse::Ok().json(summarise(events)));
     }
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|e| (to_sse(&e), rx))
+    let open = StreamGauge::open(state.metrics.active_streams.clone());
+    let stream = futures_util::stream::unfold((rx, open), |(mut rx, open)| async move {
+        rx.recv().await.map(|e| (to_sse(&e), (rx, open)))
     });
     Ok(sse::Sse::from_infallible_stream(stream)
         .with_keep_alive(state.settings.sse_keep_alive)
@@ -96,6 +109,22 @@ async fn cancel(
     }
     let running_elsewhere = turn::is_active(&mut conn, *id).await?;
     Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": running_elsewhere})))
+}
+
+/// Counts an open SSE stream until the response body is dropped (finished or client gone).
+struct StreamGauge(prometheus::IntGauge);
+
+impl StreamGauge {
+    fn open(gauge: prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for StreamGauge {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 fn wants_json(req: &HttpRequest) -> bool {

@@ -7,6 +7,7 @@ pub mod files;
 pub mod health;
 pub mod me;
 pub mod messages;
+pub mod metrics;
 pub mod models;
 pub mod web;
 
@@ -15,6 +16,7 @@ use actix_web::web as aweb;
 /// Registers every API route.
 pub fn configure(cfg: &mut aweb::ServiceConfig) {
     cfg.configure(health::configure)
+        .configure(metrics::configure)
         .service(
             aweb::scope("/api")
                 .configure(auth::configure)

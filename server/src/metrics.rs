@@ -1,0 +1,186 @@
+//! Prometheus metrics: one registry per application (tests run several side by side), the
+//! handles the code updates, and the text exposition for `GET /metrics`. Labels stay
+//! low-cardinality: route patterns, models, tools, outcomes — never a user id.
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// Latency buckets (seconds) from 1 ms to 5 min.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0,
+];
+
+/// Every metric the server exports.
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: IntCounterVec,
+    pub http_duration: HistogramVec,
+    pub chat_turns: IntCounterVec,
+    pub turn_duration: Histogram,
+    pub model_calls: IntCounterVec,
+    pub model_duration: HistogramVec,
+    pub model_ttft: HistogramVec,
+    pub tokens: IntCounterVec,
+    pub tool_calls: IntCounterVec,
+    pub tool_duration: HistogramVec,
+    pub budget_refusals: IntCounter,
+    pub budget_overrun_tokens: IntCounterVec,
+    pub active_streams: IntGauge,
+    pub upstream_retries: IntCounterVec,
+    pub db_pool: IntGaugeVec,
+    pub db_up: IntGauge,
+}
+
+fn counter(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<HistogramVec> {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+        labels,
+    )?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+impl Metrics {
+    pub fn new() -> prometheus::Result<Self> {
+        let r = Registry::new();
+        let turn_duration = Histogram::with_opts(
+            HistogramOpts::new("agentchat_turn_duration_seconds", "Duration of chat turns")
+                .buckets(LATENCY_BUCKETS.to_vec()),
+        )?;
+        r.register(Box::new(turn_duration.clone()))?;
+        let budget_refusals = IntCounter::new(
+            "agentchat_budget_refusals_total",
+            "Chat requests refused because the budget could not cover them",
+        )?;
+        r.register(Box::new(budget_refusals.clone()))?;
+        let active_streams = IntGauge::new("agentchat_active_streams", "Open SSE streams")?;
+        r.register(Box::new(active_streams.clone()))?;
+        let db_pool = IntGaugeVec::new(
+            Opts::new(
+                "agentchat_db_pool_connections",
+                "Database pool connections by state",
+            ),
+            &["state"],
+        )?;
+        r.register(Box::new(db_pool.clone()))?;
+        let db_up = IntGauge::new("agentchat_db_up", "1 when the database answers")?;
+        r.register(Box::new(db_up.clone()))?;
+        let m = Self {
+            http_requests: counter(
+                &r,
+                "agentchat_http_requests_total",
+                "HTTP requests",
+                &["route", "method", "status"],
+            )?,
+            http_duration: histogram(
+                &r,
+                "agentchat_http_request_duration_seconds",
+                "HTTP request latency (to the response head)",
+                &["route", "method"],
+            )?,
+            chat_turns: counter(
+                &r,
+                "agentchat_chat_turns_total",
+                "Chat turns by finish reason",
+                &["finish_reason"],
+            )?,
+            turn_duration,
+            model_calls: counter(
+                &r,
+                "agentchat_model_calls_total",
+                "Model calls",
+                &["provider", "model", "outcome"],
+            )?,
+            model_duration: histogram(
+                &r,
+                "agentchat_model_call_duration_seconds",
+                "Model call duration",
+                &["provider", "model"],
+            )?,
+            model_ttft: histogram(
+                &r,
+                "agentchat_model_time_to_first_token_seconds",
+                "Time from request to the first streamed token",
+                &["provider", "model"],
+            )?,
+            tokens: counter(
+                &r,
+                "agentchat_tokens_total",
+                "Tokens by model and type",
+                &["model", "type"],
+            )?,
+            tool_calls: counter(
+                &r,
+                "agentchat_tool_calls_total",
+                "Tool calls by outcome",
+                &["tool", "outcome"],
+            )?,
+            tool_duration: histogram(
+                &r,
+                "agentchat_tool_call_duration_seconds",
+                "Tool call duration",
+                &["tool"],
+            )?,
+            budget_refusals,
+            budget_overrun_tokens: counter(
+                &r,
+                "agentchat_budget_overrun_tokens_total",
+                "Tokens a provider reported beyond the reservation",
+                &["model"],
+            )?,
+            active_streams,
+            upstream_retries: counter(
+                &r,
+                "agentchat_upstream_retries_total",
+                "Retried upstream requests",
+                &["provider"],
+            )?,
+            db_pool,
+            db_up,
+            registry: r,
+        };
+        // Pre-create the series dashboards and alerts divide by, so the first event shows.
+        for reason in [
+            "stop",
+            "max_iterations",
+            "budget_exhausted",
+            "tool_failures",
+            "cancelled",
+            "error",
+        ] {
+            m.chat_turns.with_label_values(&[reason]);
+        }
+        m.db_pool.with_label_values(&["in_use"]);
+        m.db_pool.with_label_values(&["idle"]);
+        Ok(m)
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        let families = self.registry.gather();
+        if TextEncoder::new().encode(&families, &mut out).is_err() {
+            return String::new();
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}

@@ -1,0 +1,284 @@
+// Test harness: starts the real AgentChat binary on a free port against a fresh database of
+// its own, a fake OpenAI-compatible upstream (node `http`, real SSE wire format), and Debian's
+// Chromium through playwright-core. Nothing here downloads a browser.
+
+import { spawn, execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const ARTIFACTS = path.resolve(here, '..', 'artifacts');
+const BIN = process.env.AGENTCHAT_BIN || path.resolve(here, '..', '..', 'target', 'debug', 'agentchat');
+const PG = process.env.AGENTCHAT_TEST_PG || 'postgres://postgres@127.0.0.1:5432';
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+export function artifact(name) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return path.join(ARTIFACTS, name);
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function dropDatabase(name) {
+  return new Promise((resolve) => {
+    execFile('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`],
+      { timeout: 20000 }, () => resolve());
+  });
+}
+
+/**
+ * Starts the server. `upstream`: a FakeUpstream (OpenAI provider pointed at it) or null for
+ * the built-in demo model. Returns {url, stop, logs, dbName}.
+ */
+export async function startServer({ upstream = null, env = {} } = {}) {
+  if (!existsSync(BIN)) throw new Error(`server binary not found at ${BIN} (build it with cargo build -p agentchat, or set AGENTCHAT_BIN)`);
+  const port = await freePort();
+  const dbName = `agentchat_browser_${randomBytes(5).toString('hex')}`;
+  const workDir = mkdtempSync(path.join(os.tmpdir(), 'agentchat-browser-'));
+  const childEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: `${PG}/${dbName}`,
+    AGENTCHAT_BIND: `127.0.0.1:${port}`,
+    AGENTCHAT_JWT_SECRET: randomBytes(32).toString('hex'),
+    AGENTCHAT_WORKSPACE_DIR: path.join(workDir, 'workspaces'),
+    RUST_LOG: process.env.AGENTCHAT_TEST_RUST_LOG || 'warn',
+    ...(upstream ? {
+      AGENTCHAT_LLM_PROVIDER: 'openai',
+      AGENTCHAT_LLM_BASE_URL: `${upstream.url}/v1`,
+      AGENTCHAT_LLM_MODEL: 'fake',
+      AGENTCHAT_LLM_API_KEY: 'test-key',
+      AGENTCHAT_LLM_MAX_RETRIES: '0',
+    } : { AGENTCHAT_LLM_PROVIDER: 'demo' }),
+    ...env,
+  };
+  const child = spawn(BIN, [], { env: childEnv, cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs = [];
+  const keep = (d) => { logs.push(d.toString()); if (logs.length > 400) logs.shift(); };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  let exited = null;
+  child.on('exit', (code, sig) => { exited = { code, sig }; });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (exited) throw new Error(`server exited early (${JSON.stringify(exited)}):\n${logs.join('')}`);
+    try {
+      const r = await fetch(`${url}/readyz`);
+      if (r.ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not become ready:\n${logs.join('')}`);
+    }
+    await sleep(150);
+  }
+  return {
+    url,
+    dbName,
+    logs,
+    async stop() {
+      if (!exited) {
+        child.kill('SIGTERM');
+        const until = Date.now() + 8000;
+        while (!exited && Date.now() < until) await sleep(50);
+        if (!exited) child.kill('SIGKILL');
+      }
+      await dropDatabase(dbName);
+      rmSync(workDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function chunk(delta, finish = null) {
+  return { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'fake', choices: [{ index: 0, delta, finish_reason: finish }] };
+}
+
+/**
+ * A fake OpenAI-compatible upstream. `respond(body)` returns a script:
+ *   {text: '...', chunkDelayMs?}                   streamed word by word, finish "stop"
+ *   {toolCalls: [{name, arguments: {...}}]}        one message with tool calls, finish "tool_calls"
+ *   {slow: true, chunkDelayMs?}                    endless text until the client goes away
+ *   {status: 500, message?}                        an HTTP error from the provider
+ * The default: after a tool result, summarise it; otherwise greet.
+ */
+export class FakeUpstream {
+  constructor() {
+    this.requests = [];
+    this.respond = null;
+    this.queue = [];
+  }
+
+  push(script) { this.queue.push(script); }
+
+  defaultScript(body) {
+    const last = body.messages?.[body.messages.length - 1];
+    if (last?.role === 'tool') return { text: `The tool answered: ${String(last.content).slice(0, 200)}` };
+    return { text: 'Hello from the fake model.' };
+  }
+
+  async start() {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  async stop() {
+    this.server.closeAllConnections?.();
+    await new Promise((r) => this.server.close(r));
+  }
+
+  handle(req, res) {
+    let raw = '';
+    req.on('data', (d) => { raw += d; });
+    req.on('end', async () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
+        res.writeHead(404, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'not found' } }));
+        return;
+      }
+      let body = {};
+      try { body = JSON.parse(raw); } catch { /* keep empty */ }
+      this.requests.push(body);
+      const script = this.queue.shift() || (this.respond && this.respond(body)) || this.defaultScript(body);
+      if (script.status) {
+        res.writeHead(script.status, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: script.message || 'upstream exploded', type: 'server_error' } }));
+        return;
+      }
+      if (body.stream === false) {
+        // Non-streaming fallback (not used by default).
+        const message = script.toolCalls
+          ? { role: 'assistant', content: null, tool_calls: script.toolCalls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments ?? {}) } })) }
+          : { role: 'assistant', content: script.text ?? '' };
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', model: 'fake', choices: [{ index: 0, message, finish_reason: script.toolCalls ? 'tool_calls' : 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+      let closed = false;
+      res.on('close', () => { closed = true; });
+      const send = (obj) => { if (!closed) res.write(`data: ${JSON.stringify(obj)}\n\n`); };
+      const delay = script.chunkDelayMs ?? 5;
+      send(chunk({ role: 'assistant', content: '' }));
+      if (script.toolCalls) {
+        script.toolCalls.forEach((c, i) => {
+          send(chunk({ tool_calls: [{ index: i, id: `call_${Date.now()}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments ?? {}) } }] }));
+        });
+        send(chunk({}, 'tool_calls'));
+      } else if (script.slow) {
+        let n = 0;
+        while (!closed && n < 3000) {
+          send(chunk({ content: `word${n} ` }));
+          n += 1;
+          await sleep(script.chunkDelayMs ?? 50);
+        }
+        send(chunk({}, 'stop'));
+      } else {
+        const parts = String(script.text ?? '').match(/\S+\s*|\s+/g) || [''];
+        for (const p of parts) {
+          send(chunk({ content: p }));
+          if (delay) await sleep(delay);
+        }
+        send(chunk({}, 'stop'));
+      }
+      send({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model: 'fake', choices: [], usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 } });
+      if (!closed) res.write('data: [DONE]\n\n');
+      res.end();
+    });
+  }
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A new page that records dialogs, console errors and CSP violations. */
+export async function newPage(browser, { viewport = { width: 1280, height: 860 } } = {}) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.dialogs = [];
+  page.errors = [];
+  page.on('dialog', (d) => { page.dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  page.on('pageerror', (e) => page.errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push(m.text()); });
+  return page;
+}
+
+/** Registers (first user becomes admin) and signs in through the UI. */
+export async function registerViaUi(page, base, username, password = 'correct horse battery staple') {
+  await page.goto(base);
+  await page.getByRole('button', { name: 'Register' }).click(); // switch the form to registration
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Register' }).click(); // the submit button, now named Register
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+}
+
+export async function signInViaUi(page, base, username, password = 'correct horse battery staple') {
+  await page.goto(base);
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+}
+
+/** API helper for setup (register/login via fetch from node). */
+export async function apiLogin(base, username, password = 'correct horse battery staple', { register = true } = {}) {
+  if (register) {
+    const r = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ username, password }) });
+    if (r.status !== 201) throw new Error(`register ${username}: ${r.status} ${await r.text()}`);
+  }
+  const r = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ username, password }) });
+  if (!r.ok) throw new Error(`login ${username}: ${r.status}`);
+  const { access_token: token } = await r.json();
+  const call = async (method, p, body) => {
+    const resp = await fetch(`${base}${p}`, { method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await resp.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { json = text; }
+    return { status: resp.status, json };
+  };
+  return { token, call };
+}
+
+/** Visible form controls and buttons without an accessible name (a cheap a11y lint). */
+export async function unnamedControls(page) {
+  return page.evaluate(() => {
+    const bad = [];
+    for (const el of document.querySelectorAll('button, input, select, textarea, a[href]')) {
+      if (el.type === 'hidden' || el.closest('[hidden]')) continue;
+      const style = getComputedStyle(el);
+      if (style.display === 'none' || style.visibility === 'hidden') continue;
+      const name = (el.getAttribute('aria-label') || '').trim()
+        || (el.labels && [...el.labels].map((l) => l.textContent.trim()).join(' '))
+        || (['button', 'a'].includes(el.tagName.toLowerCase()) ? el.textContent.trim() : '')
+        || (el.getAttribute('title') || '').trim();
+      if (!name) bad.push(el.outerHTML.slice(0, 120));
+    }
+    return bad;
+  });
+}

@@ -1,0 +1,176 @@
+// AgentChat browser UI: entry point, session bootstrap, top bar and client-side routing.
+
+import { h, clear, fmtNumber, fmtDate, toast } from './js/dom.js';
+import * as api from './js/api.js';
+import { renderAuth } from './js/auth_view.js';
+import { ChatView } from './js/chat_view.js';
+import { renderAdmin } from './js/admin_view.js';
+
+const app = document.getElementById('app');
+
+export const state = {
+  me: null,
+  models: null,
+  chat: null, // the ChatView instance while the chat screen is shown
+};
+
+let expiredMessage = null;
+
+api.onSessionExpired((msg) => {
+  if (!state.me) return;
+  state.me = null;
+  state.chat?.abort();
+  state.chat?.detach();
+  state.chat = null;
+  expiredMessage = msg;
+  navigate('/login', { replace: true });
+});
+
+export function navigate(path, { replace = false } = {}) {
+  if (location.pathname !== path) {
+    if (replace) history.replaceState(null, '', path);
+    else history.pushState(null, '', path);
+  }
+  route();
+}
+
+window.addEventListener('popstate', () => route());
+
+// Intercept same-origin in-app links (data-nav) to avoid full reloads.
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest('a[data-nav]');
+  if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+  ev.preventDefault();
+  navigate(a.getAttribute('href'));
+});
+
+export async function refreshMe() {
+  try {
+    state.me = await api.get('/api/me');
+    renderBudget();
+  } catch { /* handled by the expiry listener or transient */ }
+  return state.me;
+}
+
+function budgetInfo(b) {
+  if (!b) return null;
+  if (b.limit === null || b.limit === undefined) {
+    return { text: 'Unlimited budget', ratio: null, title: 'No token limit applies to your account.' };
+  }
+  const left = Math.max(0, Number(b.limit) - Number(b.used || 0) - Number(b.reserved || 0));
+  const period = b.period && b.period !== 'total' ? ` this ${b.period}` : '';
+  const resets = b.resets_at ? ` Resets ${fmtDate(b.resets_at)}.` : '';
+  return {
+    text: `${fmtNumber(left)} token${left === 1 ? '' : 's'} left`,
+    ratio: b.limit > 0 ? left / b.limit : 0,
+    title: `${fmtNumber(left)} of ${fmtNumber(b.limit)} tokens left${period}.${resets}`,
+    left,
+  };
+}
+
+function renderBudget() {
+  const el = document.getElementById('budget');
+  if (!el || !state.me) return;
+  clear(el);
+  const info = budgetInfo(state.me.budget);
+  if (!info) return;
+  el.title = info.title;
+  el.setAttribute('aria-label', info.title);
+  el.classList.toggle('budget-low', info.ratio !== null && info.ratio < 0.1);
+  if (info.ratio !== null) {
+    const bar = h('span', { class: 'meter', 'aria-hidden': 'true' }, h('span', { class: 'meter-fill' }));
+    bar.firstChild.style.width = `${Math.round(info.ratio * 100)}%`;
+    el.append(bar);
+  }
+  el.append(h('span', { class: 'budget-text' }, info.text));
+}
+
+function shell(active) {
+  const me = state.me;
+  const isAdmin = me.role === 'admin';
+  const menuBtn = h('button', { type: 'button', class: 'icon-btn menu-btn', 'aria-label': 'Show conversations', 'aria-expanded': 'false', 'aria-controls': 'sidebar' }, h('span', { class: 'hamburger', 'aria-hidden': 'true' }));
+  menuBtn.hidden = active !== 'chat';
+  const signOut = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Sign out');
+  signOut.addEventListener('click', async () => {
+    state.chat?.abort();
+    state.chat?.detach();
+    await api.logout();
+    state.me = null;
+    state.chat = null;
+    expiredMessage = 'You have signed out.';
+    navigate('/login');
+  });
+  const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
+    h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
+    isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
+  const header = h('header', { class: 'topbar' },
+    menuBtn,
+    h('a', { href: '/', 'data-nav': '', class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), h('span', { class: 'brand-name' }, 'AgentChat')),
+    nav,
+    h('div', { class: 'topbar-right' },
+      h('div', { id: 'budget', class: 'budget', role: 'status' }),
+      h('span', { class: 'who', title: `Signed in as ${me.username} (${me.role})` },
+        h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
+        h('span', { class: 'who-name' }, me.username),
+        h('span', { class: 'role-badge' }, me.role)),
+      signOut));
+  const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
+  clear(app).append(header, main);
+  renderBudget();
+  return { main, menuBtn };
+}
+
+async function route() {
+  const path = location.pathname;
+  if (!state.me) {
+    const ok = await api.resume();
+    if (ok) {
+      await refreshMe();
+    }
+    if (!state.me) {
+      const msg = expiredMessage || (api.hadSession() ? 'Your session has expired. Please sign in again.' : null);
+      expiredMessage = null;
+      clear(app);
+      document.title = 'Sign in · AgentChat';
+      renderAuth(app, {
+        message: msg,
+        onSignedIn: async () => {
+          await refreshMe();
+          if (!state.me) throw new Error('Signed in, but the profile could not be loaded.');
+          navigate(path === '/login' ? '/' : path, { replace: true });
+        },
+      });
+      return;
+    }
+  }
+  if (path === '/login') { navigate('/', { replace: true }); return; }
+
+  if (path.startsWith('/admin')) {
+    if (state.me.role !== 'admin') {
+      toast('The admin console is for admins only.', 'error');
+      navigate('/', { replace: true });
+      return;
+    }
+    state.chat?.detach();
+    state.chat = null;
+    const { main } = shell('admin');
+    const section = path.split('/')[2] || 'users';
+    document.title = 'Admin · AgentChat';
+    renderAdmin(main, section);
+    return;
+  }
+
+  const m = /^\/c\/([^/]+)$/.exec(path);
+  const convId = m ? decodeURIComponent(m[1]) : null;
+  if (path !== '/' && !m) { navigate('/', { replace: true }); return; }
+  if (!state.chat || !state.chat.attached) {
+    const { main, menuBtn } = shell('chat');
+    state.chat = new ChatView(main, { menuBtn, state, navigate, refreshMe });
+    await state.chat.init();
+  }
+  await state.chat.open(convId);
+}
+
+route().catch((err) => {
+  clear(app).append(h('div', { class: 'boot-error', role: 'alert' }, `AgentChat could not start: ${err.message}`));
+});

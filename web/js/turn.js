@@ -1,0 +1,227 @@
+// Rendering of one exchange: the user's bubble and the assistant's turn (text segments
+// interleaved with tool-call cards), both live from SSE events and from stored messages.
+
+import { h, clear, fmtDuration, fmtNumber, icon } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+
+export const FINISH_NOTES = {
+  max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
+  budget_exhausted: 'Your token budget ran out during this turn.',
+  tool_failures: 'The turn stopped because a tool kept failing.',
+  cancelled: 'Stopped.',
+  client_disconnected: 'This answer was interrupted because the page was closed or reloaded while it was being written.',
+  upstream_error: 'The model provider failed while answering; this answer is incomplete.',
+  error: 'Something went wrong while answering; this answer is incomplete.',
+  shutdown: 'The server restarted while answering; this answer is incomplete.',
+};
+
+export function userBubble(text, { pending = false } = {}) {
+  return h('article', { class: `msg msg-user${pending ? ' pending' : ''}`, 'aria-label': 'You said' },
+    h('div', { class: 'bubble' }, h('div', { class: 'plain' }, text)));
+}
+
+function pretty(v) {
+  if (v === undefined) return '';
+  if (typeof v === 'string') {
+    try { return JSON.stringify(JSON.parse(v), null, 2); } catch { return v; }
+  }
+  try { return JSON.stringify(v, null, 2); } catch { return String(v); }
+}
+
+function summarizeArgs(args) {
+  let obj = args;
+  if (typeof obj === 'string') { try { obj = JSON.parse(obj); } catch { return obj.slice(0, 60); } }
+  if (!obj || typeof obj !== 'object') return '';
+  const parts = Object.entries(obj).slice(0, 3).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  const s = parts.join(', ');
+  return s.length > 60 ? `${s.slice(0, 59)}…` : s;
+}
+
+/** A collapsible card for one tool call. */
+export class ToolCard {
+  constructor({ id, name, arguments: args }) {
+    this.id = id;
+    this.name = name;
+    this.statusEl = h('span', { class: 'tool-status running' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Running…');
+    this.durEl = h('span', { class: 'tool-duration' });
+    this.resultBox = h('div', { class: 'tool-result' }, h('p', { class: 'muted' }, 'Waiting for the result…'));
+    const argsSummary = summarizeArgs(args);
+    this.el = h('details', { class: 'tool-card', dataset: { toolId: id || '', tool: name || '' } },
+      h('summary', null,
+        h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon('tool')),
+        h('span', { class: 'tool-name' }, name || 'tool'),
+        argsSummary ? h('span', { class: 'tool-args-summary' }, argsSummary) : null,
+        this.statusEl,
+        this.durEl),
+      h('div', { class: 'tool-body' },
+        h('div', { class: 'tool-section-title' }, 'Arguments'),
+        h('pre', { class: 'tool-pre', tabindex: '0' }, pretty(args ?? {})),
+        this.resultBox));
+  }
+
+  setStatus(kind, label) {
+    this.statusEl.className = `tool-status ${kind}`;
+    clear(this.statusEl).append(label);
+  }
+
+  setResult({ success, data, error, duration_ms: durationMs }) {
+    clear(this.resultBox);
+    if (durationMs !== undefined && durationMs !== null) this.durEl.textContent = fmtDuration(durationMs);
+    if (success) {
+      this.setStatus('ok', 'Done');
+      this.resultBox.append(h('div', { class: 'tool-section-title' }, 'Result'),
+        h('pre', { class: 'tool-pre', tabindex: '0' }, pretty(data ?? null)));
+    } else {
+      const msg = typeof error === 'string' ? error : pretty(error ?? 'unknown error');
+      this.setStatus('failed', 'Error');
+      this.el.classList.add('is-error');
+      this.resultBox.append(h('div', { class: 'tool-section-title' }, 'Error'),
+        h('pre', { class: 'tool-pre tool-error', tabindex: '0' }, msg));
+    }
+  }
+
+  setNoResult(reason) {
+    if (this.statusEl.classList.contains('running')) {
+      this.setStatus('skipped', reason || 'No result');
+      clear(this.resultBox).append(h('p', { class: 'muted' }, reason || 'This call did not produce a result.'));
+    }
+  }
+}
+
+/** Parses a stored tool message's content into a result envelope. */
+export function parseToolContent(content) {
+  try {
+    const v = JSON.parse(content);
+    if (v && typeof v === 'object' && 'success' in v) return v;
+    return { success: true, data: v };
+  } catch {
+    return { success: true, data: content };
+  }
+}
+
+export class AssistantTurn {
+  constructor({ live = false } = {}) {
+    this.segments = h('div', { class: 'segments' });
+    this.notes = h('div', { class: 'turn-notes' });
+    this.meta = h('div', { class: 'turn-meta' });
+    this.typing = h('div', { class: 'typing', 'aria-hidden': 'true' }, h('span'), h('span'), h('span'));
+    this.typing.hidden = !live;
+    this.el = h('article', { class: 'msg msg-assistant', 'aria-label': 'Assistant' },
+      h('div', { class: 'avatar bot', 'aria-hidden': 'true' }, 'AI'),
+      h('div', { class: 'assistant-body' }, this.segments, this.typing, this.notes, this.meta));
+    this.cards = new Map();
+    this.textEl = null;
+    this.text = '';
+    this.renderPending = false;
+    this.tokens = { input: 0, output: 0 };
+  }
+
+  addText(t) {
+    if (!t) return;
+    if (!this.textEl) {
+      this.textEl = h('div', { class: 'text-seg' });
+      this.segments.append(this.textEl);
+      this.text = '';
+    }
+    this.text += t;
+    if (!this.renderPending) {
+      this.renderPending = true;
+      requestAnimationFrame(() => this.flush());
+    }
+  }
+
+  flush() {
+    this.renderPending = false;
+    if (this.textEl) clear(this.textEl).append(renderMarkdown(this.text));
+  }
+
+  addToolCall(call) {
+    this.flush();
+    this.textEl = null; // text after a tool call starts a new segment
+    const card = new ToolCard(call);
+    this.cards.set(call.id, card);
+    this.segments.append(card.el);
+    return card;
+  }
+
+  addToolResult(res) {
+    let card = this.cards.get(res.id);
+    if (!card) card = this.addToolCall({ id: res.id, name: res.name, arguments: {} });
+    card.setResult(res);
+  }
+
+  addUsage(u) {
+    this.tokens.input += Number(u.input_tokens || 0);
+    this.tokens.output += Number(u.output_tokens || 0);
+    this.renderMeta();
+  }
+
+  renderMeta(durationMs) {
+    const parts = [];
+    if (this.tokens.input || this.tokens.output) parts.push(`${fmtNumber(this.tokens.input)} in · ${fmtNumber(this.tokens.output)} out tokens`);
+    if (durationMs) parts.push(fmtDuration(durationMs));
+    this.meta.textContent = parts.join(' · ');
+  }
+
+  note(text, kind = 'info') {
+    this.notes.append(h('div', { class: `turn-note note-${kind}`, role: kind === 'error' ? 'alert' : null }, text));
+  }
+
+  finish(reason, extra) {
+    this.flush();
+    this.typing.hidden = true;
+    for (const card of this.cards.values()) card.setNoResult(reason === 'cancelled' ? 'Stopped' : 'No result');
+    if (reason && reason !== 'stop') {
+      let text = FINISH_NOTES[reason] || `The turn ended: ${reason}.`;
+      if (extra) text += ` ${extra}`;
+      this.note(text, reason === 'cancelled' ? 'info' : 'warn');
+    }
+    if (!this.segments.childNodes.length && !this.notes.childNodes.length) {
+      this.segments.append(h('p', { class: 'muted' }, '(no answer)'));
+    }
+  }
+}
+
+/** Builds DOM for stored messages. Returns the elements in order. */
+export function renderStored(messages) {
+  const out = [];
+  let turn = null;
+  let lastAssistantDuration = 0;
+  const closeTurn = () => {
+    if (turn) {
+      turn.flush();
+      turn.typing.hidden = true;
+      for (const card of turn.cards.values()) card.setNoResult('No result');
+      turn.renderMeta(lastAssistantDuration);
+    }
+    turn = null;
+    lastAssistantDuration = 0;
+  };
+  for (const m of messages) {
+    if (m.role === 'user') {
+      closeTurn();
+      out.push(userBubble(m.content));
+      continue;
+    }
+    if (!turn) {
+      turn = new AssistantTurn();
+      out.push(turn.el);
+    }
+    if (m.role === 'assistant') {
+      if (m.content) { turn.textEl = null; turn.addText(m.content); turn.flush(); turn.textEl = null; }
+      for (const c of m.tool_calls || []) turn.addToolCall(c);
+      if (m.input_tokens || m.output_tokens) turn.addUsage(m);
+      if (m.duration_ms) lastAssistantDuration += Number(m.duration_ms);
+      if (m.status === 'incomplete') {
+        const reason = m.status_reason || 'incomplete';
+        turn.note(FINISH_NOTES[reason] || `This answer is incomplete (${reason.replace(/_/g, ' ')}).`, reason === 'cancelled' ? 'info' : 'warn');
+      }
+    } else if (m.role === 'tool') {
+      const env = parseToolContent(m.content);
+      const card = turn.cards.get(m.tool_call_id) || turn.addToolCall({ id: m.tool_call_id, name: m.name || 'tool', arguments: {} });
+      card.setResult({ ...env, duration_ms: m.duration_ms });
+    }
+  }
+  closeTurn();
+  return out;
+}

@@ -1,0 +1,105 @@
+// Usage (admins): tokens per user and per model, tool calls and failures, as hand-made SVG bars.
+
+import { h, clear, append, fmtNumber, fmtDate } from './dom.js';
+import * as api from './api.js';
+import { safeHref } from './markdown.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, String(v));
+  for (const c of children) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+/**
+ * Horizontal stacked bar chart. rows: [{label, values:[n...]}], series: [{name, cls}].
+ */
+export function barChart(title, rows, series) {
+  const rowH = 28;
+  const labelW = 130;
+  const valueW = 90;
+  const width = 640;
+  const barW = width - labelW - valueW;
+  const height = Math.max(1, rows.length) * rowH + 8;
+  const max = Math.max(1, ...rows.map((r) => r.values.reduce((a, b) => a + b, 0)));
+  const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, class: 'chart', role: 'img', 'aria-label': title, preserveAspectRatio: 'xMinYMin meet' });
+  svg.append(s('title', {}, title));
+  rows.forEach((r, i) => {
+    const y = i * rowH + 4;
+    const label = r.label.length > 18 ? `${r.label.slice(0, 17)}…` : r.label;
+    svg.append(s('text', { x: labelW - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', class: 'chart-label' }, label));
+    let x = labelW;
+    r.values.forEach((v, j) => {
+      const w = (v / max) * barW;
+      if (w > 0) {
+        svg.append(s('rect', { x, y: y + 4, width: Math.max(1, w), height: rowH - 10, rx: 3, class: `bar ${series[j].cls}` },
+          s('title', {}, `${r.label} — ${series[j].name}: ${fmtNumber(v)}`)));
+      }
+      x += w;
+    });
+    const total = r.values.reduce((a, b) => a + b, 0);
+    svg.append(s('text', { x: x + 6, y: y + rowH / 2 + 4, class: 'chart-value' }, fmtNumber(total)));
+  });
+  const legend = h('div', { class: 'legend' }, series.map((se) => h('span', { class: 'legend-item' }, h('span', { class: `swatch ${se.cls}`, 'aria-hidden': 'true' }), se.name)));
+  const table = h('details', { class: 'chart-data' }, h('summary', null, 'Show as table'),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'data-table' },
+      h('thead', null, h('tr', null, h('th', { scope: 'col' }, ''), series.map((se) => h('th', { scope: 'col' }, se.name)))),
+      h('tbody', null, rows.map((r) => h('tr', null, h('th', { scope: 'row' }, r.label), r.values.map((v) => h('td', { class: 'num' }, fmtNumber(v)))))))));
+  return h('figure', { class: 'chart-fig' }, h('figcaption', null, title), rows.length ? svg : h('p', { class: 'muted' }, 'No data for this period.'), rows.length ? legend : null, rows.length ? table : null);
+}
+
+const TOKENS = [{ name: 'Input tokens', cls: 's-in' }, { name: 'Output tokens', cls: 's-out' }];
+
+export async function renderUsage(body) {
+  clear(body);
+  const period = h('select', { id: 'usage-period' }, ['day', 'week', 'month', 'total'].map((p) => h('option', { value: p, selected: p === 'month' }, p === 'total' ? 'All time' : `This ${p}`)));
+  const head = h('div', { class: 'card inline-form' }, h('div', { class: 'form-row' },
+    h('div', { class: 'field field-auto' }, h('label', { for: 'usage-period' }, 'Period'), period)));
+  const out = h('div', { class: 'usage-out' });
+  body.append(head, out);
+  period.addEventListener('change', () => load());
+  async function load() {
+    clear(out).append(h('p', { class: 'muted' }, 'Loading…'));
+    let u;
+    try {
+      u = await api.get(`/api/admin/usage?period=${encodeURIComponent(period.value)}`);
+    } catch (err) {
+      clear(out);
+      if (err.status === 401) return;
+      out.append(h('div', { class: 'banner banner-warn', role: 'status' },
+        err.status === 404 ? 'Usage reports are not available on this server yet.' : `Could not load usage: ${err.message}`));
+      return;
+    }
+    clear(out);
+    const byUser = new Map();
+    for (const r of u.by_user || []) {
+      const k = r.username || r.user_id;
+      const e = byUser.get(k) || { label: k, values: [0, 0] };
+      e.values[0] += Number(r.input_tokens || 0);
+      e.values[1] += Number(r.output_tokens || 0);
+      byUser.set(k, e);
+    }
+    const userRows = [...byUser.values()].sort((a, b) => (b.values[0] + b.values[1]) - (a.values[0] + a.values[1]));
+    const modelRows = (u.by_model || []).map((r) => ({ label: r.model, values: [Number(r.input_tokens || 0), Number(r.output_tokens || 0)] }));
+    const toolRows = (u.tools || []).map((r) => ({ label: r.tool, values: [Math.max(0, Number(r.calls || 0) - Number(r.failures || 0)), Number(r.failures || 0)] }));
+    const totalIn = modelRows.reduce((a, r) => a + r.values[0], 0);
+    const totalOut = modelRows.reduce((a, r) => a + r.values[1], 0);
+    const grafana = safeHref(u.grafana_url || '');
+    append(out, [
+      h('div', { class: 'stats' },
+        stat('Input tokens', fmtNumber(totalIn)), stat('Output tokens', fmtNumber(totalOut)),
+        stat('Tool calls', fmtNumber((u.tools || []).reduce((a, r) => a + Number(r.calls || 0), 0))),
+        stat('Tool failures', fmtNumber((u.tools || []).reduce((a, r) => a + Number(r.failures || 0), 0)))),
+      u.from || u.to ? h('p', { class: 'muted small' }, `From ${u.from ? fmtDate(u.from) : 'the beginning'} to ${u.to ? fmtDate(u.to) : 'now'}.`) : null,
+      grafana ? h('p', null, h('a', { href: grafana, target: '_blank', rel: 'noopener noreferrer', class: 'btn' }, 'Open the Grafana dashboard ↗')) : null,
+      h('div', { class: 'card' }, barChart('Tokens per user', userRows, TOKENS)),
+      h('div', { class: 'card' }, barChart('Tokens per model', modelRows, TOKENS)),
+      h('div', { class: 'card' }, barChart('Tool calls and failures by tool', toolRows, [{ name: 'Succeeded', cls: 's-ok' }, { name: 'Failed', cls: 's-fail' }]))]);
+  }
+  load();
+}
+
+function stat(label, value) {
+  return h('div', { class: 'stat' }, h('div', { class: 'stat-value' }, value), h('div', { class: 'stat-label' }, label));
+}
