@@ -1,0 +1,354 @@
+//! Talking to the real AgentChat API (and, for the baseline, directly to the fake upstream).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+/// What one streamed turn looked like from the client.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    pub ok: bool,
+    pub error: Option<String>,
+    /// Scheduled start to the first model output (`text_delta` or `tool_call`), µs.
+    pub ttft_us: Option<u64>,
+    /// Gaps between consecutive `text_delta` events (nothing else in between), µs.
+    pub gaps_us: Vec<u64>,
+    pub total_us: u64,
+    pub deltas: u32,
+    pub tool_calls: u32,
+    pub tool_results: u32,
+}
+
+impl Outcome {
+    fn fail(start: Instant, e: impl Into<String>) -> Self {
+        Self { ok: false, error: Some(e.into()), total_us: us(start.elapsed()), ..Default::default() }
+    }
+}
+
+pub fn us(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+pub fn http_client(max_idle: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(max_idle)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .tcp_nodelay(true)
+        .no_proxy()
+        .http1_only()
+        .connect_timeout(Duration::from_secs(10))
+        .build()?)
+}
+
+#[derive(Clone)]
+pub struct Api {
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+impl Api {
+    async fn json(&self, rb: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
+        let resp = rb.timeout(Duration::from_secs(60)).send().await.with_context(|| what.to_owned())?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        if !status.is_success() {
+            bail!("{what}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+        }
+        if text.is_empty() {
+            return Ok(Value::Null);
+        }
+        Ok(serde_json::from_str(&text).with_context(|| format!("{what}: bad JSON"))?)
+    }
+
+    pub async fn register(&self, username: &str, password: &str) -> anyhow::Result<Value> {
+        let rb = self
+            .http
+            .post(format!("{}/api/auth/register", self.base))
+            .json(&json!({"username": username, "password": password}));
+        self.json(rb, "register").await
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> anyhow::Result<String> {
+        // Failed logins are throttled with Retry-After; retry a few times, bounded.
+        let mut last = None;
+        for _ in 0..5 {
+            let rb = self
+                .http
+                .post(format!("{}/api/auth/login", self.base))
+                .json(&json!({"username": username, "password": password}));
+            match self.json(rb, "login").await {
+                Ok(v) => {
+                    return v
+                        .get("access_token")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .context("login: no access_token");
+                }
+                Err(e) => {
+                    last = Some(e);
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("login failed")))
+    }
+
+    pub async fn create_conversation(&self, token: &str, title: &str) -> anyhow::Result<String> {
+        let rb = self
+            .http
+            .post(format!("{}/api/conversations", self.base))
+            .bearer_auth(token)
+            .json(&json!({"title": title}));
+        let v = self.json(rb, "create conversation").await?;
+        v.get("id").and_then(Value::as_str).map(str::to_owned).context("conversation: no id")
+    }
+
+    /// Runs one streamed turn. `opened` is bumped when the first model output arrives.
+    pub async fn turn(
+        &self,
+        token: &str,
+        conversation: &str,
+        content: &str,
+        start: Instant,
+        timeout: Duration,
+        opened: Option<Arc<AtomicU64>>,
+    ) -> Outcome {
+        let deadline = start + timeout;
+        let req = self
+            .http
+            .post(format!("{}/api/conversations/{}/messages", self.base, conversation))
+            .bearer_auth(token)
+            .header("accept", "text/event-stream")
+            .json(&json!({"content": content}))
+            .send();
+        let resp = match tokio::time::timeout_at(deadline, req).await {
+            Err(_) => return Outcome::fail(start, "timeout"),
+            Ok(Err(e)) => return Outcome::fail(start, classify(&e)),
+            Ok(Ok(r)) => r,
+        };
+        if !resp.status().is_success() {
+            return Outcome::fail(start, format!("http_{}", resp.status().as_u16()));
+        }
+        let mut out = Outcome::default();
+        let mut stream = resp.bytes_stream();
+        let mut buf: Vec<u8> = Vec::with_capacity(4096);
+        let mut last_delta: Option<Instant> = None;
+        let mut done = false;
+        'read: loop {
+            let next = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => {
+                    out.error = Some("timeout".into());
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    out.error = Some(classify(&e));
+                    break;
+                }
+                Ok(Some(Ok(b))) => b,
+            };
+            let now = Instant::now();
+            buf.extend_from_slice(&next);
+            while let Some(end) = find_event_end(&buf) {
+                let block: Vec<u8> = buf.drain(..end.1).collect();
+                let block = &block[..end.0];
+                let (name, data) = parse_event(block);
+                match name {
+                    "text_delta" => {
+                        if out.ttft_us.is_none() {
+                            out.ttft_us = Some(us(now - start));
+                            if let Some(c) = &opened {
+                                c.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        if let Some(prev) = last_delta {
+                            out.gaps_us.push(us(now - prev));
+                        }
+                        last_delta = Some(now);
+                        out.deltas += 1;
+                    }
+                    "tool_call" => {
+                        if out.ttft_us.is_none() {
+                            out.ttft_us = Some(us(now - start));
+                            if let Some(c) = &opened {
+                                c.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        out.tool_calls += 1;
+                        last_delta = None;
+                    }
+                    "tool_result" => {
+                        out.tool_results += 1;
+                        if !data.contains("\"success\":true") {
+                            out.error = Some("tool_failed".into());
+                        }
+                        last_delta = None;
+                    }
+                    "done" => {
+                        if !data.contains("\"finish_reason\":\"stop\"") {
+                            out.error.get_or_insert_with(|| {
+                                format!("finish_{}", field(data, "finish_reason").unwrap_or("?"))
+                            });
+                        }
+                        done = true;
+                        break 'read;
+                    }
+                    "error" => {
+                        out.error = Some(format!("event_error_{}", field(data, "code").unwrap_or("?")));
+                        break 'read;
+                    }
+                    "" => {}
+                    _ => last_delta = None,
+                }
+            }
+        }
+        out.total_us = us(start.elapsed());
+        if !done && out.error.is_none() {
+            out.error = Some("no_done".into());
+        }
+        out.ok = done && out.error.is_none();
+        out
+    }
+}
+
+/// Direct request(s) to the fake upstream (the baseline for "added" latency). With `tool`, it
+/// makes the same two calls the server makes: the first answers a tool call (TTFT is measured
+/// to it), the second, carrying the tool result, answers the text (gaps are measured there).
+pub async fn direct_turn(
+    http: &reqwest::Client,
+    fake_base: &str,
+    content: &str,
+    tool: bool,
+    start: Instant,
+    timeout: Duration,
+) -> Outcome {
+    let deadline = start + timeout;
+    let url = format!("{fake_base}/v1/chat/completions");
+    let mut messages = vec![json!({"role": "system", "content": "baseline"}), json!({"role": "user", "content": content})];
+    let mut out = Outcome::default();
+    let calls = if tool { 2 } else { 1 };
+    for call in 0..calls {
+        if call == 1 {
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_load_1", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"expression\":\"1+1\"}"}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": "call_load_1", "content": "{\"success\":true,\"data\":2}"}));
+        }
+        let body = json!({"model": "fake", "stream": true, "stream_options": {"include_usage": true}, "messages": messages});
+        if let Err(e) = direct_call(http, &url, &body, start, deadline, &mut out).await {
+            out.error = Some(e);
+            break;
+        }
+    }
+    out.total_us = us(start.elapsed());
+    out.ok = out.error.is_none();
+    out
+}
+
+async fn direct_call(
+    http: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    start: Instant,
+    deadline: Instant,
+    out: &mut Outcome,
+) -> Result<(), String> {
+    let req = http.post(url).json(body).send();
+    let resp = match tokio::time::timeout_at(deadline, req).await {
+        Err(_) => return Err("timeout".into()),
+        Ok(Err(e)) => return Err(classify(&e)),
+        Ok(Ok(r)) => r,
+    };
+    if !resp.status().is_success() {
+        return Err(format!("http_{}", resp.status().as_u16()));
+    }
+    let mut stream = resp.bytes_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut last: Option<Instant> = None;
+    loop {
+        let next = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return Err("timeout".into()),
+            Ok(None) => return Err("no_done".into()),
+            Ok(Some(Err(e))) => return Err(classify(&e)),
+            Ok(Some(Ok(b))) => b,
+        };
+        let now = Instant::now();
+        buf.extend_from_slice(&next);
+        while let Some(end) = find_event_end(&buf) {
+            let block: Vec<u8> = buf.drain(..end.1).collect();
+            let (_, data) = parse_event(&block[..end.0]);
+            if data == "[DONE]" {
+                return Ok(());
+            }
+            let is_text = data.contains("\"content\":\"");
+            let is_tool = data.contains("\"tool_calls\"");
+            if (is_text || is_tool) && out.ttft_us.is_none() {
+                out.ttft_us = Some(us(now - start));
+            }
+            if is_tool {
+                out.tool_calls += 1;
+            }
+            if is_text {
+                if let Some(prev) = last {
+                    out.gaps_us.push(us(now - prev));
+                }
+                last = Some(now);
+                out.deltas += 1;
+            }
+        }
+    }
+}
+
+fn classify(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timeout".into()
+    } else if e.is_connect() {
+        "connect".into()
+    } else if e.is_body() || e.is_decode() {
+        "body".into()
+    } else {
+        "request".into()
+    }
+}
+
+/// (end of the event's content, end including the blank-line separator).
+fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i + 1 < buf.len() {
+        if buf[i] == b'\n' && buf[i + 1] == b'\n' {
+            return Some((i, i + 2));
+        }
+        if i + 3 < buf.len() && &buf[i..i + 4] == b"\r\n\r\n" {
+            return Some((i, i + 4));
+        }
+        i += 1;
+    }
+    None
+}
+
+fn parse_event(block: &[u8]) -> (&str, &str) {
+    let text = std::str::from_utf8(block).unwrap_or("");
+    let (mut name, mut data) = ("", "");
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            name = v.trim();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data = v.trim();
+        }
+    }
+    if name.is_empty() && !data.is_empty() {
+        name = "message";
+    }
+    (name, data)
+}
+
+fn field<'a>(data: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("\"{key}\":\"");
+    let start = data.find(&pat)? + pat.len();
+    let end = data[start..].find('"')? + start;
+    Some(&data[start..end])
+}

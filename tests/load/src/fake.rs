@@ -1,0 +1,284 @@
+//! A fast fake upstream speaking the OpenAI Chat Completions streaming format.
+//!
+//! `POST /v1/chat/completions` answers with SSE `data: {chat.completion.chunk}` lines, a
+//! final usage chunk (`choices: []`), then `data: [DONE]`. How it answers is steered per
+//! request by a directive in the LAST user message (so one fake serves every scenario and the
+//! server under test forwards it untouched):
+//!
+//! `load:ttft=20,n=20,gap=5,tool=0,hold=0,size=6`
+//!
+//! * `ttft`  ms before the first delta
+//! * `n`     number of content deltas
+//! * `gap`   ms between deltas
+//! * `tool`  1: the first model call of a turn answers with one `calculator` tool call
+//!   (finish_reason `tool_calls`); the call after the tool result answers with text
+//! * `hold`  >0: send ONE delta after `ttft`, then keep the stream open (a delta every `gap` ms)
+//!   until `POST /control/release` or `hold` seconds have passed, then finish
+//! * `size`  characters per delta
+//!
+//! Control: `POST /control/release` finishes all held streams; `GET /control/stats` reports
+//! `{active, served}`.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Directive {
+    pub ttft_ms: u64,
+    pub n: u32,
+    pub gap_ms: u64,
+    pub tool: bool,
+    pub hold_s: u64,
+    pub size: usize,
+}
+
+impl Default for Directive {
+    fn default() -> Self {
+        Self { ttft_ms: 20, n: 20, gap_ms: 5, tool: false, hold_s: 0, size: 6 }
+    }
+}
+
+/// Longest a held stream may stay open, whatever the directive says.
+const MAX_HOLD_S: u64 = 900;
+
+impl Directive {
+    pub fn render(&self) -> String {
+        format!(
+            "load:ttft={},n={},gap={},tool={},hold={},size={}",
+            self.ttft_ms, self.n, self.gap_ms, self.tool as u8, self.hold_s, self.size
+        )
+    }
+
+    pub fn parse(text: &str) -> Self {
+        let mut d = Self::default();
+        let Some(pos) = text.find("load:") else { return d };
+        let spec = text[pos + 5..].split_whitespace().next().unwrap_or("");
+        for kv in spec.split(',') {
+            let Some((k, v)) = kv.split_once('=') else { continue };
+            let Ok(v) = v.trim().parse::<u64>() else { continue };
+            match k.trim() {
+                "ttft" => d.ttft_ms = v.min(60_000),
+                "n" => d.n = v.min(100_000) as u32,
+                "gap" => d.gap_ms = v.min(60_000),
+                "tool" => d.tool = v != 0,
+                "hold" => d.hold_s = v.min(MAX_HOLD_S),
+                "size" => d.size = (v as usize).clamp(1, 4096),
+                _ => {}
+            }
+        }
+        d
+    }
+}
+
+struct Shared {
+    release: watch::Sender<u64>,
+    active: AtomicU64,
+    served: AtomicU64,
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn full(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert("content-type", ctype.parse().expect("static header"));
+    r
+}
+
+/// Binds `addr` (loopback only), prints `LISTENING <port>` on stdout, serves forever.
+pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    anyhow::ensure!(addr.ip().is_loopback(), "the fake upstream only binds loopback addresses");
+    let listener = TcpListener::bind(addr).await?;
+    let port = listener.local_addr()?.port();
+    println!("LISTENING {port}");
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    let (release, _) = watch::channel(0u64);
+    let shared = Arc::new(Shared { release, active: AtomicU64::new(0), served: AtomicU64::new(0) });
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                eprintln!("fake upstream: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // LOAD_FAKE_NODELAY=0 leaves Nagle on (to show what a missing TCP_NODELAY costs).
+        if std::env::var("LOAD_FAKE_NODELAY").map(|v| v != "0").unwrap_or(true) {
+            let _ = stream.set_nodelay(true);
+        }
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| handle(req, shared.clone()));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    match (method, path.as_str()) {
+        (Method::POST, "/v1/chat/completions") | (Method::POST, "/chat/completions") => {}
+        (Method::POST, "/control/release") => {
+            shared.release.send_modify(|g| *g += 1);
+            return Ok(full(StatusCode::OK, "application/json", r#"{"released":true}"#));
+        }
+        (Method::GET, "/control/stats") => {
+            let body = json!({
+                "active": shared.active.load(Ordering::Relaxed),
+                "served": shared.served.load(Ordering::Relaxed),
+            });
+            return Ok(full(StatusCode::OK, "application/json", body.to_string()));
+        }
+        _ => return Ok(full(StatusCode::NOT_FOUND, "application/json", r#"{"error":"not found"}"#)),
+    }
+    let bytes = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(full(StatusCode::BAD_REQUEST, "application/json", "{}")),
+    };
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => return Ok(full(StatusCode::BAD_REQUEST, "application/json", r#"{"error":"bad json"}"#)),
+    };
+    let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let last_role = messages.last().and_then(|m| m.get("role")).and_then(Value::as_str).unwrap_or("");
+    let directive = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content").and_then(Value::as_str))
+        .map(Directive::parse)
+        .unwrap_or_default();
+    let answer_tool = directive.tool && last_role != "tool";
+    let prompt_tokens = (bytes.len() / 4) as u64;
+
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(16);
+    let release = shared.release.subscribe();
+    shared.served.fetch_add(1, Ordering::Relaxed);
+    shared.active.fetch_add(1, Ordering::Relaxed);
+    let s2 = shared.clone();
+    tokio::spawn(async move {
+        produce(tx, directive, answer_tool, prompt_tokens, release).await;
+        s2.active.fetch_sub(1, Ordering::Relaxed);
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    resp.headers_mut().insert("content-type", "text/event-stream".parse().expect("static"));
+    resp.headers_mut().insert("cache-control", "no-cache".parse().expect("static"));
+    Ok(resp)
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Bytes {
+    let v = json!({
+        "id": "chatcmpl-load",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    Bytes::from(format!("data: {v}\n\n"))
+}
+
+/// Writes the SSE body. Returns early (silently) when the reader went away.
+async fn produce(
+    tx: mpsc::Sender<Result<Frame<Bytes>, Infallible>>,
+    d: Directive,
+    answer_tool: bool,
+    prompt_tokens: u64,
+    mut release: watch::Receiver<u64>,
+) {
+    macro_rules! send {
+        ($b:expr) => {
+            if tx.send(Ok(Frame::data($b))).await.is_err() {
+                return;
+            }
+        };
+    }
+    tokio::time::sleep(Duration::from_millis(d.ttft_ms)).await;
+    if answer_tool {
+        send!(chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "index": 0, "id": "call_load_1", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"expression\":\"1+1\"}"}
+            }]}),
+            None
+        ));
+        send!(chunk(json!({}), Some("tool_calls")));
+        send!(usage_chunk(prompt_tokens, 12));
+        send!(Bytes::from_static(b"data: [DONE]\n\n"));
+        return;
+    }
+    let word: String = "abcdefghijklmnopqrstuvwxyz ".chars().cycle().take(d.size).collect();
+    let mut sent = 0u64;
+    if d.hold_s > 0 {
+        release.borrow_and_update();
+        send!(chunk(json!({"role": "assistant", "content": word}), None));
+        sent += 1;
+        let until = tokio::time::Instant::now() + Duration::from_secs(d.hold_s);
+        let gap = Duration::from_millis(d.gap_ms.max(100));
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                r = release.changed() => { let _ = r; break; }
+                _ = tokio::time::sleep(gap) => {
+                    send!(chunk(json!({"content": word}), None));
+                    sent += 1;
+                }
+            }
+        }
+    } else {
+        for i in 0..d.n {
+            if i > 0 && d.gap_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(d.gap_ms)).await;
+            }
+            let delta = if i == 0 {
+                json!({"role": "assistant", "content": word})
+            } else {
+                json!({"content": word})
+            };
+            send!(chunk(delta, None));
+            sent += 1;
+        }
+    }
+    send!(chunk(json!({}), Some("stop")));
+    send!(usage_chunk(prompt_tokens, sent));
+    send!(Bytes::from_static(b"data: [DONE]\n\n"));
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> Bytes {
+    let v = json!({
+        "id": "chatcmpl-load", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    });
+    Bytes::from(format!("data: {v}\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directive_roundtrip() {
+        let d = Directive { ttft_ms: 3, n: 7, gap_ms: 2, tool: true, hold_s: 9, size: 4 };
+        assert_eq!(Directive::parse(&format!("hello {} there", d.render())), d);
+        assert_eq!(Directive::parse("no directive"), Directive::default());
+    }
+}
