@@ -32,6 +32,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
     pub metrics_token: Option<SecretString>,
+    /// Where ops find the Grafana dashboard (linked from the usage view).
+    pub grafana_url: Option<String>,
 }
 
 /// Settings of the built-in tools.
@@ -256,6 +258,7 @@ impl Default for Settings {
                 http: crate::tools::HttpToolConfig::default(),
             },
             metrics_token: None,
+            grafana_url: None,
         }
     }
 }
@@ -386,6 +389,9 @@ impl Settings {
             s.log_format = v;
         }
         s.llm = load_llm(&env, file.llm.unwrap_or_default())?;
+        if let Some(v) = env("AGENTCHAT_GRAFANA_URL") {
+            s.grafana_url = Some(v.trim().to_owned());
+        }
         if let Some(v) = env("AGENTCHAT_METRICS_TOKEN") {
             s.metrics_token = Some(SecretString::from(v));
         }

@@ -370,6 +370,8 @@ async fn without_upstream_usage_the_local_count_is_charged() {
         .unwrap();
     assert_eq!(row["input_tokens"], m["input_tokens"]);
     assert_eq!(row["output_tokens"], m["output_tokens"]);
+    assert!(report["tools"].is_array());
+    assert!(report["grafana_url"].is_null());
     let me: Value = app
         .get_as(&s.access, "/api/me")
         .send()

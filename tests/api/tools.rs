@@ -339,6 +339,23 @@ async fn http_get_cannot_reach_private_addresses_even_through_redirects() {
     );
     let refused = audit(&app, &admin.access, "tool=http_get&outcome=refused").await;
     assert!(refused.len() >= 5, "{refused:?}");
+    let usage: Value = app
+        .get_as(&admin.access, "/api/admin/usage?period=day")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let http = usage["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "http_get")
+        .unwrap()
+        .clone();
+    assert_eq!(http["calls"], 8);
+    assert_eq!(http["failures"], 7);
 }
 
 #[tokio::test]

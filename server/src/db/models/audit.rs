@@ -128,3 +128,33 @@ pub async fn list(conn: &mut AsyncPgConnection, f: &AuditFilter) -> QueryResult<
     }
     q.load(conn).await
 }
+
+/// Calls and failures of one tool over a period.
+#[derive(Debug, Clone, Serialize, diesel::QueryableByName)]
+pub struct ToolTally {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub tool: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub calls: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub failures: i64,
+}
+
+/// Tool calls and failures per tool between `from` and `to` (open if None).
+pub async fn tally_by_tool(
+    conn: &mut AsyncPgConnection,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+) -> QueryResult<Vec<ToolTally>> {
+    use diesel::sql_types::{Nullable, Timestamptz};
+    diesel::sql_query(
+        "SELECT tool, count(*)::BIGINT AS calls, \
+                count(*) FILTER (WHERE outcome <> 'ok')::BIGINT AS failures \
+         FROM audit_log WHERE created_at >= $1 AND ($2::timestamptz IS NULL OR created_at < $2) \
+         GROUP BY tool ORDER BY calls DESC, tool",
+    )
+    .bind::<Timestamptz, _>(from)
+    .bind::<Nullable<Timestamptz>, _>(to)
+    .load(conn)
+    .await
+}

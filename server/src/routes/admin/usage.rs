@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::auth::AdminUser;
 use crate::budget::Period;
-use crate::db::{self, models::usage};
+use crate::db::{self, models::audit, models::usage};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -37,6 +37,7 @@ async fn report(
     let to = period.resets_at(now);
     let mut conn = db::conn(&state.pool).await?;
     let by_user = usage::by_user_and_model(&mut conn, from, to).await?;
+    let tools = audit::tally_by_tool(&mut conn, from, to).await?;
     let mut by_model: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
     for row in &by_user {
         let e = by_model.entry(row.model.clone()).or_default();
@@ -53,5 +54,7 @@ async fn report(
         "to": to,
         "by_user": by_user,
         "by_model": by_model,
+        "tools": tools,
+        "grafana_url": state.settings.grafana_url,
     })))
 }
