@@ -400,13 +400,12 @@ async fn a_turn_that_runs_out_midway_ends_with_budget_exhausted() {
     let app = spawn_app_with(configure(fake.base_url_openai())).await;
     let admin = app.signed_up("boss").await;
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/member"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": ["calculator", "current_time"]}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["calculator", "current_time"]}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     let s = app.signed_up("spender").await;
     app.set_budget(&admin.access, s.user_id, Some(900)).await;
@@ -452,13 +451,12 @@ async fn periods_roll_over_at_utc_boundaries_and_keep_history() {
     let app = spawn_app_with_clock(settings, clock.clock()).await;
     let admin = app.signed_up("boss").await;
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/member"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": ["calculator"], "token_budget": 1000, "budget_period": "day"}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["calculator"], "token_budget": 1000, "budget_period": "day"}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     let s = app.signed_up("daily").await;
     let conv = app.new_conversation(&s.access).await;

@@ -119,13 +119,8 @@ async fn an_admin_change_to_the_allowlist_applies_to_the_next_model_call() {
     .await;
     assert_eq!(ok["success"], true);
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/member"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": ["current_time"]}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(&admin.access, "member", json!({"tools": ["current_time"]}))
+        .await;
     assert_eq!(r.status(), 200);
     let refused = call_tool(
         &app,
@@ -153,22 +148,12 @@ async fn new_roles_allow_nothing_and_unknown_tools_are_refused() {
     let app = spawn_app().await;
     let admin = app.signed_up("boss").await;
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/analyst"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": []}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(&admin.access, "analyst", json!({"tools": []}))
+        .await;
     assert_eq!(r.status(), 201);
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/analyst"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": ["rm_rf"]}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(&admin.access, "analyst", json!({"tools": ["rm_rf"]}))
+        .await;
     expect_error(r, 422, "unknown_tool").await;
     let roles: Value = app
         .get_as(&admin.access, "/api/admin/roles")
@@ -454,13 +439,8 @@ async fn admin_defined_http_tools_work_keep_secrets_and_time_out() {
         .collect();
     tools.extend(["weather".to_owned(), "slowpoke".to_owned()]);
     let r = app
-        .client
-        .put(app.url("/api/admin/roles/admin"))
-        .bearer_auth(&admin.access)
-        .json(&json!({"tools": tools}))
-        .send()
-        .await
-        .unwrap();
+        .put_role(&admin.access, "admin", json!({"tools": tools}))
+        .await;
     assert_eq!(r.status(), 200);
     let ok = call_tool(
         &app,

@@ -474,6 +474,17 @@ impl TestApp {
         .unwrap()
     }
 
+    /// `PUT /api/admin/roles/{name}` as an admin; returns the response.
+    pub async fn put_role(&self, admin: &str, name: &str, body: Value) -> reqwest::Response {
+        self.client
+            .put(self.url(&format!("/api/admin/roles/{name}")))
+            .bearer_auth(admin)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Sets a user's budget override as an admin.
     pub async fn set_budget(&self, admin: &str, user: uuid::Uuid, tokens: Option<i64>) {
         let r = self
