@@ -102,6 +102,7 @@ async fn role_change_invalidates_existing_access_tokens() {
 async fn disabled_user_is_locked_out_everywhere() {
     let app = spawn_app().await;
     let (admin, member) = two_users(&app).await;
+    let conversation = app.new_conversation(&member.access).await;
     let r = app
         .patch_as(
             &admin.access,
@@ -118,6 +119,22 @@ async fn disabled_user_is_locked_out_everywhere() {
         "unauthenticated",
     )
     .await;
+    // Sending a message checks the account inside the turn's first transaction: refused,
+    // and nothing of the turn is kept.
+    let r = app
+        .post_as(
+            &member.access,
+            &format!("/api/conversations/{conversation}/messages"),
+        )
+        .json(&json!({"content": "still here?"}))
+        .send()
+        .await
+        .unwrap();
+    let body = expect_error(r, 401, "unauthenticated").await;
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("disabled"));
     let r = app
         .post_json(
             "/api/auth/refresh",
@@ -140,10 +157,48 @@ async fn disabled_user_is_locked_out_everywhere() {
     .send()
     .await
     .unwrap();
-    assert_eq!(
-        app.login("member1", "password-of-member1").await.status(),
-        200
-    );
+    let again = app.session_for("member1", "password-of-member1").await;
+    let stored = app.conversation(&again.access, &conversation).await;
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 0);
+    let events = app.chat(&again.access, &conversation, "hello again").await;
+    assert_eq!(event_names(&events).last().unwrap(), "done");
+}
+
+#[tokio::test]
+async fn a_revoked_token_cannot_start_a_turn() {
+    let app = spawn_app().await;
+    let (admin, member) = two_users(&app).await;
+    let conversation = app.new_conversation(&member.access).await;
+    let r = app
+        .patch_as(
+            &admin.access,
+            &format!("/api/admin/users/{}", member.user_id),
+        )
+        .json(&json!({"role": "admin"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = app
+        .post_as(
+            &member.access,
+            &format!("/api/conversations/{conversation}/messages"),
+        )
+        .json(&json!({"content": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    let body = expect_error(r, 401, "unauthenticated").await;
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("revoked"));
+    let fresh = app.session_for("member1", "password-of-member1").await;
+    let stored = app.conversation(&fresh.access, &conversation).await;
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 0);
+    // Not left claimed: the next turn starts.
+    let events = app.chat(&fresh.access, &conversation, "hi").await;
+    assert_eq!(event_names(&events).last().unwrap(), "done");
 }
 
 #[tokio::test]

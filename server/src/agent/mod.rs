@@ -17,7 +17,7 @@ pub use active::ActiveTurns;
 pub use events::{FinishReason, TurnEvent};
 pub use turn::{Agent, PreparedTurn, StopReason, TurnControl};
 
-use crate::auth::AuthUser;
+use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
 use crate::db::{self, models::turn as turn_db};
 use crate::error::ApiError;
@@ -27,12 +27,12 @@ pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
 impl Agent {
     /// Validates the message and makes the start of the turn durable in one commit: the
-    /// conversation is claimed (409 if a turn already runs), the first model call's budget
-    /// reserved (429 if it cannot be), the user message stored, the history and the user's
-    /// allowed tools read.
+    /// account is checked against the token (401), the conversation claimed (409 if a turn
+    /// already runs), the first model call's budget reserved (429 if it cannot be), the user
+    /// message stored, the history and the user's allowed tools read.
     pub async fn prepare(
         &self,
-        user: &AuthUser,
+        token: SignedToken,
         conversation_id: Uuid,
         content: &str,
     ) -> Result<PreparedTurn, ApiError> {
@@ -87,8 +87,8 @@ impl Agent {
         let begun = turn_db::begin(
             &mut conn,
             turn_db::Claim {
-                user_id: user.id,
-                role: user.role.clone(),
+                user_id: token.user_id,
+                token_version: token.token_version,
                 turn_id,
                 stale_after: self.settings.turn_timeout,
             },
@@ -97,15 +97,9 @@ impl Agent {
             build,
         )
         .await?;
-        let (conversation, (input, tools), input_estimate, allowed_tools, hold) = match begun {
-            turn_db::Begin::Started {
-                conversation,
-                built,
-                input_estimate,
-                allowed_tools,
-                hold,
-                ..
-            } => (conversation, built, input_estimate, allowed_tools, hold),
+        let started = match begun {
+            turn_db::Begin::Started(started) => *started,
+            turn_db::Begin::Rejected(r) => return Err(r.into()),
             turn_db::Begin::NotFound => return Err(ApiError::not_found("conversation")),
             turn_db::Begin::Busy => return Err(ApiError::conflict(
                 "turn_in_progress",
@@ -116,6 +110,15 @@ impl Agent {
                 return Err(refusal_error(&refusal));
             }
         };
+        let turn_db::Started {
+            conversation,
+            account,
+            built: (input, tools),
+            input_estimate,
+            allowed_tools,
+            hold,
+            ..
+        } = started;
         let model = conversation
             .model
             .filter(|m| self.settings.models.contains(m))
@@ -123,8 +126,8 @@ impl Agent {
         let max_tokens = clamp_output(hold.amount - input_estimate, max_output);
         Ok(PreparedTurn {
             turn_id,
-            user_id: user.id,
-            username: user.username.clone(),
+            user_id: token.user_id,
+            username: account.username,
             conversation_id,
             user_message_id,
             model,

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use uuid::Uuid;
 
-use crate::db::{self, models::user};
+use crate::db::{self, models::user, models::user::Rejection};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -28,6 +28,37 @@ impl AuthUser {
 #[derive(Debug, Clone)]
 pub struct AdminUser(pub AuthUser);
 
+/// A validly signed, unexpired access token not yet checked against the account. The one
+/// hot route (sending a message) checks the account inside the turn's first database round
+/// trip instead of spending one of its own; every other route takes [`AuthUser`].
+#[derive(Debug, Clone, Copy)]
+pub struct SignedToken {
+    pub user_id: Uuid,
+    pub token_version: i32,
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        ApiError::unauthorized(match r {
+            Rejection::NoAccount => "invalid or expired access token",
+            Rejection::Disabled => "this account is disabled",
+            Rejection::Revoked => "this access token has been revoked; sign in again",
+        })
+    }
+}
+
+fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiError> {
+    let token = token.ok_or_else(|| ApiError::unauthorized("missing bearer access token"))?;
+    let claims = state
+        .jwt
+        .verify(&token)
+        .map_err(|_| ApiError::unauthorized("invalid or expired access token"))?;
+    Ok(SignedToken {
+        user_id: claims.sub,
+        token_version: claims.ver,
+    })
+}
+
 fn bearer(req: &HttpRequest) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
@@ -41,25 +72,14 @@ async fn authenticate(
     state: web::Data<AppState>,
     token: Option<String>,
 ) -> Result<AuthUser, ApiError> {
-    let token = token.ok_or_else(|| ApiError::unauthorized("missing bearer access token"))?;
-    let claims = state
-        .jwt
-        .verify(&token)
-        .map_err(|_| ApiError::unauthorized("invalid or expired access token"))?;
+    let signed = verify(&state, token)?;
     let mut conn = db::conn(&state.pool).await?;
-    let current = user::auth_state(&mut conn, claims.sub)
+    let current = user::auth_state(&mut conn, signed.user_id)
         .await?
-        .ok_or_else(|| ApiError::unauthorized("invalid or expired access token"))?;
-    if current.disabled {
-        return Err(ApiError::unauthorized("this account is disabled"));
-    }
-    if current.token_version != claims.ver {
-        return Err(ApiError::unauthorized(
-            "this access token has been revoked; sign in again",
-        ));
-    }
+        .ok_or(Rejection::NoAccount)?;
+    current.admits(signed.token_version)?;
     Ok(AuthUser {
-        id: claims.sub,
+        id: signed.user_id,
         username: current.username,
         role: current.role,
     })
@@ -75,6 +95,19 @@ impl FromRequest for AuthUser {
         Box::pin(async move {
             let state = state.ok_or_else(|| ApiError::internal(anyhow::anyhow!("no app state")))?;
             authenticate(state, token).await
+        })
+    }
+}
+
+impl FromRequest for SignedToken {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer(req);
+        std::future::ready(match req.app_data::<web::Data<AppState>>() {
+            Some(state) => verify(state, token),
+            None => Err(ApiError::internal(anyhow::anyhow!("no app state"))),
         })
     }
 }

@@ -8,4 +8,4 @@ pub mod refresh;
 pub mod session;
 pub mod throttle;
 
-pub use extract::{AdminUser, AuthUser};
+pub use extract::{AdminUser, AuthUser, SignedToken};

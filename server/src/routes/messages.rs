@@ -11,7 +11,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::agent::TurnEvent;
-use crate::auth::AuthUser;
+use crate::auth::{AuthUser, SignedToken};
 use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
 use crate::extract::Json;
@@ -34,11 +34,11 @@ struct MessageBody {
 async fn post_message(
     req: HttpRequest,
     state: web::Data<AppState>,
-    who: AuthUser,
+    token: SignedToken,
     id: web::Path<Uuid>,
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let prepared = state.agent.prepare(&who, *id, &body.content).await?;
+    let prepared = state.agent.prepare(token, *id, &body.content).await?;
     let (control, guard) = state
         .turns
         .register(prepared.conversation_id, prepared.turn_id);

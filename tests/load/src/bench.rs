@@ -887,6 +887,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             tokens.push(h.await??);
         }
     }
+    // Budgets on: every turn reserves, settles and releases a hold (large enough never to run out).
+    for role in ["admin", "member"] {
+        api.set_role_budget(&tokens[0], role, 1_000_000_000_000).await?;
+    }
     let convs_needed = cfg.streams.last().copied().unwrap_or(0).max(cfg.levels.iter().max().copied().unwrap_or(1) * 2) + 64;
     let convs_needed = convs_needed.max(256);
     log(format!("{} users logged in; creating {convs_needed} conversations", tokens.len()));

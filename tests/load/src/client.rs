@@ -108,6 +108,16 @@ impl Api {
         v.get("id").and_then(Value::as_str).map(str::to_owned).context("conversation: no id")
     }
 
+    /// Gives a role a token budget (admin only), so every turn takes a real reservation.
+    pub async fn set_role_budget(&self, admin_token: &str, role: &str, tokens: i64) -> anyhow::Result<()> {
+        let rb = self
+            .http
+            .put(format!("{}/api/admin/roles/{role}", self.base))
+            .bearer_auth(admin_token)
+            .json(&json!({"tools": ["current_time", "calculator"], "token_budget": tokens, "budget_period": "month"}));
+        self.json(rb, "set role budget").await.map(|_| ())
+    }
+
     /// Runs one streamed turn. `opened` is bumped when the first model output arrives.
     pub async fn turn(
         &self,

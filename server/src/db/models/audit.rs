@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -79,9 +80,13 @@ pub struct AuditFilter {
     pub limit: i64,
 }
 
-pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewAudit]) -> QueryResult<()> {
+/// Inserts the rows in one statement; the future does not borrow the connection (pipelinable).
+pub fn insert_many(
+    conn: &mut AsyncPgConnection,
+    rows: &[NewAudit],
+) -> BoxFuture<'static, QueryResult<()>> {
     if rows.is_empty() {
-        return Ok(());
+        return future::ready(Ok(())).boxed();
     }
     use crate::db::{pg_safe_json, pg_safe_text};
     let rows: Vec<NewAudit> = rows
@@ -95,10 +100,10 @@ pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewAudit]) -> Que
         })
         .collect();
     diesel::insert_into(dsl::audit_log)
-        .values(&rows)
+        .values(rows)
         .execute(conn)
-        .await
-        .map(|_| ())
+        .map(|r| r.map(|_| ()))
+        .boxed()
 }
 
 /// Newest first.

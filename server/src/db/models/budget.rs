@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{self, BoxFuture, FutureExt};
 use uuid::Uuid;
 
 use crate::budget::Period;
@@ -19,6 +20,17 @@ pub struct Limit {
     /// `None`: unlimited.
     pub tokens: Option<i64>,
     pub period: Period,
+}
+
+impl Limit {
+    /// From the effective budget column and the role's period name (a name this build does
+    /// not know counts per month).
+    pub fn from_columns(tokens: Option<i64>, period: &str) -> Self {
+        Self {
+            tokens,
+            period: Period::parse(period).unwrap_or(Period::Month),
+        }
+    }
 }
 
 /// Tokens held for one model call.
@@ -92,10 +104,7 @@ pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::Q
     .await
     .optional_row()?;
     Ok(match row {
-        Some(r) => Limit {
-            tokens: r.tokens,
-            period: Period::parse(&r.period).unwrap_or(Period::Month),
-        },
+        Some(r) => Limit::from_columns(r.tokens, &r.period),
         None => Limit {
             tokens: Some(0),
             period: Period::Month,
@@ -103,32 +112,54 @@ pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::Q
     })
 }
 
+/// What one model call asks of the user's budget.
+#[derive(Debug, Clone, Copy)]
+pub struct ReserveAsk {
+    pub user_id: Uuid,
+    /// The user's rule, read in the same transaction.
+    pub limit: Limit,
+    /// Tokens to hold if that much is left.
+    pub want: i64,
+    /// The least worth holding.
+    pub need: i64,
+    pub now: DateTime<Utc>,
+    pub hold_ttl: Duration,
+}
+
 /// Holds up to `want` tokens (at least `need`) for one model call.
 pub async fn reserve(
     conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-    want: i64,
-    need: i64,
-    now: DateTime<Utc>,
-    hold_ttl: Duration,
+    ask: &ReserveAsk,
 ) -> diesel::QueryResult<Reserve> {
-    let limit = limit_for(conn, user_id).await?;
-    let start = limit.period.start(now);
-    ensure_row(conn, user_id, limit.period, start).await?;
-    let Some(tokens) = limit.tokens else {
-        return Ok(Reserve::Granted(Hold {
+    let first = try_reserve(conn, ask).await?;
+    reserve_after(conn, ask, first).await
+}
+
+/// The common case in one statement: lock the period row, grant min(want, what is left) if
+/// at least `need` is left, record the hold. The future does not borrow the connection, so
+/// it can be pipelined with other statements of the transaction. `None` means no grant: the
+/// period row does not exist yet or too little is left; [`reserve_after`] tells which.
+pub fn try_reserve(
+    conn: &mut AsyncPgConnection,
+    ask: &ReserveAsk,
+) -> BoxFuture<'static, diesel::QueryResult<Option<Hold>>> {
+    let start = ask.limit.period.start(ask.now);
+    let Some(tokens) = ask.limit.tokens else {
+        // Unlimited: nothing to hold; the settlement records the usage.
+        let hold = Hold {
             id: Uuid::nil(),
-            user_id,
-            period: limit.period,
+            user_id: ask.user_id,
+            period: ask.limit.period,
             period_start: start,
-            amount: want,
-        }));
+            amount: ask.want,
+        };
+        return future::ready(Ok(Some(hold))).boxed();
     };
     let hold_id = Uuid::new_v4();
-    let expires = now + chrono::Duration::from_std(hold_ttl).unwrap_or(chrono::Duration::hours(1));
-    // One statement: lock the row, grant min(want, what is left) if at least `need` is
-    // left, record the hold.
-    let granted: Option<Granted> = diesel::sql_query(
+    let expires =
+        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    let (user_id, period) = (ask.user_id, ask.limit.period);
+    diesel::sql_query(
         "WITH cur AS ( \
              SELECT user_id, period, period_start, LEAST($4, $5 - spent - reserved) AS g \
              FROM budget_periods WHERE user_id = $1 AND period = $2 AND period_start = $3 \
@@ -142,57 +173,86 @@ pub async fn reserve(
          SELECT $7, $1, $2, $3, g, $8 FROM upd RETURNING amount",
     )
     .bind::<SqlUuid, _>(user_id)
-    .bind::<Text, _>(period_name(limit.period))
+    .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
-    .bind::<BigInt, _>(want)
+    .bind::<BigInt, _>(ask.want)
     .bind::<BigInt, _>(tokens)
-    .bind::<BigInt, _>(need)
+    .bind::<BigInt, _>(ask.need)
     .bind::<SqlUuid, _>(hold_id)
     .bind::<Timestamptz, _>(expires)
-    .get_result(conn)
-    .await
-    .optional_row()?;
-    if let Some(g) = granted {
-        return Ok(Reserve::Granted(Hold {
-            id: hold_id,
-            user_id,
-            period: limit.period,
-            period_start: start,
-            amount: g.amount,
-        }));
+    .get_result::<Granted>(conn)
+    .map(move |r| {
+        r.optional_row().map(|g| {
+            g.map(|g| Hold {
+                id: hold_id,
+                user_id,
+                period,
+                period_start: start,
+                amount: g.amount,
+            })
+        })
+    })
+    .boxed()
+}
+
+/// Finishes a reservation after [`try_reserve`]: a grant stands; without one, creates the
+/// period row if it was missing (first call of a period) and tries once more, else says
+/// whether the budget is used up or held by other running turns.
+pub async fn reserve_after(
+    conn: &mut AsyncPgConnection,
+    ask: &ReserveAsk,
+    first: Option<Hold>,
+) -> diesel::QueryResult<Reserve> {
+    if let Some(hold) = first {
+        return Ok(Reserve::Granted(hold));
     }
-    let t = totals(conn, user_id, limit.period, start).await?;
-    if tokens - t.spent < need {
+    let Some(tokens) = ask.limit.tokens else {
+        return Ok(Reserve::HeldByOthers);
+    };
+    let start = ask.limit.period.start(ask.now);
+    let mut current = totals(conn, ask.user_id, ask.limit.period, start).await?;
+    if current.is_none() {
+        ensure_row(conn, ask.user_id, ask.limit.period, start).await?;
+        if let Some(hold) = try_reserve(conn, ask).await? {
+            return Ok(Reserve::Granted(hold));
+        }
+        current = totals(conn, ask.user_id, ask.limit.period, start).await?;
+    }
+    let spent = current.map_or(0, |t| t.spent);
+    if tokens - spent < ask.need {
         Ok(Reserve::Exhausted {
-            resets_at: limit.period.resets_at(now),
+            resets_at: ask.limit.period.resets_at(ask.now),
         })
     } else {
         Ok(Reserve::HeldByOthers)
     }
 }
 
-/// Charges `actual` tokens (at most the hold) and releases the hold. Returns what was
-/// charged. Settling a hold twice charges nothing the second time.
-pub async fn settle(
+/// Charges a call's real usage: at most its hold, which is released. Unlimited users have
+/// no hold; their usage is added to the period row (created if needed). Pipelinable like
+/// [`try_reserve`].
+pub fn settle(
     conn: &mut AsyncPgConnection,
     hold: &Hold,
     actual: i64,
-) -> diesel::QueryResult<i64> {
+) -> BoxFuture<'static, diesel::QueryResult<i64>> {
     let actual = actual.max(0);
     if !hold.is_limited() {
-        diesel::sql_query(
-            "UPDATE budget_periods SET spent = spent + $4, updated_at = now() \
-             WHERE user_id = $1 AND period = $2 AND period_start = $3",
+        return diesel::sql_query(
+            "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (user_id, period, period_start) \
+             DO UPDATE SET spent = b.spent + EXCLUDED.spent, updated_at = now()",
         )
         .bind::<SqlUuid, _>(hold.user_id)
         .bind::<Text, _>(period_name(hold.period))
         .bind::<Timestamptz, _>(hold.period_start)
         .bind::<BigInt, _>(actual)
         .execute(conn)
-        .await?;
-        return Ok(actual);
+        .map(move |r| r.map(|_| actual))
+        .boxed();
     }
-    let charged: Option<Granted> = diesel::sql_query(
+    diesel::sql_query(
         "WITH h AS (DELETE FROM budget_holds WHERE id = $1 RETURNING user_id, period, period_start, amount) \
          UPDATE budget_periods b \
             SET spent = b.spent + LEAST($2, h.amount), reserved = b.reserved - h.amount, updated_at = now() \
@@ -201,10 +261,9 @@ pub async fn settle(
     )
     .bind::<SqlUuid, _>(hold.id)
     .bind::<BigInt, _>(actual)
-    .get_result(conn)
-    .await
-    .optional_row()?;
-    Ok(charged.map(|c| c.amount).unwrap_or(0))
+    .get_result::<Granted>(conn)
+    .map(|r| r.optional_row().map(|c| c.map_or(0, |c| c.amount)))
+    .boxed()
 }
 
 /// Frees holds whose time ran out (their process died). Returns how many tokens it freed.
@@ -236,8 +295,8 @@ pub async fn status(
     let t = totals(conn, user_id, limit.period, start).await?;
     Ok(Status {
         limit: limit.tokens,
-        used: t.spent,
-        reserved: t.reserved,
+        used: t.as_ref().map_or(0, |t| t.spent),
+        reserved: t.map_or(0, |t| t.reserved),
         period: limit.period,
         resets_at: limit.period.resets_at(now),
     })
@@ -266,8 +325,8 @@ async fn totals(
     user_id: Uuid,
     period: Period,
     start: DateTime<Utc>,
-) -> diesel::QueryResult<Totals> {
-    let t: Option<Totals> = diesel::sql_query(
+) -> diesel::QueryResult<Option<Totals>> {
+    diesel::sql_query(
         "SELECT spent, reserved FROM budget_periods \
          WHERE user_id = $1 AND period = $2 AND period_start = $3",
     )
@@ -276,11 +335,7 @@ async fn totals(
     .bind::<Timestamptz, _>(start)
     .get_result(conn)
     .await
-    .optional_row()?;
-    Ok(t.unwrap_or(Totals {
-        spent: 0,
-        reserved: 0,
-    }))
+    .optional_row()
 }
 
 fn period_name(p: Period) -> &'static str {

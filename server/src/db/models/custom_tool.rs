@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
 use serde::{Deserialize, Serialize};
 
 use crate::db::schema::custom_tools::{self, dsl};
@@ -25,12 +26,13 @@ pub struct CustomToolRow {
     pub updated_at: DateTime<Utc>,
 }
 
-pub async fn list(conn: &mut AsyncPgConnection) -> QueryResult<Vec<CustomToolRow>> {
+/// All definitions by name; the future does not borrow the connection (pipelinable).
+pub fn list(conn: &mut AsyncPgConnection) -> BoxFuture<'static, QueryResult<Vec<CustomToolRow>>> {
     dsl::custom_tools
         .order(dsl::name.asc())
         .select(CustomToolRow::as_select())
         .load(conn)
-        .await
+        .boxed()
 }
 
 pub async fn find(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<CustomToolRow>> {

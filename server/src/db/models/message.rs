@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -74,26 +75,32 @@ impl NewMessage {
 
 /// All messages of a conversation in the order they were written. Callers check ownership
 /// of the conversation first.
-pub async fn list(
+/// The whole history, oldest first. Like the other statements of an agent turn, the future
+/// does not borrow the connection, so a transaction can pipeline it with others.
+pub fn list(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
-) -> QueryResult<Vec<Message>> {
+) -> BoxFuture<'static, QueryResult<Vec<Message>>> {
     dsl::messages
         .filter(dsl::conversation_id.eq(conversation_id))
         .order(dsl::seq.asc())
         .select(Message::as_select())
         .load(conn)
-        .await
+        .boxed()
 }
 
-pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewMessage]) -> QueryResult<()> {
+/// Inserts the rows in one statement (pipelinable, see [`list`]).
+pub fn insert_many(
+    conn: &mut AsyncPgConnection,
+    rows: &[NewMessage],
+) -> BoxFuture<'static, QueryResult<()>> {
     if rows.is_empty() {
-        return Ok(());
+        return future::ready(Ok(())).boxed();
     }
     let rows: Vec<NewMessage> = rows.iter().map(NewMessage::pg_safe).collect();
     diesel::insert_into(dsl::messages)
-        .values(&rows)
+        .values(rows)
         .execute(conn)
-        .await
-        .map(|_| ())
+        .map(|r| r.map(|_| ()))
+        .boxed()
 }

@@ -2,6 +2,10 @@
 //! conversation, read its history and the user's tools, reserve budget for the first model
 //! call, store the user message) and one after the turn (settle the last reservation, store
 //! what the turn produced and its usage, release the claim).
+//!
+//! Statements that do not depend on each other are pipelined: sent together and answered
+//! together, so a turn costs four round trips before the first token and three after the
+//! last, however many statements they carry.
 
 use std::time::Duration;
 
@@ -9,21 +13,25 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
 use super::audit::{self, NewAudit};
-use super::budget::{self, Hold, Reserve};
+use super::budget::{self, Hold, Limit, Reserve, ReserveAsk};
 use super::conversation::Conversation;
 use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
-use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles};
+use super::user::{AuthState, Rejection};
+use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles, users::dsl as users};
 
 /// Who starts a turn where.
 #[derive(Debug, Clone)]
 pub struct Claim {
     pub user_id: Uuid,
-    pub role: String,
+    /// The token version the request was signed with; the account is checked in the
+    /// transaction's first round trip.
+    pub token_version: i32,
     pub turn_id: Uuid,
     /// A claim older than this belongs to a dead process and may be taken over.
     pub stale_after: Duration,
@@ -40,27 +48,86 @@ pub struct BudgetAsk {
     pub hold_ttl: Duration,
 }
 
+/// A turn whose start is committed.
+#[derive(Debug)]
+pub struct Started<T> {
+    pub conversation: Conversation,
+    /// The account as it is now (name and role).
+    pub account: AuthState,
+    /// Whatever the caller built from the history (the model input).
+    pub built: T,
+    /// Estimated input tokens of the first call.
+    pub input_estimate: i64,
+    /// Tools the user's role allows right now.
+    pub allowed_tools: Vec<String>,
+    /// Admin-defined tools as they are now.
+    pub custom_tools: Vec<CustomToolRow>,
+    pub hold: Hold,
+}
+
 /// What starting a turn found.
 #[derive(Debug)]
 pub enum Begin<T> {
-    Started {
-        conversation: Conversation,
-        /// Whatever the caller built from the history (the model input).
-        built: T,
-        /// Estimated input tokens of the first call.
-        input_estimate: i64,
-        /// Tools the user's role allows right now.
-        allowed_tools: Vec<String>,
-        /// Admin-defined tools as they are now.
-        custom_tools: Vec<CustomToolRow>,
-        hold: Hold,
-    },
+    Started(Box<Started<T>>),
     /// Not the caller's conversation, or no such conversation.
     NotFound,
     /// Another turn is running in this conversation.
     Busy,
     /// The budget does not cover the first call; nothing was stored.
     Refused(Reserve),
+    /// The token no longer admits its bearer; nothing was stored.
+    Rejected(Rejection),
+}
+
+/// The account as the database has it now, its role's tools and its budget rule: one
+/// indexed join.
+#[derive(Debug, Queryable)]
+struct Access {
+    username: String,
+    role: String,
+    disabled: bool,
+    token_version: i32,
+    tools: Vec<String>,
+    user_budget: Option<i64>,
+    role_budget: Option<i64>,
+    budget_period: String,
+}
+
+impl Access {
+    fn limit(&self) -> Limit {
+        Limit::from_columns(self.user_budget.or(self.role_budget), &self.budget_period)
+    }
+
+    fn account(&self) -> AuthState {
+        AuthState {
+            username: self.username.clone(),
+            role: self.role.clone(),
+            disabled: self.disabled,
+            token_version: self.token_version,
+        }
+    }
+}
+
+fn access(
+    conn: &mut AsyncPgConnection,
+    user_id: Uuid,
+) -> BoxFuture<'static, QueryResult<Option<Access>>> {
+    users::users
+        .inner_join(roles::roles)
+        .filter(users::id.eq(user_id))
+        .select((
+            users::username,
+            users::role,
+            users::disabled,
+            users::token_version,
+            roles::tools,
+            users::token_budget,
+            roles::token_budget,
+            roles::budget_period,
+        ))
+        .first::<Access>(conn)
+        .map(|r| r.optional())
+        .boxed()
 }
 
 enum Abort<T> {
@@ -74,9 +141,40 @@ impl<T> From<diesel::result::Error> for Abort<T> {
     }
 }
 
-/// Claims the conversation, reserves the first call's budget and stores the user message,
-/// in one commit; nothing is kept when the budget refuses. `build` turns the history and the
-/// allowed tools into the model input and its estimated size in tokens.
+/// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
+/// when it is held, or is not the user's.
+fn claim_conversation(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    turn_id: Uuid,
+    stale: DateTime<Utc>,
+) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+    diesel::update(
+        conv::conversations
+            .filter(conv::id.eq(conversation_id))
+            .filter(conv::user_id.eq(user_id))
+            .filter(
+                conv::active_turn_id
+                    .is_null()
+                    .or(conv::active_turn_at.lt(stale)),
+            ),
+    )
+    .set((
+        conv::active_turn_id.eq(turn_id),
+        conv::active_turn_at.eq(diesel::dsl::now),
+        conv::updated_at.eq(diesel::dsl::now),
+    ))
+    .returning(Conversation::as_returning())
+    .get_result(conn)
+    .map(|r| r.optional())
+    .boxed()
+}
+
+/// Checks the account, claims the conversation, reserves the first call's budget and
+/// stores the user message, in one commit; nothing is kept when anything refuses. `build`
+/// turns the history and the allowed tools into the model input and its estimated size in
+/// tokens.
 pub async fn begin<T, F>(
     conn: &mut AsyncPgConnection,
     claim: Claim,
@@ -90,80 +188,68 @@ where
 {
     let Claim {
         user_id,
-        role,
+        token_version,
         turn_id,
         stale_after,
     } = claim;
     let stale =
         ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
+    let conversation_id = user_message.conversation_id;
     let result = conn
         .transaction(|conn| {
             async move {
-                let claimed: Option<Conversation> = diesel::update(
-                    conv::conversations
-                        .filter(conv::id.eq(user_message.conversation_id))
-                        .filter(conv::user_id.eq(user_id))
-                        .filter(
-                            conv::active_turn_id
-                                .is_null()
-                                .or(conv::active_turn_at.lt(stale)),
-                        ),
-                )
-                .set((
-                    conv::active_turn_id.eq(turn_id),
-                    conv::active_turn_at.eq(diesel::dsl::now),
-                    conv::updated_at.eq(diesel::dsl::now),
-                ))
-                .returning(Conversation::as_returning())
-                .get_result(conn)
-                .await
-                .optional()?;
+                // Round trip 1: everything the turn reads, and the claim.
+                let (access, claimed, custom_tools, history) = futures_util::try_join!(
+                    access(conn, user_id),
+                    claim_conversation(conn, conversation_id, user_id, turn_id, stale),
+                    custom_tool::list(conn),
+                    message::list(conn, conversation_id),
+                )?;
+                let Some(access) = access else {
+                    return Err(Abort::Early(Begin::Rejected(Rejection::NoAccount)));
+                };
+                let account = access.account();
+                if let Err(r) = account.admits(token_version) {
+                    return Err(Abort::Early(Begin::Rejected(r)));
+                }
                 let Some(conversation) = claimed else {
-                    let owned = super::conversation::find_owned(
-                        conn,
-                        user_message.conversation_id,
-                        user_id,
-                    )
-                    .await?
-                    .is_some();
+                    let owned = super::conversation::find_owned(conn, conversation_id, user_id)
+                        .await?
+                        .is_some();
                     return Err(Abort::Early(if owned {
                         Begin::Busy
                     } else {
                         Begin::NotFound
                     }));
                 };
-                let allowed_tools: Vec<String> = roles::roles
-                    .find(&role)
-                    .select(roles::tools)
-                    .first(conn)
-                    .await
-                    .optional()?
-                    .unwrap_or_default();
-                let custom_tools = custom_tool::list(conn).await?;
-                let history = message::list(conn, conversation.id).await?;
-                let (built, input_estimate) = build(&history, &allowed_tools, &custom_tools);
-                let reserved = budget::reserve(
-                    conn,
+                let (built, input_estimate) = build(&history, &access.tools, &custom_tools);
+                // Round trip 2: the reservation and the user message (rolled back together
+                // if the budget refuses).
+                let reserve_ask = ReserveAsk {
                     user_id,
-                    input_estimate + ask.max_output,
-                    input_estimate + ask.min_output,
-                    ask.now,
-                    ask.hold_ttl,
-                )
-                .await?;
-                let hold = match reserved {
+                    limit: access.limit(),
+                    want: input_estimate + ask.max_output,
+                    need: input_estimate + ask.min_output,
+                    now: ask.now,
+                    hold_ttl: ask.hold_ttl,
+                };
+                let (first, ()) = futures_util::try_join!(
+                    budget::try_reserve(conn, &reserve_ask),
+                    message::insert_many(conn, std::slice::from_ref(&user_message)),
+                )?;
+                let hold = match budget::reserve_after(conn, &reserve_ask, first).await? {
                     Reserve::Granted(h) => h,
                     refused => return Err(Abort::Early(Begin::Refused(refused))),
                 };
-                message::insert_many(conn, std::slice::from_ref(&user_message)).await?;
-                Ok(Begin::Started {
+                Ok(Begin::Started(Box::new(Started {
                     conversation,
+                    account,
                     built,
                     input_estimate,
-                    allowed_tools,
+                    allowed_tools: access.tools,
                     custom_tools,
                     hold,
-                })
+                })))
             }
             .scope_boxed()
         })
@@ -188,8 +274,8 @@ pub struct Step {
 }
 
 /// Settles the previous call's hold, stores the audit rows of its tool calls, re-reads the
-/// user's allowed tools (admin changes apply to the next call) and reserves for the next
-/// call, in one commit.
+/// user's allowed tools and budget rule (admin changes apply to the next call) and reserves
+/// for the next call, in one commit.
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
@@ -197,35 +283,32 @@ pub async fn next_call(
 ) -> QueryResult<(Reserve, Vec<String>)> {
     conn.transaction(|conn| {
         async move {
-            if let Some((hold, actual)) = step.settle {
-                budget::settle(conn, &hold, actual).await?;
-            }
-            audit::insert_many(conn, &step.audit).await?;
-            let allowed = allowed_tools(conn, user_id).await?;
-            let reserved =
-                budget::reserve(conn, user_id, step.want, step.need, step.now, step.hold_ttl)
-                    .await?;
-            Ok((reserved, allowed))
+            let settle = match &step.settle {
+                Some((hold, actual)) => budget::settle(conn, hold, *actual),
+                None => futures_util::future::ready(Ok(0)).boxed(),
+            };
+            let (_, (), access) = futures_util::try_join!(
+                settle,
+                audit::insert_many(conn, &step.audit),
+                access(conn, user_id),
+            )?;
+            let Some(access) = access else {
+                return Ok((Reserve::Exhausted { resets_at: None }, Vec::new()));
+            };
+            let reserve_ask = ReserveAsk {
+                user_id,
+                limit: access.limit(),
+                want: step.want,
+                need: step.need,
+                now: step.now,
+                hold_ttl: step.hold_ttl,
+            };
+            let reserved = budget::reserve(conn, &reserve_ask).await?;
+            Ok((reserved, access.tools))
         }
         .scope_boxed()
     })
     .await
-}
-
-/// The tools the user's current role allows.
-pub async fn allowed_tools(
-    conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-) -> QueryResult<Vec<String>> {
-    use crate::db::schema::users::dsl as users;
-    users::users
-        .inner_join(roles::roles)
-        .filter(users::id.eq(user_id))
-        .select(roles::tools)
-        .first(conn)
-        .await
-        .optional()
-        .map(Option::unwrap_or_default)
 }
 
 /// Settles the last hold, stores what the turn produced and its usage, and releases the
@@ -241,13 +324,18 @@ pub async fn finish(
 ) -> QueryResult<()> {
     conn.transaction(|conn| {
         async move {
-            if let Some((hold, actual)) = settle {
-                budget::settle(conn, &hold, actual).await?;
-            }
-            message::insert_many(conn, &rows).await?;
-            usage::insert_many(conn, &usage_rows).await?;
-            audit::insert_many(conn, &audit_rows).await?;
-            release(conn, conversation_id, turn_id).await
+            let settled = match &settle {
+                Some((hold, actual)) => budget::settle(conn, hold, *actual),
+                None => futures_util::future::ready(Ok(0)).boxed(),
+            };
+            futures_util::try_join!(
+                settled,
+                message::insert_many(conn, &rows),
+                usage::insert_many(conn, &usage_rows),
+                audit::insert_many(conn, &audit_rows),
+                release(conn, conversation_id, turn_id),
+            )
+            .map(|_| ())
         }
         .scope_boxed()
     })
@@ -266,18 +354,18 @@ pub async fn abandon(
             if let Some(h) = hold {
                 budget::settle(conn, &h, 0).await?;
             }
-            release(conn, conversation_id, turn_id).await
+            release(conn, conversation_id, turn_id).await.map(|_| ())
         }
         .scope_boxed()
     })
     .await
 }
 
-async fn release(
+fn release(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
-) -> QueryResult<()> {
+) -> BoxFuture<'static, QueryResult<usize>> {
     diesel::update(
         conv::conversations
             .filter(conv::id.eq(conversation_id))
@@ -289,8 +377,7 @@ async fn release(
         conv::updated_at.eq(diesel::dsl::now),
     ))
     .execute(conn)
-    .await
-    .map(|_| ())
+    .boxed()
 }
 
 /// Whether a turn is running in the conversation (on any replica).

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -22,15 +23,19 @@ pub struct NewUsage {
     pub charged: i64,
 }
 
-pub async fn insert_many(conn: &mut AsyncPgConnection, rows: &[NewUsage]) -> QueryResult<()> {
+/// Inserts the rows in one statement; the future does not borrow the connection (pipelinable).
+pub fn insert_many(
+    conn: &mut AsyncPgConnection,
+    rows: &[NewUsage],
+) -> BoxFuture<'static, QueryResult<()>> {
     if rows.is_empty() {
-        return Ok(());
+        return future::ready(Ok(())).boxed();
     }
     diesel::insert_into(usage_records::table)
-        .values(rows)
+        .values(rows.to_vec())
         .execute(conn)
-        .await
-        .map(|_| ())
+        .map(|r| r.map(|_| ()))
+        .boxed()
 }
 
 /// Tokens of one user with one model.

@@ -60,6 +60,29 @@ pub struct AuthState {
     pub token_version: i32,
 }
 
+/// Why a validly signed access token no longer admits its bearer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// The account is gone.
+    NoAccount,
+    Disabled,
+    /// Signed before the account's tokens were revoked (sign-out everywhere, role change).
+    Revoked,
+}
+
+impl AuthState {
+    /// Whether a token carrying `token_version` still speaks for this account.
+    pub fn admits(&self, token_version: i32) -> Result<(), Rejection> {
+        if self.disabled {
+            Err(Rejection::Disabled)
+        } else if self.token_version != token_version {
+            Err(Rejection::Revoked)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 #[derive(Insertable)]
 #[diesel(table_name = users)]
 pub struct NewUser<'a> {
