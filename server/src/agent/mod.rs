@@ -191,11 +191,9 @@ impl Agent {
     ) -> i64 {
         let messages: u64 = input.iter().map(context::cost).sum();
         let tools: u64 = tools
-            .specs()
-            .iter()
-            .filter(|s| allowed.contains(&s.name))
-            .map(|s| {
-                crate::llm::estimate_tokens(&s.parameters.to_string())
+            .allowed_specs(allowed)
+            .map(|(s, schema_chars)| {
+                crate::llm::estimate_tokens_of_chars(schema_chars)
                     + crate::llm::estimate_tokens(&s.description)
             })
             .sum();

@@ -182,13 +182,11 @@ impl Agent {
     /// The tools offered to the model: registered and allowed for the user's role.
     fn offered_tools(tools: &Registry, allowed: &[String]) -> Vec<ToolSpec> {
         tools
-            .specs()
-            .into_iter()
-            .filter(|s| allowed.iter().any(|a| a == &s.name))
-            .map(|s| ToolSpec {
-                name: s.name,
-                description: s.description,
-                parameters: s.parameters,
+            .allowed_specs(allowed)
+            .map(|(s, _)| ToolSpec {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                parameters: s.parameters.clone(),
             })
             .collect()
     }
@@ -230,7 +228,12 @@ impl Agent {
 
         let started = Instant::now();
         let mut record = TurnRecord::default();
-        let ending = self.iterate(&turn, &events, &control, &mut record).await;
+        // The turn owns its only copy of the history (an open stream holds it for its life).
+        let mut turn = turn;
+        let input = std::mem::take(&mut turn.input);
+        let ending = self
+            .iterate(&turn, input, &events, &control, &mut record)
+            .await;
         let label = match &ending {
             Ending::Finished(reason) => reason.as_str(),
             Ending::Failed { .. } => "error",
@@ -271,12 +274,12 @@ impl Agent {
     async fn iterate(
         &self,
         turn: &PreparedTurn,
+        mut messages: Vec<ChatMessage>,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
         record: &mut TurnRecord,
     ) -> Ending {
         let mut allowed = turn.allowed_tools.clone();
-        let mut messages = turn.input.clone();
         let mut consecutive_failures: HashMap<String, u32> = HashMap::new();
         let ctx = ToolContext {
             user_id: turn.user_id,

@@ -316,8 +316,12 @@ impl LlmError {
 
 /// Rough local token count: characters / 4, rounded up, at least 1.
 pub fn estimate_tokens(text: &str) -> u64 {
-    let chars = text.chars().count() as u64;
-    chars.div_ceil(4).max(1)
+    estimate_tokens_of_chars(text.chars().count())
+}
+
+/// [`estimate_tokens`] of a text of `chars` characters.
+pub fn estimate_tokens_of_chars(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4).max(1)
 }
 
 /// Truncates `s` to at most `max` characters (on a char boundary), adding `…` when cut.

@@ -99,6 +99,8 @@ struct Entry {
     tool: Arc<dyn Tool>,
     validator: Arc<ArgsValidator>,
     spec: ToolSpecView,
+    /// Characters of `spec.parameters` as JSON, counted once (every turn estimates them).
+    schema_chars: usize,
 }
 
 #[derive(Clone)]
@@ -184,6 +186,7 @@ impl Registry {
                 name: name.to_owned(),
                 reason,
             })?;
+        let schema_chars = parameters.to_string().chars().count();
         let spec = ToolSpecView {
             name: name.to_owned(),
             description: tool.description().to_owned(),
@@ -195,6 +198,7 @@ impl Registry {
                 tool,
                 validator: Arc::new(validator),
                 spec,
+                schema_chars,
             },
         );
         Ok(())
@@ -209,6 +213,19 @@ impl Registry {
     pub fn specs(&self) -> Vec<ToolSpecView> {
         // BTreeMap iterates in key order.
         self.inner.tools.values().map(|e| e.spec.clone()).collect()
+    }
+
+    /// The tools named in `allowed`, in name order, each with the length of its parameter
+    /// schema as JSON in characters (for token estimates), without copying anything.
+    pub fn allowed_specs<'a>(
+        &'a self,
+        allowed: &'a [String],
+    ) -> impl Iterator<Item = (&'a ToolSpecView, usize)> + 'a {
+        self.inner
+            .tools
+            .values()
+            .filter(|e| allowed.iter().any(|a| a == &e.spec.name))
+            .map(|e| (&e.spec, e.schema_chars))
     }
 
     /// Number of registered tools.

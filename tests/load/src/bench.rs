@@ -657,6 +657,8 @@ pub struct CommitProbe {
     pub completed: usize,
     pub xact_before_first_token: Option<f64>,
     pub xact_after_first_token: Option<f64>,
+    /// Commits per second with no turns running (subtracted from the two above).
+    pub background_commits_per_sec: f64,
     pub xid_before_first_token: Option<f64>,
     pub xid_after_first_token: Option<f64>,
     pub reliable: bool,
@@ -664,12 +666,22 @@ pub struct CommitProbe {
 
 /// Commits per turn before the first token and after it, with held streams so the two halves
 /// are separated in time (each read waits for Postgres to flush its counters).
+/// The server's own background work (the hold sweeper every 30 s) also commits; the same
+/// window length with no turns is measured first and subtracted.
 async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
-    let k = 4usize;
+    let k = 20usize;
     let wait = Duration::from_secs(ctx.cfg.stats_wait_secs);
     let (h, p) = (ctx.cfg.pg_host.clone(), ctx.cfg.pg_port.clone());
     tokio::time::sleep(wait).await;
+    let idle_start = Instant::now();
+    let cb = sys::xact_commit(&h, &p, &ctx.db);
+    tokio::time::sleep(wait).await;
     let c0 = sys::xact_commit(&h, &p, &ctx.db);
+    let idle_per_sec = match (cb, c0) {
+        (Some(a), Some(b)) => b.saturating_sub(a) as f64 / idle_start.elapsed().as_secs_f64(),
+        _ => 0.0,
+    };
+    let window1 = Instant::now();
     let x0 = sys::next_xid(&h, &p);
     let hold = Directive { ttft_ms: 5, n: 1, gap_ms: 60_000, hold_s: 300, ..Default::default() };
     let content = format!("probe {}", hold.render());
@@ -695,6 +707,8 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
     tokio::time::sleep(wait).await;
     let c1 = sys::xact_commit(&h, &p, &ctx.db);
     let x1 = sys::next_xid(&h, &p);
+    let window1 = window1.elapsed().as_secs_f64();
+    let window2 = Instant::now();
     release(ctx).await;
     let mut completed = 0;
     for hd in handles {
@@ -705,13 +719,18 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
     tokio::time::sleep(wait).await;
     let c2 = sys::xact_commit(&h, &p, &ctx.db);
     let x2 = sys::next_xid(&h, &p);
+    let window2 = window2.elapsed().as_secs_f64();
     let per = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64 / k as f64);
+    let net = |a: Option<u64>, b: Option<u64>, secs: f64| {
+        Some(((b?.saturating_sub(a?) as f64 - idle_per_sec * secs) / k as f64).max(0.0))
+    };
     CommitProbe {
         turns: k,
         reached_first_token: reached,
         completed,
-        xact_before_first_token: per(c0, c1),
-        xact_after_first_token: per(c1, c2),
+        xact_before_first_token: net(c0, c1, window1),
+        xact_after_first_token: net(c1, c2, window2),
+        background_commits_per_sec: idle_per_sec,
         xid_before_first_token: per(x0, x1),
         xid_after_first_token: per(x1, x2),
         reliable: ctx.cfg.stats_wait_secs >= 11,
