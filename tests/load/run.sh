@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AgentChat load kit — one command:
-#   tests/load/run.sh            full benchmark (~6-8 min), writes tests/load/RESULTS.md (+ RESULTS.json)
+#   tests/load/run.sh            full benchmark (~5 min), writes tests/load/RESULTS.md (+ RESULTS.json)
 #   tests/load/run.sh --smoke    CI smoke run (seconds): checks the kit works, not the speed
 # Extra options are passed to `agentchat-load run` (see tests/load/README.md).
 # The server binary: $AGENTCHAT_BIN, else target/release/agentchat, else target/debug/agentchat.

@@ -28,6 +28,9 @@ use crate::llm::{
 };
 use crate::tools::{ExecutedCall, Outcome, Registry, ToolContext, ToolOutput};
 
+/// How long storing a finished turn waits for a database connection (per attempt).
+const STORE_WAIT: Duration = Duration::from_secs(30);
+
 /// Why a turn was stopped from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -729,9 +732,9 @@ impl Agent {
     async fn persist(&self, turn: &PreparedTurn, record: TurnRecord) {
         for attempt in 0..3u32 {
             let result = async {
-                let mut conn = db::conn(&self.pool)
+                let mut conn = db::conn_patiently(&self.pool, STORE_WAIT)
                     .await
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    .map_err(|e| anyhow::anyhow!("no database connection: {e}"))?;
                 turn::finish(
                     &mut conn,
                     turn.conversation_id,

@@ -54,6 +54,15 @@ pub async fn conn(pool: &Pool) -> Result<PooledConn, ApiError> {
     Ok(pool.get().await?)
 }
 
+/// A connection for work that must not be dropped (storing a finished turn): waits up to
+/// `wait` for a free one instead of the request path's short acquire timeout, so a burst of
+/// turns ending together queues for the pool rather than failing.
+pub async fn conn_patiently(pool: &Pool, wait: Duration) -> Result<PooledConn, PoolError> {
+    let mut timeouts = pool.timeouts();
+    timeouts.wait = Some(wait);
+    pool.timeout_get(&timeouts).await
+}
+
 /// True when Postgres answers a trivial query within `timeout`.
 pub async fn is_ready(pool: &Pool, timeout: Duration) -> bool {
     let check = async {

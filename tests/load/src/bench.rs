@@ -64,7 +64,7 @@ impl Config {
             server_bin,
             results_md: None,
             users: if smoke { 3 } else { 20 },
-            levels: if smoke { vec![4] } else { vec![8, 32, 64, 128, 256] },
+            levels: if smoke { vec![4] } else { vec![8, 32, 48, 64, 96, 128, 256] },
             step_secs: if smoke { 2.0 } else { 8.0 },
             open_secs: if smoke { 2.0 } else { 10.0 },
             streams: if smoke { vec![20, 50] } else { vec![1000, 5000] },
@@ -659,6 +659,9 @@ pub struct CommitProbe {
     pub xact_after_first_token: Option<f64>,
     /// Commits per second with no turns running (subtracted from the two above).
     pub background_commits_per_sec: f64,
+    /// The same two without the subtraction.
+    pub xact_raw_before_first_token: Option<f64>,
+    pub xact_raw_after_first_token: Option<f64>,
     pub xid_before_first_token: Option<f64>,
     pub xid_after_first_token: Option<f64>,
     pub reliable: bool,
@@ -731,6 +734,8 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
         xact_before_first_token: net(c0, c1, window1),
         xact_after_first_token: net(c1, c2, window2),
         background_commits_per_sec: idle_per_sec,
+        xact_raw_before_first_token: per(c0, c1),
+        xact_raw_after_first_token: per(c1, c2),
         xid_before_first_token: per(x0, x1),
         xid_after_first_token: per(x1, x2),
         reliable: ctx.cfg.stats_wait_secs >= 11,
