@@ -122,14 +122,8 @@ async fn disabled_user_is_locked_out_everywhere() {
     // Sending a message checks the account inside the turn's first transaction: refused,
     // and nothing of the turn is kept.
     let r = app
-        .post_as(
-            &member.access,
-            &format!("/api/conversations/{conversation}/messages"),
-        )
-        .json(&json!({"content": "still here?"}))
-        .send()
-        .await
-        .unwrap();
+        .send_message(&member.access, &conversation, "still here?")
+        .await;
     let body = expect_error(r, 401, "unauthenticated").await;
     assert!(body["error"]["message"]
         .as_str()
@@ -179,15 +173,7 @@ async fn a_revoked_token_cannot_start_a_turn() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let r = app
-        .post_as(
-            &member.access,
-            &format!("/api/conversations/{conversation}/messages"),
-        )
-        .json(&json!({"content": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&member.access, &conversation, "hi").await;
     let body = expect_error(r, 401, "unauthenticated").await;
     assert!(body["error"]["message"]
         .as_str()

@@ -235,15 +235,7 @@ async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
     app.set_budget(&admin.access, member.user_id, Some(50))
         .await;
     let conv = app.new_conversation(&member.access).await;
-    let r = app
-        .post_as(
-            &member.access,
-            &format!("/api/conversations/{conv}/messages"),
-        )
-        .json(&json!({"content": "hello"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&member.access, &conv, "hello").await;
     assert!(r.headers().contains_key("retry-after"));
     let body = expect_error(r, 429, "budget_exhausted").await;
     assert!(
@@ -308,12 +300,7 @@ async fn failures_midway_leak_nothing_and_charge_once() {
             .chunk_delay(Duration::from_millis(50))
             .hang(),
     );
-    let mut resp = app
-        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-        .json(&json!({"content": "three"}))
-        .send()
-        .await
-        .unwrap();
+    let mut resp = app.send_message(&s.access, &conv, "three").await;
     let _ = resp.chunk().await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
     drop(resp);
@@ -462,12 +449,7 @@ async fn periods_roll_over_at_utc_boundaries_and_keep_history() {
     let conv = app.new_conversation(&s.access).await;
     let mut refused = false;
     for _ in 0..20 {
-        let r = app
-            .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-            .json(&json!({"content": "again"}))
-            .send()
-            .await
-            .unwrap();
+        let r = app.send_message(&s.access, &conv, "again").await;
         if r.status() == 429 {
             let b = expect_error(r, 429, "budget_exhausted").await;
             assert!(

@@ -301,12 +301,7 @@ async fn assert_failed_turn(reply: Reply, code: &str) {
     assert_eq!(m[1]["status"], "incomplete");
     assert_eq!(m[1]["status_reason"], code);
     // The conversation is free again.
-    let r = app
-        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-        .json(&json!({"content": "again"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&s.access, &conv, "again").await;
     assert_eq!(r.status(), 200);
 }
 
@@ -332,12 +327,7 @@ async fn cancel_stops_the_turn_and_keeps_what_was_produced() {
     let app = openai_app(&fake).await;
     let s = app.signed_up("canceller").await;
     let conv = app.new_conversation(&s.access).await;
-    let mut resp = app
-        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-        .json(&json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap();
+    let mut resp = app.send_message(&s.access, &conv, "go").await;
     let first = resp.chunk().await.unwrap().unwrap();
     let stream = tokio::spawn(async move {
         let mut body = String::from_utf8_lossy(&first).into_owned();
@@ -347,12 +337,7 @@ async fn cancel_stops_the_turn_and_keeps_what_was_produced() {
         body
     });
     // A second turn in the same conversation is refused while this one runs.
-    let r = app
-        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-        .json(&json!({"content": "me too"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&s.access, &conv, "me too").await;
     expect_error(r, 409, "turn_in_progress").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let r = app
@@ -382,15 +367,7 @@ async fn cancel_stops_the_turn_and_keeps_what_was_produced() {
         .await
         .unwrap();
     expect_error(r, 404, "not_found").await;
-    let r = app
-        .post_as(
-            &other.access,
-            &format!("/api/conversations/{conv}/messages"),
-        )
-        .json(&json!({"content": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&other.access, &conv, "hi").await;
     expect_error(r, 404, "not_found").await;
 }
 
@@ -408,12 +385,7 @@ async fn client_disconnect_ends_the_turn_and_stores_it_incomplete() {
     .await;
     let s = app.signed_up("leaver").await;
     let conv = app.new_conversation(&s.access).await;
-    let mut resp = app
-        .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-        .json(&json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap();
+    let mut resp = app.send_message(&s.access, &conv, "go").await;
     let first = resp.chunk().await.unwrap().unwrap();
     assert!(String::from_utf8_lossy(&first).contains("turn_start"));
     drop(resp);
@@ -492,12 +464,7 @@ async fn empty_or_oversized_messages_are_refused_and_not_stored() {
     let s = app.signed_up("quiet").await;
     let conv = app.new_conversation(&s.access).await;
     for content in ["", "   ", &"x".repeat(32_001)] {
-        let r = app
-            .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
-            .json(&json!({"content": content}))
-            .send()
-            .await
-            .unwrap();
+        let r = app.send_message(&s.access, &conv, content).await;
         expect_error(r, 400, "invalid_content").await;
     }
     assert_eq!(

@@ -187,15 +187,7 @@ async fn metrics_move_by_exactly_the_traffic_sent() {
     app.chat(&admin.access, &conv, "what time is it").await;
     app.chat(&admin.access, &conv, "what is 6*7").await;
     let mconv = app.new_conversation(&member.access).await;
-    let r = app
-        .post_as(
-            &member.access,
-            &format!("/api/conversations/{mconv}/messages"),
-        )
-        .json(&json!({"content": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    let r = app.send_message(&member.access, &mconv, "hi").await;
     assert_eq!(r.status(), 429);
     let after = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert!(after.headers()["content-type"]

@@ -414,17 +414,26 @@ impl TestApp {
             .to_owned()
     }
 
+    /// Sends a message; the response is whatever the server answered (stream or error).
+    pub async fn send_message(
+        &self,
+        token: &str,
+        conversation: &str,
+        content: &str,
+    ) -> reqwest::Response {
+        self.post_as(
+            token,
+            &format!("/api/conversations/{conversation}/messages"),
+        )
+        .json(&json!({"content": content}))
+        .send()
+        .await
+        .unwrap()
+    }
+
     /// Sends a message and reads the whole SSE stream.
     pub async fn chat(&self, token: &str, conversation: &str, content: &str) -> Vec<SseEvent> {
-        let r = self
-            .post_as(
-                token,
-                &format!("/api/conversations/{conversation}/messages"),
-            )
-            .json(&json!({"content": content}))
-            .send()
-            .await
-            .unwrap();
+        let r = self.send_message(token, conversation, content).await;
         assert_eq!(r.status(), 200, "chat refused: {}", r.text().await.unwrap());
         assert_eq!(r.headers()["content-type"], "text/event-stream");
         assert_eq!(r.headers()["x-accel-buffering"], "no");
