@@ -124,3 +124,166 @@ async fn replicas_starting_together_create_and_migrate_a_missing_database_once()
             .count() as i64
     );
 }
+
+/// One agent turn through the storage layer with a tool call in the middle: begin, the
+/// between-calls commit, finish.
+async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation: uuid::Uuid) {
+    use agentchat::db::models::audit::NewAudit;
+    use agentchat::db::models::budget::Reserve;
+    use agentchat::db::models::message::NewMessage;
+    use agentchat::db::models::turn;
+    use agentchat::db::models::usage::NewUsage;
+
+    let message = |role: &str, content: &str| NewMessage {
+        id: uuid::Uuid::new_v4(),
+        conversation_id: conversation,
+        role: role.into(),
+        content: content.into(),
+        tool_calls: None,
+        tool_call_id: None,
+        status: "complete".into(),
+        status_reason: None,
+        model: None,
+        input_tokens: None,
+        output_tokens: None,
+        duration_ms: None,
+    };
+    let now = chrono::Utc::now();
+    let hold_ttl = Duration::from_secs(600);
+    let claim = turn::Claim {
+        user_id: user,
+        token_version: 0,
+        turn_id: uuid::Uuid::new_v4(),
+        stale_after: Duration::from_secs(600),
+    };
+    let ask = turn::BudgetAsk {
+        max_output: 100,
+        min_output: 10,
+        now,
+        hold_ttl,
+    };
+    let begun = turn::begin(db, claim.clone(), message("user", "hi"), ask, |h, _, _| {
+        (h.len(), 50)
+    })
+    .await
+    .unwrap();
+    let turn::Begin::Started(started) = begun else {
+        panic!("turn refused: {begun:?}");
+    };
+    let audit = NewAudit {
+        user_id: Some(user),
+        username: "storage".into(),
+        conversation_id: Some(conversation),
+        tool: "calculator".into(),
+        tool_call_id: "call_1".into(),
+        arguments: serde_json::json!({"expression": "1+1"}),
+        arguments_truncated: false,
+        outcome: "ok".into(),
+        error: None,
+        duration_ms: 1,
+        result_bytes: 1,
+        trace_id: None,
+        span_id: None,
+    };
+    let step = turn::Step {
+        settle: Some((started.hold.clone(), 60)),
+        audit: vec![audit],
+        want: 150,
+        need: 60,
+        now,
+        hold_ttl,
+    };
+    let (reserve, _) = turn::next_call(db, user, step).await.unwrap();
+    let Reserve::Granted(second) = reserve else {
+        panic!("second call refused: {reserve:?}");
+    };
+    let usage = |input| NewUsage {
+        user_id: user,
+        conversation_id: Some(conversation),
+        message_id: None,
+        model: "m".into(),
+        input_tokens: input,
+        output_tokens: 10,
+        charged: input + 10,
+    };
+    let rows = vec![
+        message("assistant", "calling"),
+        message("tool", "2"),
+        message("assistant", "it is 2"),
+    ];
+    turn::finish(
+        db,
+        conversation,
+        claim.turn_id,
+        rows,
+        vec![usage(50), usage(60)],
+        Vec::new(),
+        Some((second, 70)),
+    )
+    .await
+    .unwrap();
+}
+
+#[derive(diesel::QueryableByName, Debug)]
+struct Prepared {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    statement: String,
+}
+
+async fn prepared_statements(db: &mut AsyncPgConnection) -> Vec<String> {
+    diesel::sql_query("SELECT statement FROM pg_prepared_statements ORDER BY statement")
+        .load::<Prepared>(db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.statement)
+        .collect()
+}
+
+/// The statements of an agent turn have fixed text, so a connection prepares each of them
+/// once: diesel would prepare raw SQL, UPDATEs and multi-row INSERTs again on every call,
+/// costing a round trip each and a fresh parse and plan in Postgres. The rows land in order
+/// and the budget adds up.
+#[tokio::test]
+async fn a_turn_prepares_its_statements_once_per_connection() {
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("storage").await;
+    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+        .await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let mut db = app.db().await;
+
+    storage_turn(&mut db, s.user_id, conversation).await;
+    let after_first = prepared_statements(&mut db).await;
+    for wanted in [
+        "UPDATE conversations",
+        "INSERT INTO messages",
+        "INSERT INTO usage_records",
+        "INSERT INTO audit_log",
+        "INSERT INTO budget_holds",
+        "DELETE FROM budget_holds",
+    ] {
+        assert!(
+            after_first.iter().any(|s| s.contains(wanted)),
+            "no cached statement with {wanted:?} in {after_first:#?}"
+        );
+    }
+    storage_turn(&mut db, s.user_id, conversation).await;
+    assert_eq!(prepared_statements(&mut db).await, after_first);
+
+    let stored = app.conversation(&s.access, &conversation.to_string()).await;
+    let contents: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contents,
+        ["hi", "calling", "2", "it is 2", "hi", "calling", "2", "it is 2"]
+    );
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!((totals.spent, totals.reserved, totals.holds), (260, 0, 0));
+    assert_eq!(totals.ledger, 2 * (60 + 70));
+}

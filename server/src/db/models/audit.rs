@@ -7,13 +7,13 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::db::prepared::{column, sql};
 use crate::db::schema::audit_log::{self, dsl};
 
 /// Largest argument document kept verbatim (bytes of JSON text).
 pub const MAX_ARGUMENT_BYTES: usize = 4096;
 
-#[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = audit_log)]
+#[derive(Debug, Clone)]
 pub struct NewAudit {
     pub user_id: Option<Uuid>,
     pub username: String,
@@ -80,30 +80,50 @@ pub struct AuditFilter {
     pub limit: i64,
 }
 
-/// Inserts the rows in one statement; the future does not borrow the connection (pipelinable).
+/// Inserts the rows, in order, with one statement of fixed text (prepared once per
+/// connection); the future does not borrow the connection (pipelinable).
 pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewAudit],
 ) -> BoxFuture<'static, QueryResult<()>> {
+    use crate::db::{pg_safe_json, pg_safe_text};
+    use diesel::sql_types::{Array, BigInt, Bool, Jsonb, Nullable, Text, Uuid as SqlUuid};
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
-    use crate::db::{pg_safe_json, pg_safe_text};
-    let rows: Vec<NewAudit> = rows
-        .iter()
-        .map(|r| NewAudit {
-            tool: pg_safe_text(&r.tool).into_owned(),
-            tool_call_id: pg_safe_text(&r.tool_call_id).into_owned(),
-            arguments: pg_safe_json(&r.arguments),
-            error: r.error.as_deref().map(|e| pg_safe_text(e).into_owned()),
-            ..r.clone()
-        })
-        .collect();
-    diesel::insert_into(dsl::audit_log)
-        .values(rows)
-        .execute(conn)
-        .map(|r| r.map(|_| ()))
-        .boxed()
+    let text = |s: &String| pg_safe_text(s).into_owned();
+    sql(
+        "INSERT INTO audit_log (user_id, username, conversation_id, tool, tool_call_id, \
+                                arguments, arguments_truncated, outcome, error, duration_ms, \
+                                result_bytes, trace_id, span_id) \
+         SELECT user_id, username, conversation_id, tool, tool_call_id, arguments, \
+                arguments_truncated, outcome, error, duration_ms, result_bytes, trace_id, span_id \
+         FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], \
+                     $7::bool[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::text[], \
+                     $13::text[]) \
+              WITH ORDINALITY AS r (user_id, username, conversation_id, tool, tool_call_id, \
+                                    arguments, arguments_truncated, outcome, error, duration_ms, \
+                                    result_bytes, trace_id, span_id, n) \
+         ORDER BY n",
+    )
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.user_id))
+    .bind::<Array<Text>, _>(column(rows, |r| r.username.clone()))
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
+    .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool)))
+    .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool_call_id)))
+    .bind::<Array<Jsonb>, _>(column(rows, |r| pg_safe_json(&r.arguments)))
+    .bind::<Array<Bool>, _>(column(rows, |r| r.arguments_truncated))
+    .bind::<Array<Text>, _>(column(rows, |r| r.outcome.clone()))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+        r.error.as_deref().map(|e| pg_safe_text(e).into_owned())
+    }))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.duration_ms))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.result_bytes))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.trace_id.clone()))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.span_id.clone()))
+    .execute(conn)
+    .map(|r| r.map(|_| ()))
+    .boxed()
 }
 
 /// Newest first.

@@ -13,6 +13,7 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use uuid::Uuid;
 
 use crate::budget::Period;
+use crate::db::prepared::sql;
 
 /// A user's effective budget: the user's override, else the role's.
 #[derive(Debug, Clone, Copy)]
@@ -95,7 +96,7 @@ struct Totals {
 }
 
 pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::QueryResult<Limit> {
-    let row: Option<LimitRow> = diesel::sql_query(
+    let row: Option<LimitRow> = sql(
         "SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period \
          FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1",
     )
@@ -159,8 +160,7 @@ pub fn try_reserve(
     let expires =
         ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
     let (user_id, period) = (ask.user_id, ask.limit.period);
-    diesel::sql_query(
-        "WITH cur AS ( \
+    sql("WITH cur AS ( \
              SELECT user_id, period, period_start, LEAST($4, $5 - spent - reserved) AS g \
              FROM budget_periods WHERE user_id = $1 AND period = $2 AND period_start = $3 \
              FOR UPDATE), \
@@ -170,8 +170,7 @@ pub fn try_reserve(
                AND b.period_start = cur.period_start AND cur.g >= $6 \
              RETURNING cur.g AS g) \
          INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at) \
-         SELECT $7, $1, $2, $3, g, $8 FROM upd RETURNING amount",
-    )
+         SELECT $7, $1, $2, $3, g, $8 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
@@ -238,7 +237,7 @@ pub fn settle(
 ) -> BoxFuture<'static, diesel::QueryResult<i64>> {
     let actual = actual.max(0);
     if !hold.is_limited() {
-        return diesel::sql_query(
+        return sql(
             "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
              VALUES ($1, $2, $3, $4) \
              ON CONFLICT (user_id, period, period_start) \
@@ -252,7 +251,7 @@ pub fn settle(
         .map(move |r| r.map(|_| actual))
         .boxed();
     }
-    diesel::sql_query(
+    sql(
         "WITH h AS (DELETE FROM budget_holds WHERE id = $1 RETURNING user_id, period, period_start, amount) \
          UPDATE budget_periods b \
             SET spent = b.spent + LEAST($2, h.amount), reserved = b.reserved - h.amount, updated_at = now() \
@@ -268,7 +267,7 @@ pub fn settle(
 
 /// Frees holds whose time ran out (their process died). Returns how many tokens it freed.
 pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::QueryResult<i64> {
-    let freed: Vec<Granted> = diesel::sql_query(
+    let freed: Vec<Granted> = sql(
         "WITH gone AS (DELETE FROM budget_holds WHERE expires_at < $1 \
                        RETURNING user_id, period, period_start, amount), \
               sums AS (SELECT user_id, period, period_start, sum(amount)::BIGINT AS amount \
@@ -308,7 +307,7 @@ async fn ensure_row(
     period: Period,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<()> {
-    diesel::sql_query(
+    sql(
         "INSERT INTO budget_periods (user_id, period, period_start) VALUES ($1, $2, $3) \
          ON CONFLICT DO NOTHING",
     )
@@ -326,10 +325,8 @@ async fn totals(
     period: Period,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<Option<Totals>> {
-    diesel::sql_query(
-        "SELECT spent, reserved FROM budget_periods \
-         WHERE user_id = $1 AND period = $2 AND period_start = $3",
-    )
+    sql("SELECT spent, reserved FROM budget_periods \
+         WHERE user_id = $1 AND period = $2 AND period_start = $3")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)

@@ -3,12 +3,15 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::db::prepared::{column, sql};
 use crate::db::schema::messages::{self, dsl};
+use crate::db::{pg_safe_json, pg_safe_text};
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize)]
 #[diesel(table_name = messages)]
@@ -39,8 +42,7 @@ pub struct Message {
 }
 
 /// A message to store.
-#[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = messages)]
+#[derive(Debug, Clone)]
 pub struct NewMessage {
     pub id: Uuid,
     pub conversation_id: Uuid,
@@ -54,23 +56,6 @@ pub struct NewMessage {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub duration_ms: Option<i64>,
-}
-
-impl NewMessage {
-    /// A copy Postgres accepts whatever the model produced (see [`crate::db::pg_safe_text`]).
-    fn pg_safe(&self) -> NewMessage {
-        use crate::db::{pg_safe_json, pg_safe_text};
-        NewMessage {
-            content: pg_safe_text(&self.content).into_owned(),
-            tool_calls: self.tool_calls.as_ref().map(pg_safe_json),
-            tool_call_id: self
-                .tool_call_id
-                .as_deref()
-                .map(|s| pg_safe_text(s).into_owned()),
-            model: self.model.as_deref().map(|s| pg_safe_text(s).into_owned()),
-            ..self.clone()
-        }
-    }
 }
 
 /// All messages of a conversation in the order they were written. Callers check ownership
@@ -89,7 +74,8 @@ pub fn list(
         .boxed()
 }
 
-/// Inserts the rows in one statement (pipelinable, see [`list`]).
+/// Inserts the rows, in order, with one statement of fixed text (prepared once per
+/// connection; pipelinable, see [`list`]): each column goes as one array parameter.
 pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewMessage],
@@ -97,10 +83,35 @@ pub fn insert_many(
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
-    let rows: Vec<NewMessage> = rows.iter().map(NewMessage::pg_safe).collect();
-    diesel::insert_into(dsl::messages)
-        .values(rows)
-        .execute(conn)
-        .map(|r| r.map(|_| ()))
-        .boxed()
+    // Postgres must accept whatever the model produced (see `pg_safe_text`).
+    let text = |s: &String| pg_safe_text(s).into_owned();
+    let opt_text = |s: &Option<String>| s.as_deref().map(|s| pg_safe_text(s).into_owned());
+    sql(
+        "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
+                               status, status_reason, model, input_tokens, output_tokens, \
+                               duration_ms) \
+         SELECT id, conversation_id, role, content, tool_calls, tool_call_id, status, \
+                status_reason, model, input_tokens, output_tokens, duration_ms \
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], \
+                     $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[]) \
+              WITH ORDINALITY AS r (id, conversation_id, role, content, tool_calls, tool_call_id, \
+                                    status, status_reason, model, input_tokens, output_tokens, \
+                                    duration_ms, n) \
+         ORDER BY n",
+    )
+    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
+    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.conversation_id))
+    .bind::<Array<Text>, _>(column(rows, |r| r.role.clone()))
+    .bind::<Array<Text>, _>(column(rows, |r| text(&r.content)))
+    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.tool_calls.as_ref().map(pg_safe_json)))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.tool_call_id)))
+    .bind::<Array<Text>, _>(column(rows, |r| r.status.clone()))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.status_reason)))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.model)))
+    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.input_tokens))
+    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.output_tokens))
+    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.duration_ms))
+    .execute(conn)
+    .map(|r| r.map(|_| ()))
+    .boxed()
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
@@ -23,6 +24,7 @@ use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
 use super::user::{AuthState, Rejection};
+use crate::db::prepared::sql;
 use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles, users::dsl as users};
 
 /// Who starts a turn where.
@@ -150,22 +152,15 @@ fn claim_conversation(
     turn_id: Uuid,
     stale: DateTime<Utc>,
 ) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
-    diesel::update(
-        conv::conversations
-            .filter(conv::id.eq(conversation_id))
-            .filter(conv::user_id.eq(user_id))
-            .filter(
-                conv::active_turn_id
-                    .is_null()
-                    .or(conv::active_turn_at.lt(stale)),
-            ),
-    )
-    .set((
-        conv::active_turn_id.eq(turn_id),
-        conv::active_turn_at.eq(diesel::dsl::now),
-        conv::updated_at.eq(diesel::dsl::now),
-    ))
-    .returning(Conversation::as_returning())
+    sql("UPDATE conversations \
+            SET active_turn_id = $3, active_turn_at = now(), updated_at = now() \
+          WHERE id = $1 AND user_id = $2 \
+            AND (active_turn_id IS NULL OR active_turn_at < $4) \
+         RETURNING id, user_id, title, model, created_at, updated_at")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<Timestamptz, _>(stale)
     .get_result(conn)
     .map(|r| r.optional())
     .boxed()
@@ -366,16 +361,11 @@ fn release(
     conversation_id: Uuid,
     turn_id: Uuid,
 ) -> BoxFuture<'static, QueryResult<usize>> {
-    diesel::update(
-        conv::conversations
-            .filter(conv::id.eq(conversation_id))
-            .filter(conv::active_turn_id.eq(turn_id)),
-    )
-    .set((
-        conv::active_turn_id.eq(None::<Uuid>),
-        conv::active_turn_at.eq(None::<DateTime<Utc>>),
-        conv::updated_at.eq(diesel::dsl::now),
-    ))
+    sql("UPDATE conversations \
+            SET active_turn_id = NULL, active_turn_at = NULL, updated_at = now() \
+          WHERE id = $1 AND active_turn_id = $2")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(turn_id)
     .execute(conn)
     .boxed()
 }

@@ -3,16 +3,15 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::schema::usage_records;
+use crate::db::prepared::{column, sql};
 
-#[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = usage_records)]
+#[derive(Debug, Clone)]
 pub struct NewUsage {
     pub user_id: Uuid,
     pub conversation_id: Option<Uuid>,
@@ -23,7 +22,8 @@ pub struct NewUsage {
     pub charged: i64,
 }
 
-/// Inserts the rows in one statement; the future does not borrow the connection (pipelinable).
+/// Inserts the rows with one statement of fixed text (prepared once per connection); the
+/// future does not borrow the connection (pipelinable).
 pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewUsage],
@@ -31,11 +31,26 @@ pub fn insert_many(
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
-    diesel::insert_into(usage_records::table)
-        .values(rows.to_vec())
-        .execute(conn)
-        .map(|r| r.map(|_| ()))
-        .boxed()
+    sql(
+        "INSERT INTO usage_records (user_id, conversation_id, message_id, model, input_tokens, \
+                                    output_tokens, charged) \
+         SELECT user_id, conversation_id, message_id, model, input_tokens, output_tokens, charged \
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int8[], $6::int8[], \
+                     $7::int8[]) \
+              WITH ORDINALITY AS r (user_id, conversation_id, message_id, model, input_tokens, \
+                                    output_tokens, charged, n) \
+         ORDER BY n",
+    )
+    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.user_id))
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
+    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.message_id))
+    .bind::<Array<Text>, _>(column(rows, |r| r.model.clone()))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.input_tokens))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.output_tokens))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.charged))
+    .execute(conn)
+    .map(|r| r.map(|_| ()))
+    .boxed()
 }
 
 /// Tokens of one user with one model.

@@ -1,0 +1,180 @@
+//! Raw SQL that each connection prepares once and then reuses.
+//!
+//! diesel treats every raw query, every UPDATE and every multi-row INSERT as unsafe to cache,
+//! so diesel-async prepares such a statement again on every call. That costs an extra round
+//! trip, during which the connection's statement cache stays locked (so pipelined statements
+//! queue behind it), and Postgres parses and plans the text afresh. The statements of an agent
+//! turn have fixed text, so they go through [`Sql`] instead. Its text is `&'static str`, so it
+//! can only be one of the finitely many statements written in this crate, which makes it safe
+//! to cache.
+//!
+//! Placeholders are `$1`, `$2`, … as in Postgres and may repeat. Each use is sent as its own
+//! parameter, because diesel numbers parameters in the order they are pushed.
+
+use std::marker::PhantomData;
+
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{HasSqlType, Untyped};
+use diesel::QueryResult;
+
+/// A fixed SQL statement and its bind values; run it with diesel-async's `RunQueryDsl`
+/// (`execute`, or `load`/`get_result` into a `QueryableByName` row).
+#[must_use = "a statement does nothing until it is run"]
+pub struct Sql<B = ()> {
+    text: &'static str,
+    binds: B,
+}
+
+/// Starts a statement; add its parameters in placeholder order with [`Sql::bind`].
+pub fn sql(text: &'static str) -> Sql<()> {
+    Sql { text, binds: () }
+}
+
+/// One bind value with its SQL type.
+pub struct Bind<ST, V> {
+    value: V,
+    sql_type: PhantomData<fn() -> ST>,
+}
+
+impl<B: BindList> Sql<B> {
+    /// Binds the next placeholder (`$1` first).
+    pub fn bind<ST, V>(self, value: V) -> Sql<(B, Bind<ST, V>)> {
+        Sql {
+            text: self.text,
+            binds: (
+                self.binds,
+                Bind {
+                    value,
+                    sql_type: PhantomData,
+                },
+            ),
+        }
+    }
+}
+
+/// The bind values of a statement, addressable by placeholder number.
+pub trait BindList {
+    /// How many values are bound.
+    const LEN: usize;
+
+    /// Pushes value `index` (zero-based) as the next parameter.
+    fn push<'b>(&'b self, index: usize, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()>;
+}
+
+impl BindList for () {
+    const LEN: usize = 0;
+
+    fn push<'b>(&'b self, index: usize, _: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        Err(unbound(index + 1))
+    }
+}
+
+impl<B, ST, V> BindList for (B, Bind<ST, V>)
+where
+    B: BindList,
+    Pg: HasSqlType<ST>,
+    V: ToSql<ST, Pg>,
+{
+    const LEN: usize = B::LEN + 1;
+
+    fn push<'b>(&'b self, index: usize, out: &mut AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        if index == B::LEN {
+            out.push_bind_param::<ST, V>(&self.1.value)
+        } else {
+            self.0.push(index, out)
+        }
+    }
+}
+
+/// One field of every row, for binding a column as an array (`unnest($1::uuid[], …)` inserts
+/// any number of rows with one statement of fixed text).
+pub fn column<R, T>(rows: &[R], field: impl Fn(&R) -> T) -> Vec<T> {
+    rows.iter().map(field).collect()
+}
+
+fn unbound(placeholder: impl std::fmt::Display) -> diesel::result::Error {
+    diesel::result::Error::QueryBuilderError(
+        format!("placeholder ${placeholder} has no bound value").into(),
+    )
+}
+
+impl<B: BindList> QueryFragment<Pg> for Sql<B> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        let mut rest = self.text;
+        while let Some(at) = rest.find('$') {
+            let digits = rest[at + 1..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            if digits == 0 {
+                // A `$` that starts no placeholder (inside a literal, say).
+                out.push_sql(&rest[..=at]);
+                rest = &rest[at + 1..];
+                continue;
+            }
+            out.push_sql(&rest[..at]);
+            let placeholder = &rest[at + 1..at + 1 + digits];
+            let number = match placeholder.parse::<usize>() {
+                Ok(n) if (1..=B::LEN).contains(&n) => n,
+                _ => return Err(unbound(placeholder)),
+            };
+            self.binds.push(number - 1, &mut out)?;
+            rest = &rest[at + 1 + digits..];
+        }
+        out.push_sql(rest);
+        // Deliberately no `unsafe_to_cache_prepared`: the text is static (see the module docs).
+        Ok(())
+    }
+}
+
+impl<B> QueryId for Sql<B> {
+    type QueryId = ();
+    // The cache is keyed by the generated text instead of the Rust type.
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<B> Query for Sql<B> {
+    type SqlType = Untyped;
+}
+
+impl<B, Conn> diesel::RunQueryDsl<Conn> for Sql<B> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::sql_types::{BigInt, Text};
+
+    #[test]
+    fn repeated_placeholders_become_separate_parameters() {
+        let q = sql("SELECT $1 + $2, $1 WHERE x = '$' AND y = $2")
+            .bind::<BigInt, _>(7_i64)
+            .bind::<Text, _>("a");
+        let shown = diesel::debug_query::<Pg, _>(&q).to_string();
+        assert!(
+            shown.starts_with(
+                "SELECT $1 + $2, $3 WHERE x = '$' AND y = $4 -- binds: [7, \"a\", 7, \"a\"]"
+            ),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn is_cacheable_unlike_sql_query() {
+        let q = sql("SELECT $1").bind::<BigInt, _>(1_i64);
+        assert!(q.is_safe_to_cache_prepared(&Pg).unwrap());
+        let raw = diesel::sql_query("SELECT $1").bind::<BigInt, _>(1_i64);
+        assert!(!raw.is_safe_to_cache_prepared(&Pg).unwrap());
+    }
+
+    #[test]
+    fn a_placeholder_without_a_value_is_an_error_not_a_panic() {
+        for text in ["SELECT $2", "SELECT $0"] {
+            let q = sql(text).bind::<BigInt, _>(1_i64);
+            let mut builder = diesel::pg::PgQueryBuilder::default();
+            let err = q.to_sql(&mut builder, &Pg).unwrap_err();
+            assert!(err.to_string().contains("has no bound value"), "{err}");
+        }
+    }
+}
