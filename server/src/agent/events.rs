@@ -37,21 +37,10 @@ pub enum TurnEvent {
     TextDelta {
         text: String,
     },
-    ToolCall {
-        id: String,
-        name: String,
-        arguments: Value,
-    },
-    ToolResult {
-        id: String,
-        name: String,
-        success: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        data: Option<Value>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-        duration_ms: u64,
-    },
+    /// Boxed, like `ToolResult` and `Error`: the rare large variants would otherwise size
+    /// every slot of every turn's event channel (a 32-slot block per open stream).
+    ToolCall(Box<ToolCallEvent>),
+    ToolResult(Box<ToolResultEvent>),
     Usage {
         input_tokens: u64,
         output_tokens: u64,
@@ -60,10 +49,35 @@ pub enum TurnEvent {
         message_id: Option<Uuid>,
         finish_reason: FinishReason,
     },
-    Error {
-        code: String,
-        message: String,
-    },
+    Error(Box<ErrorEvent>),
+}
+
+/// The turn failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorEvent {
+    pub code: String,
+    pub message: String,
+}
+
+/// The model asked for a tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallEvent {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A tool call finished.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResultEvent {
+    pub id: String,
+    pub name: String,
+    pub success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub duration_ms: u64,
 }
 
 impl TurnEvent {
@@ -72,11 +86,11 @@ impl TurnEvent {
         match self {
             Self::TurnStart { .. } => "turn_start",
             Self::TextDelta { .. } => "text_delta",
-            Self::ToolCall { .. } => "tool_call",
-            Self::ToolResult { .. } => "tool_result",
+            Self::ToolCall(_) => "tool_call",
+            Self::ToolResult(_) => "tool_result",
             Self::Usage { .. } => "usage",
             Self::Done { .. } => "done",
-            Self::Error { .. } => "error",
+            Self::Error(_) => "error",
         }
     }
 
@@ -87,5 +101,35 @@ impl TurnEvent {
             r#"{"type":"error","code":"internal","message":"event could not be encoded"}"#
                 .to_owned()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxed_variants_keep_the_flat_wire_format() {
+        let e = TurnEvent::ToolResult(Box::new(ToolResultEvent {
+            id: "c1".into(),
+            name: "calculator".into(),
+            success: true,
+            data: Some(serde_json::json!({"value": 2})),
+            error: None,
+            duration_ms: 3,
+        }));
+        assert_eq!(e.name(), "tool_result");
+        let v: Value = serde_json::from_str(&e.to_json()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "tool_result", "id": "c1", "name": "calculator",
+                               "success": true, "data": {"value": 2}, "duration_ms": 3})
+        );
+    }
+
+    #[test]
+    fn an_event_is_small() {
+        // Every open stream holds a block of 32 of these; a text delta is a String.
+        assert!(std::mem::size_of::<TurnEvent>() <= 32);
     }
 }

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use super::context::{self, StoredToolCall};
-use super::events::{FinishReason, TurnEvent};
+use super::events::{ErrorEvent, FinishReason, ToolCallEvent, ToolResultEvent, TurnEvent};
 use crate::budget::Clock;
 use crate::config::LlmSettings;
 use crate::db::models::audit::{self, NewAudit};
@@ -270,7 +270,9 @@ impl Agent {
                 })
                 .await
             }
-            Ending::Failed { code, message } => emit(TurnEvent::Error { code, message }).await,
+            Ending::Failed { code, message } => {
+                emit(TurnEvent::Error(Box::new(ErrorEvent { code, message }))).await
+            }
         }
     }
 
@@ -389,11 +391,11 @@ impl Agent {
             }
             for c in &stored_calls {
                 let _ = events
-                    .send(TurnEvent::ToolCall {
+                    .send(TurnEvent::ToolCall(Box::new(ToolCallEvent {
                         id: c.id.clone(),
                         name: c.name.clone(),
                         arguments: c.arguments.clone(),
-                    })
+                    })))
                     .await;
             }
             let results = tokio::select! {
@@ -822,14 +824,14 @@ fn audit_row(
 }
 
 fn result_event(call: &llm::ToolCall, r: &ExecutedCall) -> TurnEvent {
-    TurnEvent::ToolResult {
+    TurnEvent::ToolResult(Box::new(ToolResultEvent {
         id: call.id.clone(),
         name: call.name.clone(),
         success: r.output.success,
         data: r.output.data.clone(),
         error: r.output.error.clone(),
         duration_ms: r.duration.as_millis().try_into().unwrap_or(u64::MAX),
-    }
+    }))
 }
 
 fn incomplete_assistant(

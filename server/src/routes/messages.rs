@@ -148,7 +148,7 @@ fn summarise(events: Vec<TurnEvent>) -> serde_json::Value {
     for e in &events {
         match e {
             TurnEvent::TextDelta { text } => answer.push_str(text),
-            TurnEvent::ToolCall { .. } => answer.clear(),
+            TurnEvent::ToolCall(_) => answer.clear(),
             TurnEvent::Usage {
                 input_tokens: i,
                 output_tokens: o,
@@ -163,8 +163,8 @@ fn summarise(events: Vec<TurnEvent>) -> serde_json::Value {
                 finish = json!(finish_reason);
                 message_id = json!(m);
             }
-            TurnEvent::Error { code, message } => {
-                error = json!({"code": code, "message": message});
+            TurnEvent::Error(e) => {
+                error = json!({"code": e.code, "message": e.message});
             }
             _ => {}
         }
