@@ -28,6 +28,8 @@ pub struct Config {
     pub levels: Vec<usize>,
     pub step_secs: f64,
     pub open_secs: f64,
+    /// Fixed open-model rate instead of half of saturation (same-rate before/after runs).
+    pub open_rate: Option<f64>,
     pub streams: Vec<usize>,
     pub stream_cycles: usize,
     pub p99_bound_ms: f64,
@@ -67,6 +69,7 @@ impl Config {
             levels: if smoke { vec![4] } else { vec![8, 32, 48, 64, 96, 128, 256] },
             step_secs: if smoke { 2.0 } else { 8.0 },
             open_secs: if smoke { 2.0 } else { 10.0 },
+            open_rate: None,
             streams: if smoke { vec![20, 50] } else { vec![1000, 5000] },
             stream_cycles: if smoke { 1 } else { 2 },
             p99_bound_ms: 100.0,
@@ -91,6 +94,7 @@ impl Config {
                 "--levels" => c.levels = list(&val()?)?,
                 "--step-secs" => c.step_secs = val()?.parse()?,
                 "--open-secs" => c.open_secs = val()?.parse()?,
+                "--open-rate" => c.open_rate = Some(val()?.parse()?),
                 "--streams" => c.streams = list(&val()?)?,
                 "--stream-cycles" => c.stream_cycles = val()?.parse()?,
                 "--p99-bound-ms" => c.p99_bound_ms = val()?.parse()?,
@@ -485,8 +489,11 @@ async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
     if r.saturation_level == ctx.cfg.levels.iter().max().copied() {
         r.bound_note.push_str("; the highest concurrency level was still within the bound (may be under-estimated)");
     }
-    let half = (sat / 2.0).max(1.0);
-    log(format!("{name}: open model at {half:.0}/s (half of saturation), {} s", ctx.cfg.open_secs));
+    let (half, why) = match ctx.cfg.open_rate {
+        Some(r) => (r, "fixed by --open-rate"),
+        None => ((sat / 2.0).max(1.0), "half of saturation"),
+    };
+    log(format!("{name}: open model at {half:.0}/s ({why}), {} s", ctx.cfg.open_secs));
     let p = open(ctx, name, d, half, ctx.cfg.open_secs, true).await;
     log(format!(
         "  ok={} errors={:?} added ttft p50={} p99={} ms, added gap p99={} ms, commits/turn={}",
