@@ -134,20 +134,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     use agentchat::db::models::turn;
     use agentchat::db::models::usage::NewUsage;
 
-    let message = |role: &str, content: &str| NewMessage {
-        id: uuid::Uuid::new_v4(),
-        conversation_id: conversation,
-        role: role.into(),
-        content: content.into(),
-        tool_calls: None,
-        tool_call_id: None,
-        status: "complete".into(),
-        status_reason: None,
-        model: None,
-        input_tokens: None,
-        output_tokens: None,
-        duration_ms: None,
-    };
+    let message = |role: &str, content: &str| NewMessage::complete(conversation, role, content);
     let now = chrono::Utc::now();
     let hold_ttl = Duration::from_secs(600);
     let claim = turn::Claim {

@@ -43,20 +43,7 @@ impl Agent {
             ));
         }
         let turn_id = Uuid::new_v4();
-        let user_message = NewMessage {
-            id: Uuid::new_v4(),
-            conversation_id,
-            role: "user".into(),
-            content: content.to_owned(),
-            tool_calls: None,
-            tool_call_id: None,
-            status: "complete".into(),
-            status_reason: None,
-            model: None,
-            input_tokens: None,
-            output_tokens: None,
-            duration_ms: None,
-        };
+        let user_message = NewMessage::complete(conversation_id, "user", content);
         let user_message_id = user_message.id;
         let max_output = i64::from(self.settings.max_output_tokens);
         let ask = turn_db::BudgetAsk {

@@ -58,6 +58,26 @@ pub struct NewMessage {
     pub duration_ms: Option<i64>,
 }
 
+impl NewMessage {
+    /// A complete message with a fresh id and no tool call, model or usage (a user prompt).
+    pub fn complete(conversation_id: Uuid, role: &str, content: &str) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            conversation_id,
+            role: role.into(),
+            content: content.into(),
+            tool_calls: None,
+            tool_call_id: None,
+            status: "complete".into(),
+            status_reason: None,
+            model: None,
+            input_tokens: None,
+            output_tokens: None,
+            duration_ms: None,
+        }
+    }
+}
+
 /// All messages of a conversation in the order they were written. Callers check ownership
 /// of the conversation first.
 /// The whole history, oldest first. Like the other statements of an agent turn, the future
