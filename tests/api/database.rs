@@ -274,3 +274,149 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
     assert_eq!((totals.spent, totals.reserved, totals.holds), (260, 0, 0));
     assert_eq!(totals.ledger, 2 * (60 + 70));
 }
+
+/// A turn's transactions send BEGIN and COMMIT along with their statements. When one statement
+/// fails, Postgres rolls all of them back, the caller gets the error, and the connection is
+/// healthy again; a retry then stores everything once.
+#[tokio::test]
+async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
+    use agentchat::db::models::message::NewMessage;
+    use agentchat::db::models::turn;
+    use agentchat::db::models::usage::NewUsage;
+    use diesel_async::pooled_connection::PoolableConnection;
+
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("retrier").await;
+    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+        .await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let mut db = app.db().await;
+    let claim = turn::Claim {
+        user_id: s.user_id,
+        token_version: 0,
+        turn_id: uuid::Uuid::new_v4(),
+        stale_after: Duration::from_secs(600),
+    };
+    let ask = turn::BudgetAsk {
+        max_output: 100,
+        min_output: 10,
+        now: chrono::Utc::now(),
+        hold_ttl: Duration::from_secs(600),
+    };
+    let user_message = NewMessage::complete(conversation, "user", "hi");
+    let begun = turn::begin(&mut db, claim.clone(), user_message, ask, |h, _, _| {
+        (h.len(), 50)
+    })
+    .await
+    .unwrap();
+    let turn::Begin::Started(started) = begun else {
+        panic!("turn refused: {begun:?}");
+    };
+    assert!(!db.is_broken());
+    let usage = NewUsage {
+        user_id: s.user_id,
+        conversation_id: Some(conversation),
+        message_id: None,
+        model: "m".into(),
+        input_tokens: 50,
+        output_tokens: 10,
+        charged: 60,
+    };
+    let finish =
+        |rows: Vec<NewMessage>| (rows, vec![usage.clone()], Some((started.hold.clone(), 60)));
+
+    // The second reply row names a conversation that does not exist: the foreign key refuses it.
+    let (rows, usage_rows, settle) = finish(vec![
+        NewMessage::complete(conversation, "assistant", "kept?"),
+        NewMessage::complete(uuid::Uuid::new_v4(), "assistant", "orphan"),
+    ]);
+    let err = turn::finish(
+        &mut db,
+        conversation,
+        claim.turn_id,
+        rows,
+        usage_rows,
+        Vec::new(),
+        settle,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("foreign key"), "{err}");
+    assert!(
+        !db.is_broken(),
+        "a rolled-back transaction leaves a usable connection"
+    );
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!((totals.spent, totals.holds, totals.ledger), (0, 1, 0));
+    assert_eq!(totals.reserved, started.hold.amount);
+    assert!(turn::is_active(&mut db, conversation).await.unwrap());
+
+    let (rows, usage_rows, settle) = finish(vec![NewMessage::complete(
+        conversation,
+        "assistant",
+        "hello",
+    )]);
+    turn::finish(
+        &mut db,
+        conversation,
+        claim.turn_id,
+        rows,
+        usage_rows,
+        Vec::new(),
+        settle,
+    )
+    .await
+    .unwrap();
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!(
+        (totals.spent, totals.reserved, totals.holds, totals.ledger),
+        (60, 0, 0, 60)
+    );
+    assert!(!turn::is_active(&mut db, conversation).await.unwrap());
+    let stored = app.conversation(&s.access, &conversation.to_string()).await;
+    let contents: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["hi", "hello"]);
+}
+
+/// diesel-async does not know about a hand-rolled transaction, so a future dropped inside one
+/// must leave its connection marked broken: the pool then discards it instead of handing the
+/// next request a connection that is still inside someone else's transaction.
+#[tokio::test]
+async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
+    use agentchat::db::pipelined::Pipelined;
+    use agentchat::db::prepared::sql;
+    use diesel_async::pooled_connection::PoolableConnection;
+
+    #[derive(diesel::QueryableByName)]
+    struct Pid {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    #[derive(diesel::QueryableByName)]
+    struct State {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        state: String,
+    }
+
+    let app = spawn_app().await;
+    let mut db = app.db().await;
+    {
+        let mut tx = Pipelined::open(&mut db);
+        let read = sql("SELECT pg_backend_pid() AS pid").get_result::<Pid>(tx.conn());
+        let pid = tx.begin_with(read).await.unwrap().pid;
+        // Dropped here, neither committed nor rolled back.
+        let state: State = diesel::sql_query("SELECT state FROM pg_stat_activity WHERE pid = $1")
+            .bind::<diesel::sql_types::Integer, _>(pid)
+            .get_result(&mut app.db().await)
+            .await
+            .unwrap();
+        assert_eq!(state.state, "idle in transaction");
+    }
+    assert!(db.is_broken());
+}

@@ -2,6 +2,7 @@
 //! migrations applied under an advisory lock so that several replicas may start at once.
 
 pub mod models;
+pub mod pipelined;
 pub mod prepared;
 pub mod schema;
 

@@ -146,15 +146,7 @@ pub fn try_reserve(
 ) -> BoxFuture<'static, diesel::QueryResult<Option<Hold>>> {
     let start = ask.limit.period.start(ask.now);
     let Some(tokens) = ask.limit.tokens else {
-        // Unlimited: nothing to hold; the settlement records the usage.
-        let hold = Hold {
-            id: Uuid::nil(),
-            user_id: ask.user_id,
-            period: ask.limit.period,
-            period_start: start,
-            amount: ask.want,
-        };
-        return future::ready(Ok(Some(hold))).boxed();
+        return future::ready(Ok(Some(unlimited_hold(ask)))).boxed();
     };
     let hold_id = Uuid::new_v4();
     let expires =
@@ -192,6 +184,17 @@ pub fn try_reserve(
         })
     })
     .boxed()
+}
+
+/// The grant of an unlimited budget: nothing is held; the settlement records the usage.
+pub fn unlimited_hold(ask: &ReserveAsk) -> Hold {
+    Hold {
+        id: Uuid::nil(),
+        user_id: ask.user_id,
+        period: ask.limit.period,
+        period_start: ask.limit.period.start(ask.now),
+        amount: ask.want,
+    }
 }
 
 /// Finishes a reservation after [`try_reserve`]: a grant stands; without one, creates the

@@ -14,8 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
@@ -26,6 +25,7 @@ use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
 use super::user::{AuthState, Rejection};
+use crate::db::pipelined::Pipelined;
 use crate::db::prepared::sql;
 use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles, users::dsl as users};
 
@@ -134,17 +134,6 @@ fn access(
         .boxed()
 }
 
-enum Abort<T> {
-    Db(diesel::result::Error),
-    Early(Begin<T>),
-}
-
-impl<T> From<diesel::result::Error> for Abort<T> {
-    fn from(e: diesel::result::Error) -> Self {
-        Abort::Db(e)
-    }
-}
-
 /// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
 /// when it is held, or is not the user's.
 fn claim_conversation(
@@ -172,6 +161,10 @@ fn claim_conversation(
 /// stores the user message, in one commit; nothing is kept when anything refuses. `build`
 /// turns the history and the allowed tools into the model input and its estimated size in
 /// tokens.
+///
+/// Round trips: BEGIN with every read and the claim; then the reservation and the user
+/// message, with COMMIT behind them when nothing can refuse (an unlimited budget), else
+/// COMMIT or ROLLBACK after the answer.
 pub async fn begin<T, F>(
     conn: &mut AsyncPgConnection,
     claim: Claim,
@@ -192,70 +185,83 @@ where
     let stale =
         ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
     let conversation_id = user_message.conversation_id;
-    let result = conn
-        .transaction(|conn| {
-            async move {
-                // Round trip 1: everything the turn reads, and the claim.
-                let (access, claimed, custom_tools, history) = futures_util::try_join!(
-                    access(conn, user_id),
-                    claim_conversation(conn, conversation_id, user_id, turn_id, stale),
-                    custom_tool::list(conn),
-                    message::list(conn, conversation_id),
-                )?;
-                let Some(access) = access else {
-                    return Err(Abort::Early(Begin::Rejected(Rejection::NoAccount)));
-                };
-                let account = access.account();
-                if let Err(r) = account.admits(token_version) {
-                    return Err(Abort::Early(Begin::Rejected(r)));
-                }
-                let Some(conversation) = claimed else {
-                    let owned = super::conversation::find_owned(conn, conversation_id, user_id)
-                        .await?
-                        .is_some();
-                    return Err(Abort::Early(if owned {
-                        Begin::Busy
-                    } else {
-                        Begin::NotFound
-                    }));
-                };
-                let (built, input_estimate) = build(&history, &access.tools, &custom_tools);
-                // Round trip 2: the reservation and the user message (rolled back together
-                // if the budget refuses).
-                let reserve_ask = ReserveAsk {
-                    user_id,
-                    limit: access.limit(),
-                    want: input_estimate + ask.max_output,
-                    need: input_estimate + ask.min_output,
-                    now: ask.now,
-                    hold_ttl: ask.hold_ttl,
-                };
-                let (first, ()) = futures_util::try_join!(
-                    budget::try_reserve(conn, &reserve_ask),
-                    message::insert_many(conn, std::slice::from_ref(&user_message)),
-                )?;
-                let hold = match budget::reserve_after(conn, &reserve_ask, first).await? {
-                    Reserve::Granted(h) => h,
-                    refused => return Err(Abort::Early(Begin::Refused(refused))),
-                };
-                Ok(Begin::Started(Box::new(Started {
-                    conversation,
-                    account,
-                    built,
-                    input_estimate,
-                    allowed_tools: access.tools,
-                    custom_tools,
-                    hold,
-                })))
-            }
-            .scope_boxed()
-        })
-        .await;
-    match result {
-        Ok(b) => Ok(b),
-        Err(Abort::Early(b)) => Ok(b),
-        Err(Abort::Db(e)) => Err(e),
+    let mut tx = Pipelined::open(conn);
+
+    let reads = futures_util::future::try_join4(
+        access(tx.conn(), user_id),
+        claim_conversation(tx.conn(), conversation_id, user_id, turn_id, stale),
+        custom_tool::list(tx.conn()),
+        message::list(tx.conn(), conversation_id),
+    );
+    let (access, claimed, custom_tools, history) = match tx.begin_with(reads).await {
+        Ok(read) => read,
+        Err(e) => return abort_with(tx, Err(e)).await,
+    };
+    let Some(access) = access else {
+        return abort_with(tx, Ok(Begin::Rejected(Rejection::NoAccount))).await;
+    };
+    let account = access.account();
+    if let Err(r) = account.admits(token_version) {
+        return abort_with(tx, Ok(Begin::Rejected(r))).await;
     }
+    let Some(conversation) = claimed else {
+        let owned = super::conversation::find_owned(tx.conn(), conversation_id, user_id).await;
+        let found = owned.map(|c| {
+            if c.is_some() {
+                Begin::Busy
+            } else {
+                Begin::NotFound
+            }
+        });
+        return abort_with(tx, found).await;
+    };
+
+    let (built, input_estimate) = build(&history, &access.tools, &custom_tools);
+    let reserve_ask = ReserveAsk {
+        user_id,
+        limit: access.limit(),
+        want: input_estimate + ask.max_output,
+        need: input_estimate + ask.min_output,
+        now: ask.now,
+        hold_ttl: ask.hold_ttl,
+    };
+    let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
+    let hold = if reserve_ask.limit.tokens.is_none() {
+        // Unlimited: nothing can refuse, so COMMIT goes along.
+        tx.commit_with(insert).await?;
+        budget::unlimited_hold(&reserve_ask)
+    } else {
+        let store =
+            futures_util::future::try_join(budget::try_reserve(tx.conn(), &reserve_ask), insert);
+        let first = match store.await {
+            Ok((first, ())) => first,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        };
+        // The rollback undoes the claim and the user message if the budget refuses.
+        match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
+            Ok(Reserve::Granted(hold)) => {
+                tx.commit().await?;
+                hold
+            }
+            Ok(refused) => return abort_with(tx, Ok(Begin::Refused(refused))).await,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        }
+    };
+    Ok(Begin::Started(Box::new(Started {
+        conversation,
+        account,
+        built,
+        input_estimate,
+        allowed_tools: access.tools,
+        custom_tools,
+        hold,
+    })))
+}
+
+/// Rolls the transaction back and answers `outcome`, or the rollback's error.
+async fn abort_with<T>(tx: Pipelined<'_>, outcome: QueryResult<T>) -> QueryResult<T> {
+    let rolled_back = tx.abort().await;
+    outcome.and_then(|v| rolled_back.map(|()| v))
 }
 
 /// Between two model calls of a turn.
@@ -272,44 +278,51 @@ pub struct Step {
 
 /// Settles the previous call's hold, stores the audit rows of its tool calls, re-reads the
 /// user's allowed tools and budget rule (admin changes apply to the next call) and reserves
-/// for the next call, in one commit.
+/// for the next call, in one commit. A refused reservation still commits the rest.
+///
+/// Round trips: BEGIN with the settlement, the audit rows and the read; then the reservation
+/// with COMMIT behind it.
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
     step: Step,
 ) -> QueryResult<(Reserve, Vec<String>)> {
-    conn.transaction(|conn| {
-        async move {
-            let settle = match &step.settle {
-                Some((hold, actual)) => budget::settle(conn, hold, *actual),
-                None => futures_util::future::ready(Ok(0)).boxed(),
-            };
-            let (_, (), access) = futures_util::try_join!(
-                settle,
-                audit::insert_many(conn, &step.audit),
-                access(conn, user_id),
-            )?;
-            let Some(access) = access else {
-                return Ok((Reserve::Exhausted { resets_at: None }, Vec::new()));
-            };
-            let reserve_ask = ReserveAsk {
-                user_id,
-                limit: access.limit(),
-                want: step.want,
-                need: step.need,
-                now: step.now,
-                hold_ttl: step.hold_ttl,
-            };
-            let reserved = budget::reserve(conn, &reserve_ask).await?;
-            Ok((reserved, access.tools))
-        }
-        .scope_boxed()
-    })
-    .await
+    let mut tx = Pipelined::open(conn);
+    let settle = match &step.settle {
+        Some((hold, actual)) => budget::settle(tx.conn(), hold, *actual),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let first = futures_util::future::try_join3(
+        settle,
+        audit::insert_many(tx.conn(), &step.audit),
+        access(tx.conn(), user_id),
+    );
+    let access = match tx.begin_with(first).await {
+        Ok((_, (), access)) => access,
+        Err(e) => return abort_with(tx, Err(e)).await,
+    };
+    let Some(access) = access else {
+        tx.commit().await?;
+        return Ok((Reserve::Exhausted { resets_at: None }, Vec::new()));
+    };
+    let reserve_ask = ReserveAsk {
+        user_id,
+        limit: access.limit(),
+        want: step.want,
+        need: step.need,
+        now: step.now,
+        hold_ttl: step.hold_ttl,
+    };
+    let reserve = budget::try_reserve(tx.conn(), &reserve_ask);
+    let first = tx.commit_with(reserve).await?;
+    // Rarely (a new period began mid-turn, or too little is free) the answer needs more
+    // statements; each of them is atomic on its own.
+    let reserved = budget::reserve_after(conn, &reserve_ask, first).await?;
+    Ok((reserved, access.tools))
 }
 
 /// Settles the last hold, stores what the turn produced and its usage, and releases the
-/// claim, in one commit.
+/// claim, in one commit and one round trip.
 pub async fn finish(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
@@ -319,24 +332,20 @@ pub async fn finish(
     audit_rows: Vec<NewAudit>,
     settle: Option<(Hold, i64)>,
 ) -> QueryResult<()> {
-    conn.transaction(|conn| {
-        async move {
-            let settled = match &settle {
-                Some((hold, actual)) => budget::settle(conn, hold, *actual),
-                None => futures_util::future::ready(Ok(0)).boxed(),
-            };
-            futures_util::try_join!(
-                settled,
-                message::insert_many(conn, &rows),
-                usage::insert_many(conn, &usage_rows),
-                audit::insert_many(conn, &audit_rows),
-                release(conn, conversation_id, turn_id),
-            )
-            .map(|_| ())
-        }
-        .scope_boxed()
-    })
-    .await
+    let mut tx = Pipelined::open(conn);
+    let c = tx.conn();
+    let settled = match &settle {
+        Some((hold, actual)) => budget::settle(c, hold, *actual),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let work = futures_util::future::try_join5(
+        settled,
+        message::insert_many(c, &rows),
+        usage::insert_many(c, &usage_rows),
+        audit::insert_many(c, &audit_rows),
+        release(c, conversation_id, turn_id),
+    );
+    tx.run(work).await.map(|_| ())
 }
 
 /// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).
@@ -346,16 +355,14 @@ pub async fn abandon(
     turn_id: Uuid,
     hold: Option<Hold>,
 ) -> QueryResult<()> {
-    conn.transaction(|conn| {
-        async move {
-            if let Some(h) = hold {
-                budget::settle(conn, &h, 0).await?;
-            }
-            release(conn, conversation_id, turn_id).await.map(|_| ())
-        }
-        .scope_boxed()
-    })
-    .await
+    let mut tx = Pipelined::open(conn);
+    let settled = match &hold {
+        Some(h) => budget::settle(tx.conn(), h, 0),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let work =
+        futures_util::future::try_join(settled, release(tx.conn(), conversation_id, turn_id));
+    tx.run(work).await.map(|_| ())
 }
 
 fn release(
