@@ -532,3 +532,49 @@ async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
     assert_eq!(stored["messages"][0]["content"], "x\u{FFFD}y");
     assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
 }
+
+/// The start of a turn commits while its first model call opens. If that COMMIT fails, the
+/// client gets an error instead of the model's words, and nothing of the turn is kept: no
+/// user message, no claim on the conversation, no hold on the budget.
+#[tokio::test]
+async fn a_start_that_fails_to_commit_is_an_error_and_keeps_nothing() {
+    use diesel_async::SimpleAsyncConnection;
+
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("unlucky").await;
+    let mut db = app.db().await;
+    // A deferred check fails at COMMIT, as a lost connection or a full disk would.
+    db.batch_execute(
+        "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.content = 'refused at commit' THEN RAISE EXCEPTION 'no'; END IF; \
+         RETURN NULL; END $$; \
+         CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON messages \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+    )
+    .await
+    .unwrap();
+    let conv = app.new_conversation(&s.access).await;
+
+    // Unlimited (the user message travels with the COMMIT), then limited (a hold was taken).
+    for budget in [None, Some(1_000_000)] {
+        app.set_budget(&admin.access, s.user_id, budget).await;
+        let events = app.chat(&s.access, &conv, "refused at commit").await;
+        assert_eq!(event_names(&events), ["turn_start", "error"], "{events:?}");
+        assert_eq!(events[1].data["code"], "unavailable");
+        assert!(events[1].data["message"]
+            .as_str()
+            .unwrap()
+            .contains("not saved"));
+        let stored = app.conversation(&s.access, &conv).await;
+        assert_eq!(stored["messages"].as_array().unwrap().len(), 0, "{stored}");
+        let totals = app.budget_totals(s.user_id).await;
+        assert_eq!((totals.reserved, totals.holds, totals.ledger), (0, 0, 0));
+    }
+
+    // The conversation was never claimed: the next message goes through.
+    let events = app.chat(&s.access, &conv, "hello").await;
+    assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(roles(&stored)[0], "user");
+}

@@ -157,6 +157,10 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     let turn::Begin::Started(started) = begun else {
         panic!("turn refused: {begun:?}");
     };
+    let turn::Started {
+        hold, committing, ..
+    } = *started;
+    committing.wait(db).await.unwrap();
     let audit = NewAudit {
         user_id: Some(user),
         username: "storage".into(),
@@ -173,7 +177,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         span_id: None,
     };
     let step = turn::Step {
-        settle: Some((started.hold.clone(), 60)),
+        settle: Some((hold, 60)),
         audit: vec![audit],
         want: 150,
         need: 60,
@@ -313,6 +317,10 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     let turn::Begin::Started(started) = begun else {
         panic!("turn refused: {begun:?}");
     };
+    let turn::Started {
+        hold, committing, ..
+    } = *started;
+    committing.wait(&mut db).await.unwrap();
     assert!(!db.is_broken());
     let usage = NewUsage {
         user_id: s.user_id,
@@ -323,8 +331,7 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
         output_tokens: 10,
         charged: 60,
     };
-    let finish =
-        |rows: Vec<NewMessage>| (rows, vec![usage.clone()], Some((started.hold.clone(), 60)));
+    let finish = |rows: Vec<NewMessage>| (rows, vec![usage.clone()], Some((hold.clone(), 60)));
 
     // The second reply row names a conversation that does not exist: the foreign key refuses it.
     let (rows, usage_rows, settle) = finish(vec![
@@ -349,7 +356,7 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     );
     let totals = app.budget_totals(s.user_id).await;
     assert_eq!((totals.spent, totals.holds, totals.ledger), (0, 1, 0));
-    assert_eq!(totals.reserved, started.hold.amount);
+    assert_eq!(totals.reserved, hold.amount);
     assert!(turn::is_active(&mut db, conversation).await.unwrap());
 
     let (rows, usage_rows, settle) = finish(vec![NewMessage::complete(

@@ -26,10 +26,11 @@ use crate::error::ApiError;
 pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
 impl Agent {
-    /// Validates the message and makes the start of the turn durable in one commit: the
+    /// Validates the message and prepares the start of the turn as one transaction: the
     /// account is checked against the token (401), the conversation claimed (409 if a turn
     /// already runs), the first model call's budget reserved (429 if it cannot be), the user
-    /// message stored, the history and the user's allowed tools read.
+    /// message stored, the history and the user's allowed tools read. Its COMMIT goes out with
+    /// the first model call ([`PreparedTurn::start`]).
     pub async fn prepare(
         &self,
         token: SignedToken,
@@ -104,6 +105,7 @@ impl Agent {
             input_estimate,
             allowed_tools,
             hold,
+            committing,
             ..
         } = started;
         let model = conversation
@@ -122,6 +124,7 @@ impl Agent {
             allowed_tools,
             tools,
             first_call: (hold, max_tokens),
+            start: Some(turn::PendingStart { conn, committing }),
             outstanding: Default::default(),
         })
     }

@@ -22,6 +22,7 @@ use crate::db::models::audit::{self, NewAudit};
 use crate::db::models::budget::{Hold, Reserve};
 use crate::db::models::message::NewMessage;
 use crate::db::models::usage::NewUsage;
+use crate::db::pipelined::Committing;
 use crate::db::{self, models::turn};
 use crate::llm::{
     self, ChatMessage, ChatRequest, LlmError, LlmProvider, Role, StreamEvent, ToolChoice, ToolSpec,
@@ -102,8 +103,25 @@ pub struct PreparedTurn {
     pub tools: Registry,
     /// The first model call's reservation and the output cap it leaves room for.
     pub first_call: (Hold, u32),
+    /// The COMMIT of the turn's start, sent alongside the first model call; taken by it.
+    pub start: Option<PendingStart>,
     /// The reservation not yet settled, for release if the turn task panics.
     pub outstanding: Arc<Mutex<Option<Hold>>>,
+}
+
+/// The uncommitted start of a turn and the connection it runs on.
+pub struct PendingStart {
+    /// Declared first so that it is dropped first: the pool must not look at the connection
+    /// while a statement future of it is alive.
+    pub committing: Committing,
+    pub conn: db::PooledConn,
+}
+
+impl PendingStart {
+    /// Commits the start; the connection goes back to the pool (discarded if it failed).
+    async fn commit(mut self) -> diesel::QueryResult<()> {
+        self.committing.wait(&mut self.conn).await
+    }
 }
 
 /// What a turn produced, stored in one commit at its end.
@@ -173,12 +191,19 @@ enum ModelOutcome {
         text: String,
         error: LlmError,
     },
+    /// The turn's start did not commit; the call was dropped unread.
+    Unstored(diesel::result::Error),
 }
 
 /// How the whole turn ended.
 enum Ending {
     Finished(FinishReason),
-    Failed { code: String, message: String },
+    Failed {
+        code: String,
+        message: String,
+    },
+    /// The start never committed: there is nothing to store or release.
+    Unstored,
 }
 
 impl Agent {
@@ -234,12 +259,13 @@ impl Agent {
         // The turn owns its only copy of the history (an open stream holds it for its life).
         let mut turn = turn;
         let input = std::mem::take(&mut turn.input);
+        let start = turn.start.take();
         let ending = self
-            .iterate(&turn, input, &events, &control, &mut record)
+            .iterate(&turn, input, start, &events, &control, &mut record)
             .await;
         let label = match &ending {
             Ending::Finished(reason) => reason.as_str(),
-            Ending::Failed { .. } => "error",
+            Ending::Failed { .. } | Ending::Unstored => "error",
         };
         self.metrics.chat_turns.with_label_values(&[label]).inc();
         self.metrics
@@ -261,7 +287,9 @@ impl Agent {
             .rev()
             .find(|m| m.role == "assistant")
             .map(|m| m.id);
-        self.persist(&turn, record).await;
+        if !matches!(ending, Ending::Unstored) {
+            self.persist(&turn, record).await;
+        }
         match ending {
             Ending::Finished(finish_reason) => {
                 emit(TurnEvent::Done {
@@ -273,6 +301,15 @@ impl Agent {
             Ending::Failed { code, message } => {
                 emit(TurnEvent::Error(Box::new(ErrorEvent { code, message }))).await
             }
+            Ending::Unstored => {
+                emit(TurnEvent::Error(Box::new(ErrorEvent {
+                    code: "unavailable".to_owned(),
+                    message: "the database did not confirm your message, so it was not saved; \
+                              try again"
+                        .to_owned(),
+                })))
+                .await
+            }
         }
     }
 
@@ -280,6 +317,7 @@ impl Agent {
         &self,
         turn: &PreparedTurn,
         mut messages: Vec<ChatMessage>,
+        mut start: Option<PendingStart>,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
         record: &mut TurnRecord,
@@ -321,7 +359,7 @@ impl Agent {
             let input_estimate: u64 = messages.iter().map(context::cost).sum();
             let started = Instant::now();
             let outcome = self
-                .call_model(request, input_estimate, events, control)
+                .call_model(request, input_estimate, start.take(), events, control)
                 .await;
             let elapsed = millis(started.elapsed());
             let (text, calls, usage, model) = match outcome {
@@ -353,6 +391,11 @@ impl Agent {
                         code: error.code().to_owned(),
                         message: error.to_string(),
                     };
+                }
+                ModelOutcome::Unstored(error) => {
+                    tracing::error!(%error, conversation = %turn.conversation_id,
+                        "the start of a turn did not commit");
+                    return Ending::Unstored;
                 }
             };
             let _ = events
@@ -463,6 +506,7 @@ impl Agent {
         &self,
         request: ChatRequest,
         input_estimate: u64,
+        start: Option<PendingStart>,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
     ) -> ModelOutcome {
@@ -487,7 +531,7 @@ impl Agent {
         let started = Instant::now();
         let first = std::sync::OnceLock::new();
         let outcome = self
-            .stream_model(request, input_estimate, events, control, &first)
+            .stream_model(request, input_estimate, start, events, control, &first)
             .instrument(span.clone())
             .await;
         let m = &self.metrics;
@@ -514,7 +558,7 @@ impl Agent {
                     .inc_by(usage.output_tokens);
                 "ok"
             }
-            ModelOutcome::Stopped { .. } => "cancelled",
+            ModelOutcome::Stopped { .. } | ModelOutcome::Unstored(_) => "cancelled",
             ModelOutcome::Failed { error, .. } => {
                 span.record("error.type", error.code());
                 span.record("otel.status_code", "ERROR");
@@ -541,11 +585,13 @@ impl Agent {
     }
 
     /// Streams one model call, forwarding text as it arrives. Nothing from a stream that
-    /// ends before the model's message is complete is executed.
+    /// ends before the model's message is complete is executed. The first call of a turn
+    /// opens while the turn's start commits, and reads nothing before the commit succeeded.
     async fn stream_model(
         &self,
         request: ChatRequest,
         input_estimate: u64,
+        start: Option<PendingStart>,
         events: &mpsc::Sender<TurnEvent>,
         control: &TurnControl,
         first: &std::sync::OnceLock<Instant>,
@@ -554,9 +600,26 @@ impl Agent {
             text,
             reason: control.stopped().unwrap_or(StopReason::Cancelled),
         };
-        let opened = tokio::select! {
-            r = self.llm.stream_chat(request) => r,
-            _ = control.token.cancelled() => return stopped(String::new()),
+        let open = async {
+            tokio::select! {
+                r = self.llm.stream_chat(request) => Some(r),
+                _ = control.token.cancelled() => None,
+            }
+        };
+        let opened = match start {
+            None => open.await,
+            Some(start) => {
+                // The commit is never cut short: a cancelled turn must still know whether
+                // its start is stored before it stores the rest.
+                let (committed, opened) = futures_util::join!(start.commit(), open);
+                if let Err(e) = committed {
+                    return ModelOutcome::Unstored(e);
+                }
+                opened
+            }
+        };
+        let Some(opened) = opened else {
+            return stopped(String::new());
         };
         let mut stream = match opened {
             Ok(s) => s,

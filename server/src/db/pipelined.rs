@@ -22,6 +22,7 @@ use diesel::connection::TransactionManagerStatus;
 use diesel::QueryResult;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, TransactionManager};
 use futures_util::future::{BoxFuture, FutureExt};
+use sync_wrapper::SyncWrapper;
 
 use super::prepared::sql;
 
@@ -86,6 +87,16 @@ impl<'c> Pipelined<'c> {
         begun.and(done).and_then(|v| committed.map(|()| v))
     }
 
+    /// Sends nothing yet: returns `work` and COMMIT as one [`Committing`], which the caller
+    /// awaits alongside work of its own (a turn opens its model call meanwhile). The
+    /// connection stays marked broken until [`Committing::wait`] has seen the COMMIT succeed.
+    pub fn commit_later(mut self, work: BoxFuture<'static, QueryResult<()>>) -> Committing {
+        let commit = self.control("COMMIT");
+        Committing {
+            commit: SyncWrapper::new(futures_util::future::join(work, commit).boxed()),
+        }
+    }
+
     /// Commits (or rolls back a failed transaction) and closes.
     pub async fn commit(mut self) -> QueryResult<()> {
         self.control("COMMIT").await?;
@@ -105,5 +116,24 @@ impl<'c> Pipelined<'c> {
             .execute(self.conn)
             .map(|r| r.map(drop))
             .boxed()
+    }
+}
+
+/// Statements and a COMMIT not yet sent; see [`Pipelined::commit_later`].
+#[must_use = "the transaction commits only when waited for"]
+pub struct Committing {
+    /// Only ever awaited by value, so it may sit in a struct that is shared by reference.
+    commit: SyncWrapper<BoxFuture<'static, (QueryResult<()>, QueryResult<()>)>>,
+}
+
+impl Committing {
+    /// Sends the statements and COMMIT, waits for them, and hands `conn` (the connection the
+    /// transaction ran on) back as healthy once the COMMIT succeeded. An error means the
+    /// transaction did not commit, or, if the connection failed, that nobody knows.
+    pub async fn wait(self, conn: &mut AsyncPgConnection) -> QueryResult<()> {
+        let (done, committed) = self.commit.into_inner().await;
+        committed?;
+        Pipelined { conn }.close();
+        done
     }
 }

@@ -25,7 +25,7 @@ use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
 use super::user::{AuthState, Rejection};
-use crate::db::pipelined::Pipelined;
+use crate::db::pipelined::{Committing, Pipelined};
 use crate::db::prepared::sql;
 use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles, users::dsl as users};
 
@@ -52,8 +52,9 @@ pub struct BudgetAsk {
     pub hold_ttl: Duration,
 }
 
-/// A turn whose start is committed.
-#[derive(Debug)]
+/// A turn whose start is decided: everything is written but the COMMIT (and, with an
+/// unlimited budget, the user message) is still to be sent. Nothing may reach the user before
+/// [`Started::committing`] has succeeded; the model call may already be on its way.
 pub struct Started<T> {
     pub conversation: Conversation,
     /// The account as it is now (name and role).
@@ -67,10 +68,20 @@ pub struct Started<T> {
     /// Admin-defined tools as they are now.
     pub custom_tools: Vec<CustomToolRow>,
     pub hold: Hold,
+    /// The rest of the transaction; its connection is unusable until this is waited for.
+    pub committing: Committing,
+}
+
+impl<T> std::fmt::Debug for Started<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Started")
+            .field("conversation", &self.conversation.id)
+            .field("hold", &self.hold)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What starting a turn found.
-#[derive(Debug)]
 pub enum Begin<T> {
     Started(Box<Started<T>>),
     /// Not the caller's conversation, or no such conversation.
@@ -81,6 +92,18 @@ pub enum Begin<T> {
     Refused(Reserve),
     /// The token no longer admits its bearer; nothing was stored.
     Rejected(Rejection),
+}
+
+impl<T> std::fmt::Debug for Begin<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Begin::Started(s) => s.fmt(f),
+            Begin::NotFound => f.write_str("NotFound"),
+            Begin::Busy => f.write_str("Busy"),
+            Begin::Refused(r) => f.debug_tuple("Refused").field(r).finish(),
+            Begin::Rejected(r) => f.debug_tuple("Rejected").field(r).finish(),
+        }
+    }
 }
 
 /// The account as the database has it now, its role's tools and its budget rule: one
@@ -162,9 +185,10 @@ fn claim_conversation(
 /// turns the history and the allowed tools into the model input and its estimated size in
 /// tokens.
 ///
-/// Round trips: BEGIN with every read and the claim; then the reservation and the user
-/// message, with COMMIT behind them when nothing can refuse (an unlimited budget), else
-/// COMMIT or ROLLBACK after the answer.
+/// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
+/// reservation and the user message. The COMMIT (with an unlimited budget, the user message
+/// and the COMMIT: nothing can refuse) is left to the caller in [`Started::committing`], so
+/// that its wait overlaps the model call's.
 pub async fn begin<T, F>(
     conn: &mut AsyncPgConnection,
     claim: Claim,
@@ -226,10 +250,11 @@ where
         hold_ttl: ask.hold_ttl,
     };
     let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
-    let hold = if reserve_ask.limit.tokens.is_none() {
-        // Unlimited: nothing can refuse, so COMMIT goes along.
-        tx.commit_with(insert).await?;
-        budget::unlimited_hold(&reserve_ask)
+    let (hold, committing) = if reserve_ask.limit.tokens.is_none() {
+        (
+            budget::unlimited_hold(&reserve_ask),
+            tx.commit_later(insert),
+        )
     } else {
         let store =
             futures_util::future::try_join(budget::try_reserve(tx.conn(), &reserve_ask), insert);
@@ -239,10 +264,7 @@ where
         };
         // The rollback undoes the claim and the user message if the budget refuses.
         match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
-            Ok(Reserve::Granted(hold)) => {
-                tx.commit().await?;
-                hold
-            }
+            Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
             Ok(refused) => return abort_with(tx, Ok(Begin::Refused(refused))).await,
             Err(e) => return abort_with(tx, Err(e)).await,
         }
@@ -255,7 +277,12 @@ where
         allowed_tools: access.tools,
         custom_tools,
         hold,
+        committing,
     })))
+}
+
+fn ready_ok() -> BoxFuture<'static, QueryResult<()>> {
+    futures_util::future::ready(Ok(())).boxed()
 }
 
 /// Rolls the transaction back and answers `outcome`, or the rollback's error.
