@@ -138,6 +138,9 @@ pub struct DatabaseSettings {
     pub acquire_timeout: Duration,
     /// Create the database named in the URL when it does not exist.
     pub create_if_missing: bool,
+    /// How often budget holds of crashed processes are looked for (each look is one
+    /// transaction, whether or not it finds any).
+    pub hold_sweep_interval: Duration,
 }
 
 /// Accounts and tokens.
@@ -233,6 +236,7 @@ impl Default for Settings {
                 pool_size: 16,
                 acquire_timeout: Duration::from_secs(2),
                 create_if_missing: true,
+                hold_sweep_interval: Duration::from_secs(30),
             },
             bind: "127.0.0.1:8080".to_owned(),
             auth: AuthSettings {
@@ -270,6 +274,7 @@ struct FileSettings {
     database_url: Option<String>,
     database_pool_size: Option<usize>,
     database_acquire_timeout_ms: Option<u64>,
+    hold_sweep_secs: Option<u64>,
     bind: Option<String>,
     jwt_secret: Option<String>,
     registration: Option<Registration>,
@@ -337,6 +342,9 @@ impl Settings {
             .or(file.database_acquire_timeout_ms)
         {
             s.database.acquire_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = parse_env(&env, "AGENTCHAT_HOLD_SWEEP_SECS")?.or(file.hold_sweep_secs) {
+            s.database.hold_sweep_interval = Duration::from_secs(v.max(1));
         }
         if let Some(v) = env("AGENTCHAT_BIND").or(file.bind) {
             s.bind = v;
@@ -570,6 +578,18 @@ mod tests {
         assert!(s.auth.jwt_secret.is_none());
         assert_eq!(s.llm.provider, ProviderKind::Demo);
         assert_eq!(s.llm.max_iterations, 8);
+        assert_eq!(s.database.hold_sweep_interval, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_hold_sweep_interval_is_at_least_a_second() {
+        let every = |v: &str| {
+            load(&[("AGENTCHAT_HOLD_SWEEP_SECS", v)])
+                .map(|s| s.database.hold_sweep_interval)
+        };
+        assert_eq!(every("86400").unwrap(), Duration::from_secs(86400));
+        assert_eq!(every("0").unwrap(), Duration::from_secs(1));
+        assert!(every("soon").is_err());
     }
 
     #[test]

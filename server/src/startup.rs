@@ -90,7 +90,11 @@ impl Application {
             .with_context(|| format!("binding {}", state.settings.bind))?;
         let port = listener.local_addr()?.port();
         let server = run(listener, state.clone())?;
-        spawn_hold_sweeper(state.pool.clone(), clock);
+        spawn_hold_sweeper(
+            state.pool.clone(),
+            clock,
+            state.settings.database.hold_sweep_interval,
+        );
         tracing::info!(port, "listening");
         Ok(Self {
             port,
@@ -208,10 +212,10 @@ fn provider_label(p: crate::config::ProviderKind) -> &'static str {
     }
 }
 
-/// Frees budget holds whose process died, every 30 seconds.
-fn spawn_hold_sweeper(pool: db::Pool, clock: Clock) {
+/// Frees budget holds whose process died, every `every`.
+fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
             let Ok(mut conn) = pool.get().await else {

@@ -498,6 +498,12 @@ impl Agent {
                 return Ending::Finished(FinishReason::MaxIterations);
             }
         }
+        // Only without any model call (a limit of zero iterations) is the start still here.
+        if let Some(start) = start {
+            if start.commit().await.is_err() {
+                return Ending::Unstored;
+            }
+        }
         Ending::Finished(FinishReason::MaxIterations)
     }
 

@@ -72,7 +72,7 @@ pub fn markdown(r: &Report) -> String {
     let rel = if cp.is_some_and(|c| c.reliable) { "" } else { " (unreliable: no stats-flush wait)" };
     let _ = writeln!(s, "| ≤ 1 commit before the first token | {}{rel} | {} |", f(before, 2), verdict(before, |x| x <= 1.0));
     let _ = writeln!(s, "| ≤ 1 commit after the first token | {}{rel} | {} |", f(after, 2), verdict(after, |x| x <= 1.0));
-    let _ = writeln!(s, "\nCommits are `pg_stat_database.xact_commit` of the test database over {} held turns (every transaction, read-only ones included; each read waits {} s for Postgres to flush its counters), minus the server's background commits (hold sweeper) measured over an equal window with no turns: {}/s (without the subtraction: {} before, {} after per turn). Writing transactions (xids assigned, cluster-wide so other tenants may add noise): before first token {}, after {} per turn.\n",
+    let _ = writeln!(s, "\nCommits are `pg_stat_database.xact_commit` of the test database over {} held turns (every transaction, read-only ones included; each read waits {} s for Postgres to flush its counters), minus the server's background commits (hold sweeper slowed to once a day) measured over an equal window with no turns: {}/s (without the subtraction: {} before, {} after per turn). Writing transactions (xids assigned, cluster-wide so other tenants may add noise): before first token {}, after {} per turn.\n",
         cp.map_or(0, |c| c.turns), cfg.stats_wait_secs, f(cp.map(|c| c.background_commits_per_sec), 3),
         f(cp.and_then(|c| c.xact_raw_before_first_token), 2), f(cp.and_then(|c| c.xact_raw_after_first_token), 2),
         f(cp.and_then(|c| c.xid_before_first_token), 2), f(cp.and_then(|c| c.xid_after_first_token), 2));
