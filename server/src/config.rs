@@ -584,8 +584,7 @@ mod tests {
     #[test]
     fn the_hold_sweep_interval_is_at_least_a_second() {
         let every = |v: &str| {
-            load(&[("AGENTCHAT_HOLD_SWEEP_SECS", v)])
-                .map(|s| s.database.hold_sweep_interval)
+            load(&[("AGENTCHAT_HOLD_SWEEP_SECS", v)]).map(|s| s.database.hold_sweep_interval)
         };
         assert_eq!(every("86400").unwrap(), Duration::from_secs(86400));
         assert_eq!(every("0").unwrap(), Duration::from_secs(1));

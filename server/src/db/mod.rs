@@ -19,6 +19,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use crate::config::DatabaseSettings;
 use crate::error::ApiError;
+use crate::shard::{self, Sharded};
 
 /// The migrations in `migrations/`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
@@ -26,29 +27,73 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
 /// Key of the advisory lock that serialises migrations across replicas.
 const MIGRATION_LOCK_KEY: i64 = 0x4147_454e_5443_4854; // "AGENTCHT"
 
-pub type Pool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;
+type ShardPool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;
 pub type PoolError = diesel_async::pooled_connection::deadpool::PoolError;
 pub type PooledConn = diesel_async::pooled_connection::deadpool::Object<AsyncPgConnection>;
+
+/// The request-path pool: one shard per thread ([`crate::shard`]), so that a connection is
+/// used on the thread whose runtime drives it. The configured size is split between them.
+#[derive(Clone)]
+pub struct Pool(Sharded<ShardPool>);
+
+/// Connections across all shards.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolStatus {
+    pub size: usize,
+    pub available: usize,
+}
+
+impl Pool {
+    /// A connection from this thread's shard, waiting up to the acquire timeout.
+    pub async fn get(&self) -> Result<PooledConn, PoolError> {
+        self.0.current().get().await
+    }
+
+    /// A connection from this thread's shard, waiting up to `wait`.
+    pub async fn get_within(&self, wait: Duration) -> Result<PooledConn, PoolError> {
+        let shard = self.0.current();
+        let mut timeouts = shard.timeouts();
+        timeouts.wait = Some(wait);
+        shard.timeout_get(&timeouts).await
+    }
+
+    pub fn status(&self) -> PoolStatus {
+        self.0.all().iter().map(ShardPool::status).fold(
+            PoolStatus {
+                size: 0,
+                available: 0,
+            },
+            |sum, s| PoolStatus {
+                size: sum.size + s.size,
+                available: sum.available + s.available,
+            },
+        )
+    }
+}
 
 /// Builds the request-path pool. Connections are opened lazily, so this succeeds while
 /// Postgres is down and the pool recovers by itself when it is back.
 pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
-    let mut config = ManagerConfig::default();
-    // A dead connection shows up as `is_broken` and is dropped on return; a ping per
-    // checkout would add a round trip to every request.
-    config.recycling_method = RecyclingMethod::Fast;
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
-        settings.url.expose(),
-        config,
-    );
-    Pool::builder(manager)
-        .max_size(settings.pool_size)
-        .wait_timeout(Some(settings.acquire_timeout))
-        .create_timeout(Some(settings.acquire_timeout))
-        .recycle_timeout(Some(settings.acquire_timeout))
-        .runtime(deadpool::Runtime::Tokio1)
-        .build()
-        .context("building the database pool")
+    let sizes = shard::split(settings.pool_size, shard::count());
+    let shards = Sharded::build(sizes.len(), |i| {
+        let mut config = ManagerConfig::default();
+        // A dead connection shows up as `is_broken` and is dropped on return; a ping per
+        // checkout would add a round trip to every request.
+        config.recycling_method = RecyclingMethod::Fast;
+        let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
+            settings.url.expose(),
+            config,
+        );
+        ShardPool::builder(manager)
+            .max_size(sizes[i])
+            .wait_timeout(Some(settings.acquire_timeout))
+            .create_timeout(Some(settings.acquire_timeout))
+            .recycle_timeout(Some(settings.acquire_timeout))
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .context("building the database pool")
+    })?;
+    Ok(Pool(shards))
 }
 
 /// A pooled connection, or 503 when the pool is exhausted or Postgres is unreachable.
@@ -60,9 +105,7 @@ pub async fn conn(pool: &Pool) -> Result<PooledConn, ApiError> {
 /// `wait` for a free one instead of the request path's short acquire timeout, so a burst of
 /// turns ending together queues for the pool rather than failing.
 pub async fn conn_patiently(pool: &Pool, wait: Duration) -> Result<PooledConn, PoolError> {
-    let mut timeouts = pool.timeouts();
-    timeouts.wait = Some(wait);
-    pool.timeout_get(&timeouts).await
+    pool.get_within(wait).await
 }
 
 /// True when Postgres answers a trivial query within `timeout`.

@@ -12,6 +12,7 @@ use super::{
     host_of, truncate_chars, ChatRequest, EventStream, FinishReason, LlmError, LlmProvider, Role,
     StreamEvent, ToolCall, ToolChoice, Usage,
 };
+use crate::shard::Sharded;
 
 /// The `anthropic-version` header value sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -25,7 +26,8 @@ pub struct AnthropicProvider {
     base_url: String,
     api_key: Option<String>,
     settings: HttpSettings,
-    client: reqwest::Client,
+    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
+    clients: Sharded<reqwest::Client>,
 }
 
 impl AnthropicProvider {
@@ -37,12 +39,12 @@ impl AnthropicProvider {
         settings: HttpSettings,
     ) -> Result<Self, LlmError> {
         let base_url = http::normalize_base_url(&base_url.into())?;
-        let client = http::build_client(&settings)?;
+        let clients = http::build_clients(&settings)?;
         Ok(Self {
             base_url,
             api_key: api_key.filter(|k| !k.trim().is_empty()),
             settings,
-            client,
+            clients,
         })
     }
 
@@ -73,7 +75,8 @@ impl LlmProvider for AnthropicProvider {
         let body = self.request_body(&req);
         let resp = http::send_with_retry(&self.settings, started, || {
             let mut rb = self
-                .client
+                .clients
+                .current()
                 .post(&url)
                 .header("anthropic-version", ANTHROPIC_VERSION)
                 .json(&body);

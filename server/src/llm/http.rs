@@ -18,6 +18,8 @@ use rand::Rng;
 use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
+use crate::shard::{self, Sharded};
+
 use super::{truncate_chars, EventStream, LlmError, StreamEvent};
 
 /// Maximum length (in characters) of an upstream error message kept in [`LlmError::Upstream`].
@@ -103,18 +105,28 @@ impl Default for HttpSettings {
     }
 }
 
-/// Idle upstream connections kept per host (the load kit measured ~50 KiB of server memory
-/// per pooled connection after 5,000 streams closed).
+/// Idle upstream connections kept per host, over all shards (the load kit measured ~50 KiB
+/// of server memory per pooled connection after 5,000 streams closed).
 const IDLE_CONNECTIONS_PER_HOST: usize = 128;
 
-/// Builds the reqwest client used by a provider (connect timeout, keep-alive pool).
-pub fn build_client(settings: &HttpSettings) -> Result<reqwest::Client, LlmError> {
+/// The reqwest clients of a provider, one per thread ([`crate::shard`]): a keep-alive
+/// connection is driven on the thread that opened it, which is then the only one using it.
+pub fn build_clients(settings: &HttpSettings) -> Result<Sharded<reqwest::Client>, LlmError> {
+    let idle = shard::split(IDLE_CONNECTIONS_PER_HOST, shard::count());
+    Sharded::build(idle.len(), |i| build_client(settings, idle[i]))
+}
+
+/// One reqwest client (connect timeout, keep-alive pool of `idle_per_host`).
+fn build_client(
+    settings: &HttpSettings,
+    idle_per_host: usize,
+) -> Result<reqwest::Client, LlmError> {
     reqwest::Client::builder()
         .connect_timeout(settings.connect_timeout)
         .pool_idle_timeout(Duration::from_secs(90))
         // Enough warm connections for a burst of turns; without a cap every stream that was
         // ever open at once stays pooled (buffers and a descriptor each) for the idle timeout.
-        .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
+        .pool_max_idle_per_host(idle_per_host)
         .tcp_keepalive(Duration::from_secs(30))
         .user_agent(concat!("AgentChat/", env!("CARGO_PKG_VERSION")))
         .build()

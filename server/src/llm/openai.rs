@@ -13,6 +13,7 @@ use super::{
     host_of, ChatMessage, ChatRequest, EventStream, FinishReason, LlmError, LlmProvider, Role,
     StreamEvent, ToolCall, ToolChoice, Usage,
 };
+use crate::shard::Sharded;
 
 /// Talks to `POST {base_url}/chat/completions`.
 #[derive(Debug, Clone)]
@@ -20,7 +21,8 @@ pub struct OpenAiProvider {
     base_url: String,
     api_key: Option<String>,
     settings: HttpSettings,
-    client: reqwest::Client,
+    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
+    clients: Sharded<reqwest::Client>,
 }
 
 impl OpenAiProvider {
@@ -32,12 +34,12 @@ impl OpenAiProvider {
         settings: HttpSettings,
     ) -> Result<Self, LlmError> {
         let base_url = http::normalize_base_url(&base_url.into())?;
-        let client = http::build_client(&settings)?;
+        let clients = http::build_clients(&settings)?;
         Ok(Self {
             base_url,
             api_key: api_key.filter(|k| !k.trim().is_empty()),
             settings,
-            client,
+            clients,
         })
     }
 
@@ -75,7 +77,7 @@ impl LlmProvider for OpenAiProvider {
         let url = format!("{}/chat/completions", self.base_url);
         let body = self.request_body(&req);
         let resp = http::send_with_retry(&self.settings, started, || {
-            let mut rb = self.client.post(&url).json(&body);
+            let mut rb = self.clients.current().post(&url).json(&body);
             if let Some(key) = &self.api_key {
                 rb = rb.bearer_auth(key);
             }
