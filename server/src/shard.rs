@@ -9,24 +9,37 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+/// actix names its worker threads like this.
+const WORKER_THREAD: &str = "actix-server worker";
+
+static NEXT_WORKER: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
-    /// Threads are numbered in the order they first ask.
-    static SLOT: usize = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    /// Worker threads are numbered from 1 in the order they first ask; every other thread
+    /// (startup, background tasks on the main runtime, tests) shares shard 0.
+    static SLOT: usize = match std::thread::current().name() {
+        Some(name) if name.starts_with(WORKER_THREAD) => NEXT_WORKER.fetch_add(1, Ordering::Relaxed),
+        _ => 0,
+    };
 }
 
-/// One shard per worker thread (actix starts one per CPU) and one for the rest: startup and
-/// background tasks.
+/// One shard for the threads that are not workers, and one per worker thread (actix starts
+/// one per CPU).
 pub fn count() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()) + 1
 }
 
-/// `total` split as evenly as possible into `shards` parts, none below one.
+/// `total` split over `shards` shards: the shared shard 0 (startup and background work) gets
+/// a little, the worker shards the rest evenly; none gets less than one.
 pub fn split(total: usize, shards: usize) -> Vec<usize> {
-    let shards = shards.max(1);
-    (0..shards)
-        .map(|i| (total / shards + usize::from(i < total % shards)).max(1))
+    let workers = shards.max(1) - 1;
+    if workers == 0 {
+        return vec![total.max(1)];
+    }
+    let shared = (total / 8).clamp(1, 2);
+    let rest = total.saturating_sub(shared);
+    std::iter::once(shared)
+        .chain((0..workers).map(|i| (rest / workers + usize::from(i < rest % workers)).max(1)))
         .collect()
 }
 
@@ -69,20 +82,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn split_keeps_the_total_and_gives_every_shard_one() {
-        assert_eq!(split(16, 3), [6, 5, 5]);
+    fn split_gives_the_workers_nearly_all_and_every_shard_one() {
+        assert_eq!(split(16, 3), [2, 7, 7]);
+        assert_eq!(split(128, 5), [2, 32, 32, 31, 31]);
         assert_eq!(split(2, 3), [1, 1, 1]);
         assert_eq!(split(9, 1), [9]);
         assert_eq!(split(4, 0), [4]);
     }
 
     #[test]
-    fn a_thread_keeps_its_shard_and_threads_spread_out() {
-        let sharded = Sharded::build(2, Ok::<_, ()>).unwrap();
-        let mine = *sharded.current();
-        assert_eq!(*sharded.current(), mine);
-        let other =
-            std::thread::scope(|s| s.spawn(|| *sharded.current()).join().unwrap_or(usize::MAX));
-        assert!(other < 2);
+    fn each_worker_thread_has_its_own_shard_and_other_threads_share_the_first() {
+        let sharded = Sharded::build(64, Ok::<_, ()>).unwrap();
+        assert_eq!(*sharded.current(), 0, "a test thread is not a worker");
+        let on = |name: &str| {
+            std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name(name.to_owned())
+                    .spawn_scoped(s, || (*sharded.current(), *sharded.current()))
+                    .and_then(|t| t.join().map_err(|_| std::io::Error::other("panicked")))
+                    .unwrap()
+            })
+        };
+        let (a, a_again) = on("actix-server worker 0");
+        let (b, _) = on("actix-server worker 1");
+        assert_eq!(a, a_again);
+        assert!(a > 0 && b > 0 && a != b, "{a} {b}");
+        assert_eq!(on("tokio-runtime-worker"), (0, 0));
     }
 }
