@@ -4,10 +4,12 @@
 //! what the turn produced and its usage, release the claim).
 //!
 //! Statements that do not depend on each other are pipelined: sent together and answered
-//! together, so a turn costs four round trips before the first token and three after the
-//! last, however many statements they carry. That holds because every statement here has
-//! fixed text and is prepared once per connection ([`crate::db::prepared`]): a statement
-//! diesel re-prepares costs a round trip of its own.
+//! together, and BEGIN and COMMIT travel with them ([`crate::db::pipelined`]). Before the
+//! first token that is one round trip with every read and the claim, one with the reservation
+//! and the user message, and a COMMIT that overlaps the model call's opening; after the turn
+//! it is a single round trip. That holds because every statement here has fixed text and is
+//! prepared once per connection ([`crate::db::prepared`]): a statement diesel re-prepares
+//! costs a round trip of its own.
 
 use std::time::Duration;
 
