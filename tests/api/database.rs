@@ -427,3 +427,76 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
     }
     assert!(db.is_broken());
 }
+
+/// A turn's start is committed by its task, alongside the first model call. If the task dies
+/// first, dropping the start closes its connection at once: Postgres rolls the start back and
+/// the conversation's row lock is free, where a connection parked in the pool would keep the
+/// conversation (and the budget period row) locked until the pool next looked at it.
+#[tokio::test]
+async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
+    use agentchat::agent::turn::PendingStart;
+    use agentchat::db::models::turn;
+
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("orphan").await;
+    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+        .await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
+    let mut pooled = pool.get().await.unwrap();
+    let turn::Begin::Started(first) = start_turn(&mut pooled, s.user_id, conversation, "lost")
+        .await
+        .unwrap()
+    else {
+        panic!("the first start was refused");
+    };
+    drop(PendingStart::new(pooled, first.committing));
+
+    let mut db = app.db().await;
+    let second = tokio::time::timeout(
+        Duration::from_secs(5),
+        start_turn(&mut db, s.user_id, conversation, "kept"),
+    )
+    .await
+    .expect("the conversation is still locked by the dropped start")
+    .unwrap();
+    let turn::Begin::Started(second) = second else {
+        panic!("the second start was refused: {second:?}");
+    };
+    second.committing.wait(&mut db).await.unwrap();
+    let stored = app.conversation(&s.access, &conversation.to_string()).await;
+    let contents: Vec<&str> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["kept"]);
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!(totals.holds, 1, "only the second start's hold");
+}
+
+async fn start_turn(
+    conn: &mut diesel_async::AsyncPgConnection,
+    user_id: uuid::Uuid,
+    conversation: uuid::Uuid,
+    content: &str,
+) -> diesel::QueryResult<agentchat::db::models::turn::Begin<usize>> {
+    use agentchat::db::models::message::NewMessage;
+    use agentchat::db::models::turn;
+    let claim = turn::Claim {
+        user_id,
+        token_version: 0,
+        turn_id: uuid::Uuid::new_v4(),
+        stale_after: Duration::from_secs(600),
+    };
+    let ask = turn::BudgetAsk {
+        max_output: 100,
+        min_output: 10,
+        now: chrono::Utc::now(),
+        hold_ttl: Duration::from_secs(600),
+    };
+    let message = NewMessage::complete(conversation, "user", content);
+    turn::begin(conn, claim, message, ask, |h, _, _| (h.len(), 50)).await
+}

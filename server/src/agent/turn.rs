@@ -109,18 +109,41 @@ pub struct PreparedTurn {
     pub outstanding: Arc<Mutex<Option<Hold>>>,
 }
 
-/// The uncommitted start of a turn and the connection it runs on.
+/// The uncommitted start of a turn and the connection it runs on. Dropped without a
+/// successful commit, it closes that connection at once: Postgres then rolls the start back
+/// and frees its row locks (the conversation, the budget period), where a connection parked in
+/// the pool would hold them until the pool next looked at it.
 pub struct PendingStart {
-    /// Declared first so that it is dropped first: the pool must not look at the connection
-    /// while a statement future of it is alive.
-    pub committing: Committing,
-    pub conn: db::PooledConn,
+    committing: Option<Committing>,
+    conn: Option<db::PooledConn>,
 }
 
 impl PendingStart {
-    /// Commits the start; the connection goes back to the pool (discarded if it failed).
-    async fn commit(mut self) -> diesel::QueryResult<()> {
-        self.committing.wait(&mut self.conn).await
+    pub fn new(conn: db::PooledConn, committing: Committing) -> Self {
+        Self {
+            committing: Some(committing),
+            conn: Some(conn),
+        }
+    }
+
+    /// Commits the start; the connection goes back to the pool.
+    pub async fn commit(mut self) -> diesel::QueryResult<()> {
+        if let (Some(committing), Some(conn)) = (self.committing.take(), self.conn.as_mut()) {
+            committing.wait(conn).await?;
+            // Healthy again: back to the pool rather than closed by `drop`.
+            drop(self.conn.take());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PendingStart {
+    fn drop(&mut self) {
+        // The statement futures go first: nothing may look at the connection while they live.
+        drop(self.committing.take());
+        if let Some(conn) = self.conn.take() {
+            drop(deadpool::managed::Object::take(conn));
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 //! cannot even start while a statement future of the connection is pending (it needs the
 //! connection's transaction state to itself), so neither can share a round trip with a
 //! statement. A turn's transactions are short and their statements are pipelined, so those two
-//! round trips were a third of a turn's database latency. [`Pipelined`] sends BEGIN, COMMIT and
-//! ROLLBACK as ordinary prepared statements instead, which pipeline like any other.
+//! extra round trips were a large share of a turn's time in the database. [`Pipelined`] sends
+//! BEGIN, COMMIT and ROLLBACK as ordinary prepared statements instead, which pipeline like any
+//! other.
 //!
 //! The price is that diesel-async no longer knows a transaction is open. A future dropped
 //! half-way would hand the pool a connection inside our transaction, so while a [`Pipelined`]
