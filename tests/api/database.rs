@@ -451,7 +451,11 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     else {
         panic!("the first start was refused");
     };
-    drop(PendingStart::new(pooled, first.committing));
+    drop(PendingStart::new(
+        pooled,
+        first.committing,
+        uuid::Uuid::new_v4(),
+    ));
 
     let mut db = app.db().await;
     let second = tokio::time::timeout(

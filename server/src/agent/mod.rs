@@ -124,7 +124,7 @@ impl Agent {
             allowed_tools,
             tools,
             first_call: (hold, max_tokens),
-            start: Some(turn::PendingStart::new(conn, committing)),
+            start: Some(turn::PendingStart::new(conn, committing, user_message_id)),
             outstanding: Default::default(),
         })
     }

@@ -116,23 +116,29 @@ pub struct PreparedTurn {
 pub struct PendingStart {
     committing: Option<Committing>,
     conn: Option<db::PooledConn>,
+    /// The user message the start stores, announced once it is committed.
+    message_id: Uuid,
 }
 
 impl PendingStart {
-    pub fn new(conn: db::PooledConn, committing: Committing) -> Self {
+    pub fn new(conn: db::PooledConn, committing: Committing, message_id: Uuid) -> Self {
         Self {
             committing: Some(committing),
             conn: Some(conn),
+            message_id,
         }
     }
 
-    /// Commits the start; the connection goes back to the pool.
-    pub async fn commit(mut self) -> diesel::QueryResult<()> {
+    /// Commits the start (the connection goes back to the pool), then sends `turn_start`:
+    /// the client never hears of a message id that is not stored.
+    pub async fn commit(mut self, events: &mpsc::Sender<TurnEvent>) -> diesel::QueryResult<()> {
         if let (Some(committing), Some(conn)) = (self.committing.take(), self.conn.as_mut()) {
             committing.wait(conn).await?;
             // Healthy again: back to the pool rather than closed by `drop`.
             drop(self.conn.take());
         }
+        let message_id = self.message_id;
+        let _ = events.send(TurnEvent::TurnStart { message_id }).await;
         Ok(())
     }
 }
@@ -272,17 +278,19 @@ impl Agent {
                 let _ = events.send(e).await;
             }
         };
-        emit(TurnEvent::TurnStart {
-            message_id: turn.user_message_id,
-        })
-        .await;
-
         let started = Instant::now();
         let mut record = TurnRecord::default();
         // The turn owns its only copy of the history (an open stream holds it for its life).
         let mut turn = turn;
         let input = std::mem::take(&mut turn.input);
         let start = turn.start.take();
+        if start.is_none() {
+            // Already committed: announce it now (otherwise the commit does).
+            emit(TurnEvent::TurnStart {
+                message_id: turn.user_message_id,
+            })
+            .await;
+        }
         let ending = self
             .iterate(&turn, input, start, &events, &control, &mut record)
             .await;
@@ -523,7 +531,7 @@ impl Agent {
         }
         // Only without any model call (a limit of zero iterations) is the start still here.
         if let Some(start) = start {
-            if start.commit().await.is_err() {
+            if start.commit(events).await.is_err() {
                 return Ending::Unstored;
             }
         }
@@ -640,7 +648,7 @@ impl Agent {
             Some(start) => {
                 // The commit is never cut short: a cancelled turn must still know whether
                 // its start is stored before it stores the rest.
-                let (committed, opened) = futures_util::join!(start.commit(), open);
+                let (committed, opened) = futures_util::join!(start.commit(events), open);
                 if let Err(e) = committed {
                     return ModelOutcome::Unstored(e);
                 }
