@@ -137,29 +137,10 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     let message = |role: &str, content: &str| NewMessage::complete(conversation, role, content);
     let now = chrono::Utc::now();
     let hold_ttl = Duration::from_secs(600);
-    let claim = turn::Claim {
-        user_id: user,
-        token_version: 0,
-        turn_id: uuid::Uuid::new_v4(),
-        stale_after: Duration::from_secs(600),
-    };
-    let ask = turn::BudgetAsk {
-        max_output: 100,
-        min_output: 10,
-        now,
-        hold_ttl,
-    };
-    let begun = turn::begin(db, claim.clone(), message("user", "hi"), ask, |h, _, _| {
-        (h.len(), 50)
-    })
-    .await
-    .unwrap();
-    let turn::Begin::Started(started) = begun else {
-        panic!("turn refused: {begun:?}");
-    };
+    let claim = new_claim(user);
     let turn::Started {
         hold, committing, ..
-    } = *started;
+    } = started(start_turn(db, &claim, conversation, "hi").await);
     committing.wait(db).await.unwrap();
     let audit = NewAudit {
         user_id: Some(user),
@@ -263,13 +244,7 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
     storage_turn(&mut db, s.user_id, conversation).await;
     assert_eq!(prepared_statements(&mut db).await, after_first);
 
-    let stored = app.conversation(&s.access, &conversation.to_string()).await;
-    let contents: Vec<&str> = stored["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let contents = stored_contents(&app, &s.access, conversation).await;
     assert_eq!(
         contents,
         ["hi", "calling", "2", "it is 2", "hi", "calling", "2", "it is 2"]
@@ -296,30 +271,10 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
         .await;
     let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
     let mut db = app.db().await;
-    let claim = turn::Claim {
-        user_id: s.user_id,
-        token_version: 0,
-        turn_id: uuid::Uuid::new_v4(),
-        stale_after: Duration::from_secs(600),
-    };
-    let ask = turn::BudgetAsk {
-        max_output: 100,
-        min_output: 10,
-        now: chrono::Utc::now(),
-        hold_ttl: Duration::from_secs(600),
-    };
-    let user_message = NewMessage::complete(conversation, "user", "hi");
-    let begun = turn::begin(&mut db, claim.clone(), user_message, ask, |h, _, _| {
-        (h.len(), 50)
-    })
-    .await
-    .unwrap();
-    let turn::Begin::Started(started) = begun else {
-        panic!("turn refused: {begun:?}");
-    };
+    let claim = new_claim(s.user_id);
     let turn::Started {
         hold, committing, ..
-    } = *started;
+    } = started(start_turn(&mut db, &claim, conversation, "hi").await);
     committing.wait(&mut db).await.unwrap();
     assert!(!db.is_broken());
     let usage = NewUsage {
@@ -381,13 +336,7 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
         (60, 0, 0, 60)
     );
     assert!(!turn::is_active(&mut db, conversation).await.unwrap());
-    let stored = app.conversation(&s.access, &conversation.to_string()).await;
-    let contents: Vec<&str> = stored["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    let contents = stored_contents(&app, &s.access, conversation).await;
     assert_eq!(contents, ["hi", "hello"]);
 }
 
@@ -435,7 +384,6 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
 #[tokio::test]
 async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     use agentchat::agent::turn::PendingStart;
-    use agentchat::db::models::turn;
 
     let app = spawn_app().await;
     let admin = app.signed_up("boss").await;
@@ -445,12 +393,8 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
     let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
     let mut pooled = pool.get().await.unwrap();
-    let turn::Begin::Started(first) = start_turn(&mut pooled, s.user_id, conversation, "lost")
-        .await
-        .unwrap()
-    else {
-        panic!("the first start was refused");
-    };
+    let claim = new_claim(s.user_id);
+    let first = started(start_turn(&mut pooled, &claim, conversation, "lost").await);
     drop(PendingStart::new(
         pooled,
         first.committing,
@@ -460,41 +404,35 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     let mut db = app.db().await;
     let second = tokio::time::timeout(
         Duration::from_secs(5),
-        start_turn(&mut db, s.user_id, conversation, "kept"),
+        start_turn(&mut db, &new_claim(s.user_id), conversation, "kept"),
     )
     .await
-    .expect("the conversation is still locked by the dropped start")
-    .unwrap();
-    let turn::Begin::Started(second) = second else {
-        panic!("the second start was refused: {second:?}");
-    };
-    second.committing.wait(&mut db).await.unwrap();
-    let stored = app.conversation(&s.access, &conversation.to_string()).await;
-    let contents: Vec<&str> = stored["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
+    .expect("the conversation is still locked by the dropped start");
+    started(second).committing.wait(&mut db).await.unwrap();
+    let contents = stored_contents(&app, &s.access, conversation).await;
     assert_eq!(contents, ["kept"]);
     let totals = app.budget_totals(s.user_id).await;
     assert_eq!(totals.holds, 1, "only the second start's hold");
 }
 
+fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
+    agentchat::db::models::turn::Claim {
+        user_id,
+        token_version: 0,
+        turn_id: uuid::Uuid::new_v4(),
+        stale_after: Duration::from_secs(600),
+    }
+}
+
+/// Begins a turn through the storage layer: a 50-token estimate, up to 100 tokens out.
 async fn start_turn(
     conn: &mut diesel_async::AsyncPgConnection,
-    user_id: uuid::Uuid,
+    claim: &agentchat::db::models::turn::Claim,
     conversation: uuid::Uuid,
     content: &str,
 ) -> diesel::QueryResult<agentchat::db::models::turn::Begin<usize>> {
     use agentchat::db::models::message::NewMessage;
     use agentchat::db::models::turn;
-    let claim = turn::Claim {
-        user_id,
-        token_version: 0,
-        turn_id: uuid::Uuid::new_v4(),
-        stale_after: Duration::from_secs(600),
-    };
     let ask = turn::BudgetAsk {
         max_output: 100,
         min_output: 10,
@@ -502,5 +440,25 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, "user", content);
-    turn::begin(conn, claim, message, ask, |h, _, _| (h.len(), 50)).await
+    turn::begin(conn, claim.clone(), message, ask, |h, _, _| (h.len(), 50)).await
+}
+
+fn started(
+    begun: diesel::QueryResult<agentchat::db::models::turn::Begin<usize>>,
+) -> agentchat::db::models::turn::Started<usize> {
+    match begun.unwrap() {
+        agentchat::db::models::turn::Begin::Started(s) => *s,
+        other => panic!("turn refused: {other:?}"),
+    }
+}
+
+/// The contents of the conversation's stored messages, in order.
+async fn stored_contents(app: &TestApp, token: &str, conversation: uuid::Uuid) -> Vec<String> {
+    let stored = app.conversation(token, &conversation.to_string()).await;
+    stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
 }
