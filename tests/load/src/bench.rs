@@ -44,7 +44,9 @@ pub struct Config {
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
-    v.split(',').map(|x| x.trim().parse::<usize>().context("bad list")).collect()
+    v.split(',')
+        .map(|x| x.trim().parse::<usize>().context("bad list"))
+        .collect()
 }
 
 impl Config {
@@ -52,25 +54,35 @@ impl Config {
         let smoke = args.iter().any(|a| a == "--smoke");
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let root = here.join("../..");
-        let server_bin = std::env::var_os("AGENTCHAT_BIN").map(PathBuf::from).unwrap_or_else(|| {
-            let rel = root.join("target/release/agentchat");
-            if rel.exists() {
-                rel
-            } else {
-                root.join("target/debug/agentchat")
-            }
-        });
+        let server_bin = std::env::var_os("AGENTCHAT_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let rel = root.join("target/release/agentchat");
+                if rel.exists() {
+                    rel
+                } else {
+                    root.join("target/debug/agentchat")
+                }
+            });
         let mut c = Config {
             smoke,
             out_dir: here.join(if smoke { "out/smoke" } else { "out/full" }),
             server_bin,
             results_md: None,
             users: if smoke { 3 } else { 20 },
-            levels: if smoke { vec![4] } else { vec![8, 32, 48, 64, 96, 128, 256] },
+            levels: if smoke {
+                vec![4]
+            } else {
+                vec![8, 32, 48, 64, 96, 128, 256]
+            },
             step_secs: if smoke { 2.0 } else { 8.0 },
             open_secs: if smoke { 2.0 } else { 10.0 },
             open_rate: None,
-            streams: if smoke { vec![20, 50] } else { vec![1000, 5000] },
+            streams: if smoke {
+                vec![20, 50]
+            } else {
+                vec![1000, 5000]
+            },
             stream_cycles: if smoke { 1 } else { 2 },
             p99_bound_ms: 100.0,
             ttft_ms: 20,
@@ -109,9 +121,18 @@ impl Config {
         }
         c.users = c.users.clamp(1, 1000);
         c.streams.sort_unstable();
-        anyhow::ensure!(c.streams.iter().all(|n| *n <= 20_000), "at most 20000 open streams");
-        anyhow::ensure!(c.levels.iter().all(|n| *n >= 1 && *n <= 2000), "levels must be 1..=2000");
-        anyhow::ensure!(c.step_secs <= 600.0 && c.open_secs <= 600.0, "phases are at most 600 s");
+        anyhow::ensure!(
+            c.streams.iter().all(|n| *n <= 20_000),
+            "at most 20000 open streams"
+        );
+        anyhow::ensure!(
+            c.levels.iter().all(|n| *n >= 1 && *n <= 2000),
+            "levels must be 1..=2000"
+        );
+        anyhow::ensure!(
+            c.step_secs <= 600.0 && c.open_secs <= 600.0,
+            "phases are at most 600 s"
+        );
         c.stream_cycles = c.stream_cycles.clamp(1, 5);
         Ok(c)
     }
@@ -192,7 +213,12 @@ impl Ctx {
         }
     }
     fn plain(&self) -> Directive {
-        Directive { ttft_ms: self.cfg.ttft_ms, n: self.cfg.deltas, gap_ms: self.cfg.gap_ms, ..Default::default() }
+        Directive {
+            ttft_ms: self.cfg.ttft_ms,
+            n: self.cfg.deltas,
+            gap_ms: self.cfg.gap_ms,
+            ..Default::default()
+        }
     }
     fn turn_timeout(&self) -> Duration {
         Duration::from_secs(60)
@@ -213,8 +239,12 @@ fn sample(ctx: &Ctx, with_pg_counters: bool) -> Sample {
         at: Instant::now(),
         server_ticks: sys::cpu_ticks(ctx.server_pid).unwrap_or(0),
         pg: sys::pg_cpu(&ctx.db),
-        xact: with_pg_counters.then(|| sys::xact_commit(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &ctx.db)).flatten(),
-        xid: with_pg_counters.then(|| sys::next_xid(&ctx.cfg.pg_host, &ctx.cfg.pg_port)).flatten(),
+        xact: with_pg_counters
+            .then(|| sys::xact_commit(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &ctx.db))
+            .flatten(),
+        xid: with_pg_counters
+            .then(|| sys::next_xid(&ctx.cfg.pg_host, &ctx.cfg.pg_port))
+            .flatten(),
     }
 }
 
@@ -264,17 +294,27 @@ fn finish_phase(
     let window = (window_end - before.at).as_secs_f64().max(0.001);
     p.throughput_per_s = p.ok as f64 / window;
     p.ttft = Dist::of(outs.iter().filter_map(|o| o.ttft_us).collect());
-    p.gap = Dist::of(outs.iter().flat_map(|o| o.gaps_us.iter().copied()).collect());
+    p.gap = Dist::of(
+        outs.iter()
+            .flat_map(|o| o.gaps_us.iter().copied())
+            .collect(),
+    );
     p.turn_total = Dist::of(outs.iter().filter(|o| o.ok).map(|o| o.total_us).collect());
     p.direct_ttft = Dist::of(direct.iter().filter_map(|o| o.ttft_us).collect());
-    p.direct_gap = Dist::of(direct.iter().flat_map(|o| o.gaps_us.iter().copied()).collect());
+    p.direct_gap = Dist::of(
+        direct
+            .iter()
+            .flat_map(|o| o.gaps_us.iter().copied())
+            .collect(),
+    );
     p.direct_errors = count_errors(direct.iter().map(|o| &o.error));
     p.added_ttft_p50_ms = crate::stats::sub(p.ttft.p50_ms, p.direct_ttft.p50_ms);
     p.added_ttft_p95_ms = crate::stats::sub(p.ttft.p95_ms, p.direct_ttft.p95_ms);
     p.added_ttft_p99_ms = crate::stats::sub(p.ttft.p99_ms, p.direct_ttft.p99_ms);
     p.added_gap_p99_ms = crate::stats::sub(p.gap.p99_ms, p.direct_gap.p99_ms);
     let n = p.turns.max(1) as f64;
-    let server_ms = after.server_ticks.saturating_sub(before.server_ticks) as f64 * 1000.0 / sys::CLK_TCK;
+    let server_ms =
+        after.server_ticks.saturating_sub(before.server_ticks) as f64 * 1000.0 / sys::CLK_TCK;
     let (pg_db_ms, pg_all_ms) = after.pg.since(&before.pg);
     if p.turns > 0 {
         p.server_cpu_ms_per_turn = Some(server_ms / n);
@@ -314,7 +354,8 @@ fn spawn_direct(ctx: &Ctx, d: Directive, rate: f64, until: Instant) -> JoinHandl
             tokio::time::sleep_until(at).await;
             let (http, base, content) = (http.clone(), base.clone(), content.clone());
             handles.push(tokio::spawn(async move {
-                client::direct_turn(&http, &base, &content, d.tool, at, Duration::from_secs(60)).await
+                client::direct_turn(&http, &base, &content, d.tool, at, Duration::from_secs(60))
+                    .await
             }));
         }
         let mut out = Vec::new();
@@ -341,14 +382,24 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
             let mut outs = Vec::new();
             while Instant::now() < deadline {
                 let Some(conv) = ctx.take() else {
-                    outs.push(Outcome { error: Some("no_free_conversation".into()), ..Default::default() });
+                    outs.push(Outcome {
+                        error: Some("no_free_conversation".into()),
+                        ..Default::default()
+                    });
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
                 let t0 = Instant::now();
                 let o = ctx
                     .api
-                    .turn(&ctx.tokens[conv.user], &conv.id, &content, t0, ctx.turn_timeout(), None)
+                    .turn(
+                        &ctx.tokens[conv.user],
+                        &conv.id,
+                        &content,
+                        t0,
+                        ctx.turn_timeout(),
+                        None,
+                    )
                     .await;
                 Ctx::give(&ctx.pool, conv);
                 let failed = !o.ok;
@@ -380,9 +431,19 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
 
 /// Open model: arrivals at a constant `rate` for `secs`; latency counts from the scheduled
 /// arrival, so queueing in the generator or server is not hidden.
-async fn open(ctx: &Arc<Ctx>, scenario: &str, d: Directive, rate: f64, secs: f64, pg_counters: bool) -> Phase {
+async fn open(
+    ctx: &Arc<Ctx>,
+    scenario: &str,
+    d: Directive,
+    rate: f64,
+    secs: f64,
+    pg_counters: bool,
+) -> Phase {
     if pg_counters && ctx.cfg.stats_wait_secs > 0 {
-        log(format!("  waiting {} s for Postgres stats to flush", ctx.cfg.stats_wait_secs));
+        log(format!(
+            "  waiting {} s for Postgres stats to flush",
+            ctx.cfg.stats_wait_secs
+        ));
         tokio::time::sleep(Duration::from_secs(ctx.cfg.stats_wait_secs)).await;
     }
     let before = sample(ctx, pg_counters);
@@ -400,7 +461,10 @@ async fn open(ctx: &Arc<Ctx>, scenario: &str, d: Directive, rate: f64, secs: f64
         }
         tokio::time::sleep_until(at).await;
         let Some(conv) = ctx.take() else {
-            dropped.push(Outcome { error: Some("no_free_conversation".into()), ..Default::default() });
+            dropped.push(Outcome {
+                error: Some("no_free_conversation".into()),
+                ..Default::default()
+            });
             continue;
         };
         let ctx2 = ctx.clone();
@@ -408,7 +472,14 @@ async fn open(ctx: &Arc<Ctx>, scenario: &str, d: Directive, rate: f64, secs: f64
         handles.push(tokio::spawn(async move {
             let o = ctx2
                 .api
-                .turn(&ctx2.tokens[conv.user], &conv.id, &content, at, ctx2.turn_timeout(), None)
+                .turn(
+                    &ctx2.tokens[conv.user],
+                    &conv.id,
+                    &content,
+                    at,
+                    ctx2.turn_timeout(),
+                    None,
+                )
                 .await;
             Ctx::give(&ctx2.pool, conv);
             o
@@ -437,7 +508,10 @@ async fn open(ctx: &Arc<Ctx>, scenario: &str, d: Directive, rate: f64, secs: f64
         ..Default::default()
     };
     let mut p = finish_phase(ctx, p, &outs, &direct, &before, &after, deadline);
-    p.turns = outs.iter().filter(|o| o.error.as_deref() != Some("no_free_conversation")).count();
+    p.turns = outs
+        .iter()
+        .filter(|o| o.error.as_deref() != Some("no_free_conversation"))
+        .count();
     p
 }
 
@@ -453,9 +527,15 @@ pub struct ScenarioResult {
 }
 
 async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
-    let mut r = ScenarioResult { name: name.into(), ..Default::default() };
+    let mut r = ScenarioResult {
+        name: name.into(),
+        ..Default::default()
+    };
     for &c in &ctx.cfg.levels {
-        log(format!("{name}: closed model, concurrency {c}, {} s", ctx.cfg.step_secs));
+        log(format!(
+            "{name}: closed model, concurrency {c}, {} s",
+            ctx.cfg.step_secs
+        ));
         let p = closed(ctx, name, d, c, ctx.cfg.step_secs).await;
         log(format!(
             "  {:.0} turns/s ok={} errors={:?} ttft p50={} p99={} ms, server cpu {} ms/turn",
@@ -482,18 +562,24 @@ async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
     let sat = match r.saturation_per_s {
         Some(s) => s,
         None => {
-            r.bound_note.push_str("; NO level met the bound, half-load uses half the best throughput");
+            r.bound_note
+                .push_str("; NO level met the bound, half-load uses half the best throughput");
             r.max_throughput_per_s
         }
     };
     if r.saturation_level == ctx.cfg.levels.iter().max().copied() {
-        r.bound_note.push_str("; the highest concurrency level was still within the bound (may be under-estimated)");
+        r.bound_note.push_str(
+            "; the highest concurrency level was still within the bound (may be under-estimated)",
+        );
     }
     let (half, why) = match ctx.cfg.open_rate {
         Some(r) => (r, "fixed by --open-rate"),
         None => ((sat / 2.0).max(1.0), "half of saturation"),
     };
-    log(format!("{name}: open model at {half:.0}/s ({why}), {} s", ctx.cfg.open_secs));
+    log(format!(
+        "{name}: open model at {half:.0}/s ({why}), {} s",
+        ctx.cfg.open_secs
+    ));
     let p = open(ctx, name, d, half, ctx.cfg.open_secs, true).await;
     log(format!(
         "  ok={} errors={:?} added ttft p50={} p99={} ms, added gap p99={} ms, commits/turn={}",
@@ -521,8 +607,11 @@ pub struct StreamPoint {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct StreamsResult {
     pub idle_rss_mib: Option<f64>,
+    pub idle_fds: Option<usize>,
     pub points: Vec<StreamPoint>,
+    /// Sampled once the streams' connections have closed and after 2 s of light traffic.
     pub after_close_rss_mib: Vec<Option<f64>>,
+    pub after_close_fds: Vec<Option<usize>>,
     pub completed: usize,
     pub errors: BTreeMap<String, u64>,
     pub mib_per_1000: Option<f64>,
@@ -530,8 +619,45 @@ pub struct StreamsResult {
     pub after_close_minus_idle_mib: Option<f64>,
 }
 
+/// Waits until the streams' connections are really gone, then serves a little ordinary
+/// traffic, and answers the server's descriptor count. A turn that has ended leaves its HTTP
+/// connection open in the generator's keep-alive pool for a few seconds (4 s idle timeout),
+/// and each open connection holds the server's buffers: sampling RSS before they close
+/// measured the connections, not the streams. The traffic matters too: the allocator gives
+/// freed pages back to the OS on its next allocations, not while the process sleeps, so a
+/// server that keeps serving is what "after close" means.
+async fn settle_after_close(
+    ctx: &Arc<Ctx>,
+    idle_fds: Option<usize>,
+    errors: &mut BTreeMap<String, u64>,
+) -> Option<usize> {
+    let closed_by = Instant::now() + Duration::from_secs(20);
+    // Slack for pooled upstream and database connections opened or dropped meanwhile.
+    let settled = |fds: Option<usize>| match (fds, idle_fds) {
+        (Some(now), Some(idle)) => now <= idle + 16,
+        _ => true,
+    };
+    while !settled(fd_count(ctx.server_pid)) && Instant::now() < closed_by {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let light = Directive {
+        ttft_ms: 5,
+        n: 5,
+        gap_ms: 5,
+        ..Default::default()
+    };
+    let traffic = closed(ctx, "after close", light, 4, 2.0).await;
+    for (e, n) in traffic.errors {
+        *errors.entry(format!("after close: {e}")).or_insert(0) += n;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    fd_count(ctx.server_pid)
+}
+
 fn fd_count(pid: u32) -> Option<usize> {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).ok().map(|d| d.count())
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()
+        .map(|d| d.count())
 }
 
 async fn release(ctx: &Ctx) {
@@ -548,7 +674,14 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
     let mut r = StreamsResult::default();
     tokio::time::sleep(Duration::from_secs(2)).await;
     r.idle_rss_mib = sys::rss_kib(ctx.server_pid).map(|k| k as f64 / 1024.0);
-    let hold = Directive { ttft_ms: 5, n: 1, gap_ms: 5000, hold_s: 600, ..Default::default() };
+    r.idle_fds = fd_count(ctx.server_pid);
+    let hold = Directive {
+        ttft_ms: 5,
+        n: 1,
+        gap_ms: 5000,
+        hold_s: 600,
+        ..Default::default()
+    };
     let content = format!("hold {}", hold.render());
     let max_target = ctx.cfg.streams.last().copied().unwrap_or(0);
     for cycle in 0..ctx.cfg.stream_cycles {
@@ -556,7 +689,10 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
         let mut handles: Vec<JoinHandle<Outcome>> = Vec::new();
         let mut launched = 0usize;
         for &target in &ctx.cfg.streams {
-            log(format!("streams: cycle {} opening up to {target}", cycle + 1));
+            log(format!(
+                "streams: cycle {} opening up to {target}",
+                cycle + 1
+            ));
             let t0 = Instant::now();
             let limit = t0 + Duration::from_secs(180);
             while launched < target && Instant::now() < limit {
@@ -566,7 +702,10 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
                     continue;
                 }
                 let Some(conv) = ctx.take() else {
-                    r.errors.entry("no_free_conversation".into()).and_modify(|c| *c += 1).or_insert(1);
+                    r.errors
+                        .entry("no_free_conversation".into())
+                        .and_modify(|c| *c += 1)
+                        .or_insert(1);
                     break;
                 };
                 let (ctx2, content, opened2) = (ctx.clone(), content.clone(), opened.clone());
@@ -632,10 +771,14 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
             }
         }
         r.completed += done;
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        let fds = settle_after_close(ctx, r.idle_fds, &mut r.errors).await;
         let after = sys::rss_kib(ctx.server_pid).map(|k| k as f64 / 1024.0);
-        log(format!("  released; {done} completed; server RSS after close {} MiB", crate::stats::f(after, 1)));
+        log(format!(
+            "  released; {done} completed; server RSS after close {} MiB, fds {fds:?}",
+            crate::stats::f(after, 1)
+        ));
         r.after_close_rss_mib.push(after);
+        r.after_close_fds.push(fds);
     }
     let top = r
         .points
@@ -648,7 +791,9 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
             r.mib_per_1000 = Some((top - idle) / (max_target as f64 / 1000.0));
         }
     }
-    if let (Some(Some(first)), Some(Some(last))) = (r.after_close_rss_mib.first(), r.after_close_rss_mib.last()) {
+    if let (Some(Some(first)), Some(Some(last))) =
+        (r.after_close_rss_mib.first(), r.after_close_rss_mib.last())
+    {
         r.growth_after_close_mib = Some(last - first);
         if let Some(idle) = r.idle_rss_mib {
             r.after_close_minus_idle_mib = Some(last - idle);
@@ -694,7 +839,13 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
     };
     let window1 = Instant::now();
     let x0 = sys::next_xid(&h, &p);
-    let hold = Directive { ttft_ms: 5, n: 1, gap_ms: 60_000, hold_s: 300, ..Default::default() };
+    let hold = Directive {
+        ttft_ms: 5,
+        n: 1,
+        gap_ms: 60_000,
+        hold_s: 300,
+        ..Default::default()
+    };
     let content = format!("probe {}", hold.render());
     let opened = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
@@ -704,7 +855,14 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
         handles.push(tokio::spawn(async move {
             let o = ctx2
                 .api
-                .turn(&ctx2.tokens[conv.user], &conv.id, &content, Instant::now(), Duration::from_secs(400), Some(o2))
+                .turn(
+                    &ctx2.tokens[conv.user],
+                    &conv.id,
+                    &content,
+                    Instant::now(),
+                    Duration::from_secs(400),
+                    Some(o2),
+                )
                 .await;
             Ctx::give(&ctx2.pool, conv);
             o
@@ -806,17 +964,31 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         mem_total_mib: sys::mem_total_mib(),
         loadavg_start: sys::loadavg(),
         loadavg_end: String::new(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().into(),
-        postgres_version: sys::psql(&cfg.pg_host, &cfg.pg_port, "SHOW server_version").unwrap_or_else(|e| format!("? ({e})")),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .into(),
+        postgres_version: sys::psql(&cfg.pg_host, &cfg.pg_port, "SHOW server_version")
+            .unwrap_or_else(|e| format!("? ({e})")),
         server_bin: cfg.server_bin.display().to_string(),
         open_files_limit: std::fs::read_to_string("/proc/self/limits")
             .unwrap_or_default()
             .lines()
             .find(|l| l.starts_with("Max open files"))
-            .map(|l| l.split_whitespace().skip(3).take(2).collect::<Vec<_>>().join("/"))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(3)
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .unwrap_or_default(),
     };
-    anyhow::ensure!(cfg.server_bin.exists(), "server binary {} not found (build it, or set AGENTCHAT_BIN)", cfg.server_bin.display());
+    anyhow::ensure!(
+        cfg.server_bin.exists(),
+        "server binary {} not found (build it, or set AGENTCHAT_BIN)",
+        cfg.server_bin.display()
+    );
 
     let db = format!("agentchat_load_{}", rand_suffix());
     let mut procs = Procs {
@@ -842,7 +1014,11 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     let fake_port: u16 = tokio::task::spawn_blocking(move || -> anyhow::Result<u16> {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line)?;
-        line.trim().strip_prefix("LISTENING ").context("fake upstream did not start")?.parse().context("port")
+        line.trim()
+            .strip_prefix("LISTENING ")
+            .context("fake upstream did not start")?
+            .parse()
+            .context("port")
     })
     .await??;
     let fake_base = format!("http://127.0.0.1:{fake_port}");
@@ -853,7 +1029,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     let base = format!("http://127.0.0.1:{port}");
     let server_log = std::fs::File::create(cfg.out_dir.join("server.log"))?;
     let server = Command::new(&cfg.server_bin)
-        .env("DATABASE_URL", format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port))
+        .env(
+            "DATABASE_URL",
+            format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port),
+        )
         .env("AGENTCHAT_BIND", format!("127.0.0.1:{port}"))
         .env("AGENTCHAT_LLM_PROVIDER", "openai")
         .env("AGENTCHAT_LLM_BASE_URL", format!("{fake_base}/v1"))
@@ -864,7 +1043,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         .env("AGENTCHAT_HOLD_SWEEP_SECS", "86400")
         .env("AGENTCHAT_REGISTRATION", "open")
         .env("AGENTCHAT_WORKSPACE_DIR", cfg.out_dir.join("workspaces"))
-        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(server_log.try_clone()?)
         .stderr(server_log)
         .spawn()
@@ -873,12 +1055,18 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     procs.server = Some(server);
     procs.db_created = true; // the server creates it; drop it in any case
     let http = client::http_client(20_000)?;
-    let api = Api { http: http.clone(), base: base.clone() };
+    let api = Api {
+        http: http.clone(),
+        base: base.clone(),
+    };
     let ready_by = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(s) = procs.server.as_mut() {
             if let Ok(Some(status)) = s.try_wait() {
-                bail!("the server exited during start ({status}); see {}", cfg.out_dir.join("server.log").display());
+                bail!(
+                    "the server exited during start ({status}); see {}",
+                    cfg.out_dir.join("server.log").display()
+                );
             }
         }
         let ok = http
@@ -892,11 +1080,16 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             break;
         }
         if Instant::now() > ready_by {
-            bail!("the server was not ready within 120 s; see {}", cfg.out_dir.join("server.log").display());
+            bail!(
+                "the server was not ready within 120 s; see {}",
+                cfg.out_dir.join("server.log").display()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    log(format!("server pid {server_pid} ready on {base}, database {db}"));
+    log(format!(
+        "server pid {server_pid} ready on {base}, database {db}"
+    ));
 
     // Users (argon2 is expensive: create and log in once, two at a time) and conversations.
     let password = "load-test-password-1";
@@ -924,11 +1117,21 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     }
     // Budgets on: every turn reserves, settles and releases a hold (large enough never to run out).
     for role in ["admin", "member"] {
-        api.set_role_budget(&tokens[0], role, 1_000_000_000_000).await?;
+        api.set_role_budget(&tokens[0], role, 1_000_000_000_000)
+            .await?;
     }
-    let convs_needed = cfg.streams.last().copied().unwrap_or(0).max(cfg.levels.iter().max().copied().unwrap_or(1) * 2) + 64;
+    let convs_needed = cfg
+        .streams
+        .last()
+        .copied()
+        .unwrap_or(0)
+        .max(cfg.levels.iter().max().copied().unwrap_or(1) * 2)
+        + 64;
     let convs_needed = convs_needed.max(256);
-    log(format!("{} users logged in; creating {convs_needed} conversations", tokens.len()));
+    log(format!(
+        "{} users logged in; creating {convs_needed} conversations",
+        tokens.len()
+    ));
     let tokens = Arc::new(tokens);
     let mut all = Vec::new();
     let sem = Arc::new(tokio::sync::Semaphore::new(16));
@@ -938,7 +1141,9 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         hs.push(tokio::spawn(async move {
             let _p = sem.acquire().await;
             let user = i % tokens.len();
-            api.create_conversation(&tokens[user], &format!("load {i}")).await.map(|id| Conv { user, id })
+            api.create_conversation(&tokens[user], &format!("load {i}"))
+                .await
+                .map(|id| Conv { user, id })
         }));
     }
     for h in hs {
@@ -962,12 +1167,26 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     // Warm up (connection pools, caches), not reported.
     log("warm-up");
-    let _ = closed(&ctx, "warmup", ctx.plain(), 8, if cfg.smoke { 1.0 } else { 3.0 }).await;
+    let _ = closed(
+        &ctx,
+        "warmup",
+        ctx.plain(),
+        8,
+        if cfg.smoke { 1.0 } else { 3.0 },
+    )
+    .await;
 
     let plain = ctx.plain();
-    let tool = Directive { tool: true, ..plain };
-    report.scenarios.push(scenario(&ctx, "plain chat", plain).await);
-    report.scenarios.push(scenario(&ctx, "chat with one tool call", tool).await);
+    let tool = Directive {
+        tool: true,
+        ..plain
+    };
+    report
+        .scenarios
+        .push(scenario(&ctx, "plain chat", plain).await);
+    report
+        .scenarios
+        .push(scenario(&ctx, "chat with one tool call", tool).await);
     report.streams = Some(streams(&ctx).await);
     log("commit probe (commits before the first token / after it)");
     let cp = commit_probe(&ctx).await;
@@ -980,30 +1199,41 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     report.generator_cpu_ms = sys::cpu_ticks(std::process::id())
         .map(|t| t.saturating_sub(gen_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
-    report.fake_upstream_cpu_ms =
-        sys::cpu_ticks(fake_pid).map(|t| t.saturating_sub(fake_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
+    report.fake_upstream_cpu_ms = sys::cpu_ticks(fake_pid)
+        .map(|t| t.saturating_sub(fake_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
     report.machine.loadavg_end = sys::loadavg();
     report.wall_secs = t_start.elapsed().as_secs_f64();
 
     // Kit health: the kit works if turns completed in every scenario and streams opened.
     let mut failures = Vec::new();
     for s in &report.scenarios {
-        let ok: usize = s.sweep.iter().map(|p| p.ok).sum::<usize>() + s.half.as_ref().map(|p| p.ok).unwrap_or(0);
+        let ok: usize = s.sweep.iter().map(|p| p.ok).sum::<usize>()
+            + s.half.as_ref().map(|p| p.ok).unwrap_or(0);
         if ok == 0 {
             failures.push(format!("{}: no turn completed", s.name));
         }
         let direct: usize = s.sweep.iter().map(|p| p.direct_ttft.n).sum();
         if direct == 0 {
-            failures.push(format!("{}: no direct (baseline) request completed", s.name));
+            failures.push(format!(
+                "{}: no direct (baseline) request completed",
+                s.name
+            ));
         }
-        if s.name.contains("tool") && s.half.as_ref().map(|p| p.ok).unwrap_or(0) + s.sweep.iter().map(|p| p.ok).sum::<usize>() > 0 {
+        if s.name.contains("tool")
+            && s.half.as_ref().map(|p| p.ok).unwrap_or(0)
+                + s.sweep.iter().map(|p| p.ok).sum::<usize>()
+                > 0
+        {
             // fine
         }
     }
     if let Some(st) = &report.streams {
         for p in &st.points {
             if p.reached * 2 < p.open_streams {
-                failures.push(format!("streams: only {} of {} opened", p.reached, p.open_streams));
+                failures.push(format!(
+                    "streams: only {} of {} opened",
+                    p.reached, p.open_streams
+                ));
             }
         }
         if st.completed == 0 {
@@ -1029,6 +1259,9 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         std::fs::write(path.with_extension("json"), &json)?;
     }
     println!("{md}");
-    log(format!("report: {}", cfg.out_dir.join("report.md").display()));
+    log(format!(
+        "report: {}",
+        cfg.out_dir.join("report.md").display()
+    ));
     Ok(report.kit_ok)
 }

@@ -26,7 +26,12 @@ pub struct Outcome {
 
 impl Outcome {
     fn fail(start: Instant, e: impl Into<String>) -> Self {
-        Self { ok: false, error: Some(e.into()), total_us: us(start.elapsed()), ..Default::default() }
+        Self {
+            ok: false,
+            error: Some(e.into()),
+            total_us: us(start.elapsed()),
+            ..Default::default()
+        }
     }
 }
 
@@ -56,11 +61,18 @@ pub struct Api {
 
 impl Api {
     async fn json(&self, rb: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
-        let resp = rb.timeout(Duration::from_secs(60)).send().await.with_context(|| what.to_owned())?;
+        let resp = rb
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .with_context(|| what.to_owned())?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
-            bail!("{what}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+            bail!(
+                "{what}: HTTP {status}: {}",
+                text.chars().take(300).collect::<String>()
+            );
         }
         if text.is_empty() {
             return Ok(Value::Null);
@@ -108,11 +120,19 @@ impl Api {
             .bearer_auth(token)
             .json(&json!({"title": title}));
         let v = self.json(rb, "create conversation").await?;
-        v.get("id").and_then(Value::as_str).map(str::to_owned).context("conversation: no id")
+        v.get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .context("conversation: no id")
     }
 
     /// Gives a role a token budget (admin only), so every turn takes a real reservation.
-    pub async fn set_role_budget(&self, admin_token: &str, role: &str, tokens: i64) -> anyhow::Result<()> {
+    pub async fn set_role_budget(
+        &self,
+        admin_token: &str,
+        role: &str,
+        tokens: i64,
+    ) -> anyhow::Result<()> {
         let rb = self
             .http
             .put(format!("{}/api/admin/roles/{role}", self.base))
@@ -134,7 +154,10 @@ impl Api {
         let deadline = start + timeout;
         let req = self
             .http
-            .post(format!("{}/api/conversations/{}/messages", self.base, conversation))
+            .post(format!(
+                "{}/api/conversations/{}/messages",
+                self.base, conversation
+            ))
             .bearer_auth(token)
             .header("accept", "text/event-stream")
             .json(&json!({"content": content}))
@@ -212,7 +235,10 @@ impl Api {
                         break 'read;
                     }
                     "error" => {
-                        out.error = Some(format!("event_error_{}", field(data, "code").unwrap_or("?")));
+                        out.error = Some(format!(
+                            "event_error_{}",
+                            field(data, "code").unwrap_or("?")
+                        ));
                         break 'read;
                     }
                     "" => {}
@@ -242,7 +268,10 @@ pub async fn direct_turn(
 ) -> Outcome {
     let deadline = start + timeout;
     let url = format!("{fake_base}/v1/chat/completions");
-    let mut messages = vec![json!({"role": "system", "content": "baseline"}), json!({"role": "user", "content": content})];
+    let mut messages = vec![
+        json!({"role": "system", "content": "baseline"}),
+        json!({"role": "user", "content": content}),
+    ];
     let mut out = Outcome::default();
     let calls = if tool { 2 } else { 1 };
     for call in 0..calls {

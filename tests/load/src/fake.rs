@@ -45,7 +45,14 @@ pub struct Directive {
 
 impl Default for Directive {
     fn default() -> Self {
-        Self { ttft_ms: 20, n: 20, gap_ms: 5, tool: false, hold_s: 0, size: 6 }
+        Self {
+            ttft_ms: 20,
+            n: 20,
+            gap_ms: 5,
+            tool: false,
+            hold_s: 0,
+            size: 6,
+        }
     }
 }
 
@@ -62,11 +69,17 @@ impl Directive {
 
     pub fn parse(text: &str) -> Self {
         let mut d = Self::default();
-        let Some(pos) = text.find("load:") else { return d };
+        let Some(pos) = text.find("load:") else {
+            return d;
+        };
         let spec = text[pos + 5..].split_whitespace().next().unwrap_or("");
         for kv in spec.split(',') {
-            let Some((k, v)) = kv.split_once('=') else { continue };
-            let Ok(v) = v.trim().parse::<u64>() else { continue };
+            let Some((k, v)) = kv.split_once('=') else {
+                continue;
+            };
+            let Ok(v) = v.trim().parse::<u64>() else {
+                continue;
+            };
             match k.trim() {
                 "ttft" => d.ttft_ms = v.min(60_000),
                 "n" => d.n = v.min(100_000) as u32,
@@ -92,20 +105,28 @@ type Body = BoxBody<Bytes, Infallible>;
 fn full(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).boxed());
     *r.status_mut() = status;
-    r.headers_mut().insert("content-type", ctype.parse().expect("static header"));
+    r.headers_mut()
+        .insert("content-type", ctype.parse().expect("static header"));
     r
 }
 
 /// Binds `addr` (loopback only), prints `LISTENING <port>` on stdout, serves forever.
 pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
-    anyhow::ensure!(addr.ip().is_loopback(), "the fake upstream only binds loopback addresses");
+    anyhow::ensure!(
+        addr.ip().is_loopback(),
+        "the fake upstream only binds loopback addresses"
+    );
     let listener = TcpListener::bind(addr).await?;
     let port = listener.local_addr()?.port();
     println!("LISTENING {port}");
     use std::io::Write;
     std::io::stdout().flush().ok();
     let (release, _) = watch::channel(0u64);
-    let shared = Arc::new(Shared { release, active: AtomicU64::new(0), served: AtomicU64::new(0) });
+    let shared = Arc::new(Shared {
+        release,
+        active: AtomicU64::new(0),
+        served: AtomicU64::new(0),
+    });
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
@@ -117,7 +138,10 @@ pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
             }
         };
         // LOAD_FAKE_NODELAY=0 leaves Nagle on (to show what a missing TCP_NODELAY costs).
-        if std::env::var("LOAD_FAKE_NODELAY").map(|v| v != "0").unwrap_or(true) {
+        if std::env::var("LOAD_FAKE_NODELAY")
+            .map(|v| v != "0")
+            .unwrap_or(true)
+        {
             let _ = stream.set_nodelay(true);
         }
         let shared = shared.clone();
@@ -138,7 +162,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         (Method::POST, "/v1/chat/completions") | (Method::POST, "/chat/completions") => {}
         (Method::POST, "/control/release") => {
             shared.release.send_modify(|g| *g += 1);
-            return Ok(full(StatusCode::OK, "application/json", r#"{"released":true}"#));
+            return Ok(full(
+                StatusCode::OK,
+                "application/json",
+                r#"{"released":true}"#,
+            ));
         }
         (Method::GET, "/control/stats") => {
             let body = json!({
@@ -147,7 +175,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             });
             return Ok(full(StatusCode::OK, "application/json", body.to_string()));
         }
-        _ => return Ok(full(StatusCode::NOT_FOUND, "application/json", r#"{"error":"not found"}"#)),
+        _ => {
+            return Ok(full(
+                StatusCode::NOT_FOUND,
+                "application/json",
+                r#"{"error":"not found"}"#,
+            ))
+        }
     }
     let bytes = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -155,10 +189,24 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     };
     let body: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
-        Err(_) => return Ok(full(StatusCode::BAD_REQUEST, "application/json", r#"{"error":"bad json"}"#)),
+        Err(_) => {
+            return Ok(full(
+                StatusCode::BAD_REQUEST,
+                "application/json",
+                r#"{"error":"bad json"}"#,
+            ))
+        }
     };
-    let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let last_role = messages.last().and_then(|m| m.get("role")).and_then(Value::as_str).unwrap_or("");
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let last_role = messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let directive = messages
         .iter()
         .rev()
@@ -178,10 +226,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         produce(tx, directive, answer_tool, prompt_tokens, release).await;
         s2.active.fetch_sub(1, Ordering::Relaxed);
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
     let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
-    resp.headers_mut().insert("content-type", "text/event-stream".parse().expect("static"));
-    resp.headers_mut().insert("cache-control", "no-cache".parse().expect("static"));
+    resp.headers_mut()
+        .insert("content-type", "text/event-stream".parse().expect("static"));
+    resp.headers_mut()
+        .insert("cache-control", "no-cache".parse().expect("static"));
     Ok(resp)
 }
 
@@ -225,7 +276,11 @@ async fn produce(
         send!(Bytes::from_static(b"data: [DONE]\n\n"));
         return;
     }
-    let word: String = "abcdefghijklmnopqrstuvwxyz ".chars().cycle().take(d.size).collect();
+    let word: String = "abcdefghijklmnopqrstuvwxyz "
+        .chars()
+        .cycle()
+        .take(d.size)
+        .collect();
     let mut sent = 0u64;
     if d.hold_s > 0 {
         release.borrow_and_update();
@@ -277,7 +332,14 @@ mod tests {
 
     #[test]
     fn directive_roundtrip() {
-        let d = Directive { ttft_ms: 3, n: 7, gap_ms: 2, tool: true, hold_s: 9, size: 4 };
+        let d = Directive {
+            ttft_ms: 3,
+            n: 7,
+            gap_ms: 2,
+            tool: true,
+            hold_s: 9,
+            size: 4,
+        };
         assert_eq!(Directive::parse(&format!("hello {} there", d.render())), d);
         assert_eq!(Directive::parse("no directive"), Directive::default());
     }

@@ -32,7 +32,12 @@ fn main() {
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {
                 match a.as_str() {
-                    "--port" => port = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+                    "--port" => {
+                        port = it
+                            .next()
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or_else(|| usage())
+                    }
                     _ => usage(),
                 }
             }

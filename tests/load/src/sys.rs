@@ -37,13 +37,23 @@ pub struct PgCpu {
 
 pub fn pg_cpu(db: &str) -> PgCpu {
     let mut out = PgCpu::default();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
     for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
         let cmd = String::from_utf8_lossy(&cmd);
         let is_child = cmd.starts_with("postgres:");
-        let is_master = !is_child && cmd.split('\0').next().is_some_and(|a| a.ends_with("/postgres"));
+        let is_master = !is_child
+            && cmd
+                .split('\0')
+                .next()
+                .is_some_and(|a| a.ends_with("/postgres"));
         if !is_child && !is_master {
             continue;
         }
@@ -68,7 +78,10 @@ impl PgCpu {
     /// (db backends ms, all postgres ms) since `before`.
     pub fn since(&self, before: &PgCpu) -> (f64, f64) {
         let ms = |t: u64| t as f64 * 1000.0 / CLK_TCK;
-        (ms(delta(&before.db_backends, &self.db_backends)), ms(delta(&before.all, &self.all)))
+        (
+            ms(delta(&before.db_backends, &self.db_backends)),
+            ms(delta(&before.all, &self.all)),
+        )
     }
 }
 
@@ -76,7 +89,9 @@ impl PgCpu {
 /// transactions of the database under test) and returns the first value.
 pub fn psql(pg_host: &str, pg_port: &str, sql: &str) -> anyhow::Result<String> {
     let out = Command::new("psql")
-        .args(["-h", pg_host, "-p", pg_port, "-U", "postgres", "-d", "postgres", "-XAtq", "-c", sql])
+        .args([
+            "-h", pg_host, "-p", pg_port, "-U", "postgres", "-d", "postgres", "-XAtq", "-c", sql,
+        ])
         .output()?;
     anyhow::ensure!(
         out.status.success(),
@@ -101,18 +116,27 @@ pub fn xact_commit(pg_host: &str, pg_port: &str, db: &str) -> Option<u64> {
 
 /// Next transaction id to be assigned (cluster-wide; counts only transactions that wrote).
 pub fn next_xid(pg_host: &str, pg_port: &str) -> Option<u64> {
-    psql(pg_host, pg_port, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
-        .ok()?
-        .parse()
-        .ok()
+    psql(
+        pg_host,
+        pg_port,
+        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text",
+    )
+    .ok()?
+    .parse()
+    .ok()
 }
 
 pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned()
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
 }
 
 pub fn nproc() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 pub fn cpu_model() -> String {
