@@ -30,8 +30,17 @@ pub struct Metrics {
     pub budget_overrun_tokens: IntCounterVec,
     pub active_streams: IntGauge,
     pub upstream_retries: IntCounterVec,
+    /// Per pool shard (one per worker thread, [`crate::shard`]) and state.
     pub db_pool: IntGaugeVec,
+    pub db_pool_max: IntGaugeVec,
+    pub db_pool_waiting: IntGaugeVec,
     pub db_up: IntGauge,
+}
+
+fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
 }
 
 fn counter(
@@ -74,14 +83,24 @@ impl Metrics {
         r.register(Box::new(budget_refusals.clone()))?;
         let active_streams = IntGauge::new("agentchat_active_streams", "Open SSE streams")?;
         r.register(Box::new(active_streams.clone()))?;
-        let db_pool = IntGaugeVec::new(
-            Opts::new(
-                "agentchat_db_pool_connections",
-                "Database pool connections by state",
-            ),
-            &["state"],
+        let db_pool = gauge(
+            &r,
+            "agentchat_db_pool_connections",
+            "Database pool connections by shard and state (in_use, idle)",
+            &["shard", "state"],
         )?;
-        r.register(Box::new(db_pool.clone()))?;
+        let db_pool_max = gauge(
+            &r,
+            "agentchat_db_pool_max_connections",
+            "Most connections a database pool shard may open",
+            &["shard"],
+        )?;
+        let db_pool_waiting = gauge(
+            &r,
+            "agentchat_db_pool_waiting",
+            "Requests waiting for a connection from a database pool shard",
+            &["shard"],
+        )?;
         let db_up = IntGauge::new("agentchat_db_up", "1 when the database answers")?;
         r.register(Box::new(db_up.clone()))?;
         let m = Self {
@@ -155,6 +174,8 @@ impl Metrics {
                 &["provider"],
             )?,
             db_pool,
+            db_pool_max,
+            db_pool_waiting,
             db_up,
             registry: r,
         };
@@ -169,8 +190,6 @@ impl Metrics {
         ] {
             m.chat_turns.with_label_values(&[reason]);
         }
-        m.db_pool.with_label_values(&["in_use"]);
-        m.db_pool.with_label_values(&["idle"]);
         Ok(m)
     }
 

@@ -240,6 +240,26 @@ async fn metrics_move_by_exactly_the_traffic_sent() {
     assert!(delta("agentchat_tokens_total", r#"model="demo",type="output""#) > 0.0);
     assert_eq!(metric(&after, "agentchat_active_streams", ""), 0.0);
     assert_eq!(metric(&after, "agentchat_db_up", ""), 1.0);
+    // The pool is reported shard by shard (a worker only draws on its own shard, so one can
+    // run dry while the total looks half used); together they are the configured 8.
+    let shard_max: Vec<f64> = after
+        .lines()
+        .filter(|l| l.starts_with("agentchat_db_pool_max_connections{"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse().unwrap())
+        .collect();
+    assert!(shard_max.len() >= 2, "one series per shard: {shard_max:?}");
+    assert_eq!(shard_max.iter().sum::<f64>(), 8.0);
+    for shard in 0..shard_max.len() {
+        let label = format!(r#"shard="{shard}""#);
+        assert_eq!(metric(&after, "agentchat_db_pool_waiting", &label), 0.0);
+        for state in ["in_use", "idle"] {
+            let labels = format!(r#"shard="{shard}",state="{state}""#);
+            assert!(
+                after.contains(&format!("agentchat_db_pool_connections{{{labels}}}")),
+                "no {labels} series"
+            );
+        }
+    }
     assert!(after.contains("agentchat_model_time_to_first_token_seconds_bucket"));
     assert!(
         !after.contains(&member.user_id.to_string()),

@@ -36,11 +36,16 @@ pub type PooledConn = diesel_async::pooled_connection::deadpool::Object<AsyncPgC
 #[derive(Clone)]
 pub struct Pool(Sharded<ShardPool>);
 
-/// Connections across all shards.
+/// One shard's connections. A worker's requests only draw on its own shard, so a shard can
+/// run dry while the pool as a whole looks half used: ops need them one by one.
 #[derive(Debug, Clone, Copy)]
-pub struct PoolStatus {
+pub struct ShardStatus {
+    pub max_size: usize,
+    /// Open connections, in use or idle.
     pub size: usize,
     pub available: usize,
+    /// Requests waiting for a connection.
+    pub waiting: usize,
 }
 
 impl Pool {
@@ -57,17 +62,21 @@ impl Pool {
         shard.timeout_get(&timeouts).await
     }
 
-    pub fn status(&self) -> PoolStatus {
-        self.0.all().iter().map(ShardPool::status).fold(
-            PoolStatus {
-                size: 0,
-                available: 0,
-            },
-            |sum, s| PoolStatus {
-                size: sum.size + s.size,
-                available: sum.available + s.available,
-            },
-        )
+    /// Each shard's connections, in shard order.
+    pub fn status(&self) -> Vec<ShardStatus> {
+        self.0
+            .all()
+            .iter()
+            .map(|shard| {
+                let s = shard.status();
+                ShardStatus {
+                    max_size: s.max_size,
+                    size: s.size,
+                    available: s.available,
+                    waiting: s.waiting,
+                }
+            })
+            .collect()
     }
 }
 

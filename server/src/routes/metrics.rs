@@ -26,14 +26,23 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
             ));
         }
     }
-    let status = state.pool.status();
     let m = &state.metrics;
-    let idle = i64::try_from(status.available).unwrap_or(0);
-    let size = i64::try_from(status.size).unwrap_or(0);
-    m.db_pool.with_label_values(&["idle"]).set(idle);
-    m.db_pool
-        .with_label_values(&["in_use"])
-        .set((size - idle).max(0));
+    for (i, shard) in state.pool.status().iter().enumerate() {
+        let label = i.to_string();
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        m.db_pool
+            .with_label_values(&[label.as_str(), "idle"])
+            .set(gauge(shard.available));
+        m.db_pool
+            .with_label_values(&[label.as_str(), "in_use"])
+            .set(gauge(shard.size.saturating_sub(shard.available)));
+        m.db_pool_max
+            .with_label_values(&[label.as_str()])
+            .set(gauge(shard.max_size));
+        m.db_pool_waiting
+            .with_label_values(&[label.as_str()])
+            .set(gauge(shard.waiting));
+    }
     m.db_up.set(i64::from(
         db::is_ready(&state.pool, Duration::from_secs(1)).await,
     ));
