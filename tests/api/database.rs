@@ -125,10 +125,32 @@ async fn replicas_starting_together_create_and_migrate_a_missing_database_once()
     );
 }
 
+/// The audit row of one successful calculator call.
+fn calculator_audit(
+    user: uuid::Uuid,
+    username: &str,
+    conversation: uuid::Uuid,
+) -> agentchat::db::models::audit::NewAudit {
+    agentchat::db::models::audit::NewAudit {
+        user_id: Some(user),
+        username: username.into(),
+        conversation_id: Some(conversation),
+        tool: "calculator".into(),
+        tool_call_id: "call_1".into(),
+        arguments: serde_json::json!({"expression": "1+1"}),
+        arguments_truncated: false,
+        outcome: "ok".into(),
+        error: None,
+        duration_ms: 1,
+        result_bytes: 1,
+        trace_id: None,
+        span_id: None,
+    }
+}
+
 /// One agent turn through the storage layer with a tool call in the middle: begin, the
 /// between-calls commit, finish.
 async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation: uuid::Uuid) {
-    use agentchat::db::models::audit::NewAudit;
     use agentchat::db::models::budget::Reserve;
     use agentchat::db::models::message::NewMessage;
     use agentchat::db::models::turn;
@@ -142,21 +164,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         hold, committing, ..
     } = started(start_turn(db, &claim, conversation, "hi").await);
     committing.wait(db).await.unwrap();
-    let audit = NewAudit {
-        user_id: Some(user),
-        username: "storage".into(),
-        conversation_id: Some(conversation),
-        tool: "calculator".into(),
-        tool_call_id: "call_1".into(),
-        arguments: serde_json::json!({"expression": "1+1"}),
-        arguments_truncated: false,
-        outcome: "ok".into(),
-        error: None,
-        duration_ms: 1,
-        result_bytes: 1,
-        trace_id: None,
-        span_id: None,
-    };
+    let audit = calculator_audit(user, "storage", conversation);
     let step = turn::Step {
         settle: Some((hold, 60)),
         audit: vec![audit],
@@ -165,7 +173,11 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         now,
         hold_ttl,
     };
-    let (reserve, _) = turn::next_call(db, user, step).await.unwrap();
+    let reserve = turn::next_call(db, user, step)
+        .await
+        .unwrap()
+        .reserve
+        .unwrap();
     let Reserve::Granted(second) = reserve else {
         panic!("second call refused: {reserve:?}");
     };
@@ -461,4 +473,83 @@ async fn stored_contents(app: &TestApp, token: &str, conversation: uuid::Uuid) -
         .iter()
         .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect()
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+async fn count(db: &mut AsyncPgConnection, query: &str, user: uuid::Uuid) -> i64 {
+    diesel::sql_query(query)
+        .bind::<diesel::sql_types::Uuid, _>(user)
+        .get_result::<Count>(db)
+        .await
+        .unwrap()
+        .n
+}
+
+/// Between two model calls the settlement and the audit rows commit before a reservation that
+/// needs more statements (a new period began mid-turn). When those fail, the step is still
+/// stored and must say so: the turn would otherwise store its audit rows a second time.
+#[tokio::test]
+async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored() {
+    use agentchat::db::models::turn;
+
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("steps").await;
+    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+        .await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let mut db = app.db().await;
+    let claim = new_claim(s.user_id);
+    let turn::Started {
+        hold, committing, ..
+    } = started(start_turn(&mut db, &claim, conversation, "hi").await);
+    committing.wait(&mut db).await.unwrap();
+    // The next period's row cannot be created.
+    diesel::sql_query(
+        "CREATE FUNCTION no_new_period() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'no new period'; END $$",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "CREATE TRIGGER no_new_period BEFORE INSERT ON budget_periods \
+         FOR EACH ROW EXECUTE FUNCTION no_new_period()",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let audit = calculator_audit(s.user_id, "steps", conversation);
+    let step = turn::Step {
+        settle: Some((hold, 60)),
+        audit: vec![audit],
+        want: 150,
+        need: 60,
+        now: chrono::Utc::now() + chrono::Duration::days(40),
+        hold_ttl: Duration::from_secs(600),
+    };
+    let next = turn::next_call(&mut db, s.user_id, step)
+        .await
+        .expect("the step itself committed");
+    let error = next
+        .reserve
+        .expect_err("the new period's row cannot be made");
+    assert!(error.to_string().contains("no new period"), "{error}");
+
+    let audit_rows = "SELECT count(*) AS n FROM audit_log WHERE user_id = $1";
+    assert_eq!(count(&mut db, audit_rows, s.user_id).await, 1);
+    let holds = "SELECT count(*) AS n FROM budget_holds WHERE user_id = $1";
+    assert_eq!(
+        count(&mut db, holds, s.user_id).await,
+        0,
+        "the hold is settled"
+    );
+    let spent =
+        "SELECT COALESCE(sum(spent), 0)::BIGINT AS n FROM budget_periods WHERE user_id = $1";
+    assert_eq!(count(&mut db, spent, s.user_id).await, 60);
 }

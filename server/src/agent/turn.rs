@@ -806,25 +806,28 @@ impl Agent {
                 .map_err(anyhow::Error::from)
         }
         .await;
-        match reserved {
-            Ok((Reserve::Granted(hold), now_allowed)) => {
-                record.pending = None;
-                record.audit.clear();
+        let next = match reserved {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(error = %e, "reserving budget failed");
+                return Err(unavailable());
+            }
+        };
+        // Committed: the settlement and the audit rows are stored, whatever the reservation.
+        record.pending = None;
+        record.audit.clear();
+        match next.reserve {
+            Ok(Reserve::Granted(hold)) => {
                 let cap = super::clamp_output(hold.amount - estimate, max_output);
-                Ok(Some(((hold, cap), now_allowed)))
+                Ok(Some(((hold, cap), next.allowed_tools)))
             }
             Ok(_) => {
-                record.pending = None;
-                record.audit.clear();
                 self.metrics.budget_refusals.inc();
                 Ok(None)
             }
             Err(e) => {
-                tracing::error!(error = %e, "reserving budget failed");
-                Err(Ending::Failed {
-                    code: "unavailable".into(),
-                    message: "the database is unavailable; the turn was stopped".into(),
-                })
+                tracing::error!(error = %e, "reserving budget failed after the step was stored");
+                Err(unavailable())
             }
         }
     }
@@ -971,4 +974,12 @@ fn millis(d: Duration) -> i64 {
 
 fn clamp_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The turn stops because the database failed it.
+fn unavailable() -> Ending {
+    Ending::Failed {
+        code: "unavailable".into(),
+        message: "the database is unavailable; the turn was stopped".into(),
+    }
 }

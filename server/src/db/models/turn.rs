@@ -305,9 +305,20 @@ pub struct Step {
     pub hold_ttl: Duration,
 }
 
+/// What [`next_call`] stored and found.
+#[derive(Debug)]
+pub struct NextCall {
+    /// The reservation for the next call. An error here comes after the step's commit: the
+    /// settlement and the audit rows are stored all the same and must not be sent again.
+    pub reserve: QueryResult<Reserve>,
+    /// Tools the user's role allows now.
+    pub allowed_tools: Vec<String>,
+}
+
 /// Settles the previous call's hold, stores the audit rows of its tool calls, re-reads the
 /// user's allowed tools and budget rule (admin changes apply to the next call) and reserves
-/// for the next call, in one commit. A refused reservation still commits the rest.
+/// for the next call, in one commit. A refused reservation still commits the rest. `Err`:
+/// nothing was committed (unless the connection broke while the COMMIT was on its way).
 ///
 /// Round trips: BEGIN with the settlement, the audit rows and the read; then the reservation
 /// with COMMIT behind it.
@@ -315,7 +326,7 @@ pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
     step: Step,
-) -> QueryResult<(Reserve, Vec<String>)> {
+) -> QueryResult<NextCall> {
     let mut tx = Pipelined::open(conn);
     let settle = match &step.settle {
         Some((hold, actual)) => budget::settle(tx.conn(), hold, *actual),
@@ -332,7 +343,10 @@ pub async fn next_call(
     };
     let Some(access) = access else {
         tx.commit().await?;
-        return Ok((Reserve::Exhausted { resets_at: None }, Vec::new()));
+        return Ok(NextCall {
+            reserve: Ok(Reserve::Exhausted { resets_at: None }),
+            allowed_tools: Vec::new(),
+        });
     };
     let reserve_ask = ReserveAsk {
         user_id,
@@ -346,8 +360,10 @@ pub async fn next_call(
     let first = tx.commit_with(reserve).await?;
     // Rarely (a new period began mid-turn, or too little is free) the answer needs more
     // statements; each of them is atomic on its own.
-    let reserved = budget::reserve_after(conn, &reserve_ask, first).await?;
-    Ok((reserved, access.tools))
+    Ok(NextCall {
+        reserve: budget::reserve_after(conn, &reserve_ask, first).await,
+        allowed_tools: access.tools,
+    })
 }
 
 /// Settles the last hold, stores what the turn produced and its usage, and releases the
