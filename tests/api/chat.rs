@@ -570,7 +570,7 @@ async fn a_start_that_fails_to_commit_is_an_error_and_keeps_nothing() {
         assert!(events[0].data["message"]
             .as_str()
             .unwrap()
-            .contains("not saved"));
+            .contains("may not have been saved"));
         let stored = app.conversation(&s.access, &conv).await;
         assert_eq!(stored["messages"].as_array().unwrap().len(), 0, "{stored}");
         let totals = app.budget_totals(s.user_id).await;

@@ -553,3 +553,25 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
         "SELECT COALESCE(sum(spent), 0)::BIGINT AS n FROM budget_periods WHERE user_id = $1";
     assert_eq!(count(&mut db, spent, s.user_id).await, 60);
 }
+
+#[derive(diesel::QueryableByName)]
+struct Setting {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    idle_in_transaction_session_timeout: String,
+}
+
+/// A transaction whose future is dropped half-way leaves its connection idle inside it, with
+/// row locks held, until the pool next hands that connection out. Every pooled connection
+/// therefore lets Postgres end such a transaction after a minute.
+#[tokio::test]
+async fn pooled_connections_do_not_hold_a_forgotten_transaction_forever() {
+    let app = spawn_app().await;
+    let settings = test_settings(&app.database_url);
+    let pool = agentchat::db::build_pool(&settings.database).unwrap();
+    let mut conn = pool.get().await.unwrap();
+    let shown = diesel::sql_query("SHOW idle_in_transaction_session_timeout")
+        .get_result::<Setting>(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(shown.idle_in_transaction_session_timeout, "1min");
+}

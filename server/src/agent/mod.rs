@@ -78,7 +78,7 @@ impl Agent {
                 user_id: token.user_id,
                 token_version: token.token_version,
                 turn_id,
-                stale_after: self.settings.turn_timeout,
+                stale_after: self.settings.turn_timeout + turn::STORE_GRACE,
             },
             user_message,
             ask,
@@ -129,9 +129,10 @@ impl Agent {
         })
     }
 
-    /// How long a reservation may live before the sweeper frees it.
+    /// How long a reservation may live before the sweeper frees it: a live turn settles it
+    /// before then, even one storing itself after its deadline.
     pub fn hold_ttl(&self) -> std::time::Duration {
-        self.settings.turn_timeout + std::time::Duration::from_secs(60)
+        self.settings.turn_timeout + turn::STORE_GRACE
     }
 
     /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and

@@ -32,6 +32,12 @@ use crate::tools::{ExecutedCall, Outcome, Registry, ToolContext, ToolOutput};
 /// How long storing a finished turn waits for a database connection (per attempt).
 const STORE_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a turn may still be storing itself after its deadline: three attempts, each
+/// waiting up to [`STORE_WAIT`] for a connection, their back-off, and room to spare. A turn's
+/// claim on its conversation and its budget holds outlive the deadline by this much, so that
+/// nobody takes them over while the turn is still writing.
+pub const STORE_GRACE: Duration = Duration::from_secs(120);
+
 /// Why a turn was stopped from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -318,7 +324,15 @@ impl Agent {
             .rev()
             .find(|m| m.role == "assistant")
             .map(|m| m.id);
-        if !matches!(ending, Ending::Unstored) {
+        if matches!(ending, Ending::Unstored) {
+            // Unconfirmed is not always rolled back: the connection may have died with the
+            // COMMIT on its way. Releasing is right either way: it only touches this turn's
+            // claim, and settling a hold that is not there charges nothing.
+            let outstanding = turn.outstanding.lock().ok().and_then(|mut o| o.take());
+            let hold = outstanding.unwrap_or_else(|| turn.first_call.0.clone());
+            self.abandon(turn.turn_id, turn.conversation_id, Some(hold))
+                .await;
+        } else {
             self.persist(&turn, record).await;
         }
         match ending {
@@ -335,8 +349,8 @@ impl Agent {
             Ending::Unstored => {
                 emit(TurnEvent::Error(Box::new(ErrorEvent {
                     code: "unavailable".to_owned(),
-                    message: "the database did not confirm your message, so it was not saved; \
-                              try again"
+                    message: "the database did not confirm your message, so it may not have \
+                              been saved; reload the conversation and try again"
                         .to_owned(),
                 })))
                 .await
@@ -869,7 +883,8 @@ impl Agent {
         }
     }
 
-    /// Cleans up after a turn task panicked: releases its hold and the conversation.
+    /// Cleans up after a turn task panicked or its start went unconfirmed: releases its hold
+    /// and the conversation.
     pub async fn abandon(&self, turn_id: Uuid, conversation_id: Uuid, outstanding: Option<Hold>) {
         let result = async {
             let mut conn = db::conn(&self.pool)
@@ -881,7 +896,7 @@ impl Agent {
         }
         .await;
         if let Err(e) = result {
-            tracing::error!(error = %e, "releasing a panicked turn failed; the sweeper will");
+            tracing::error!(error = %e, "releasing an unfinished turn failed; its claim and hold expire by themselves");
         }
     }
 }

@@ -16,6 +16,7 @@ use diesel_async::pooled_connection::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use futures_util::FutureExt;
 
 use crate::config::DatabaseSettings;
 use crate::error::ApiError;
@@ -80,15 +81,32 @@ impl Pool {
     }
 }
 
+/// Session settings of every pooled connection. A transaction whose future was dropped
+/// half-way (a panic, say) leaves its connection idle inside the transaction, holding row
+/// locks on a conversation or a budget period, until the pool next hands that connection
+/// out and finds it broken. Our transactions never wait on the client for more than a few
+/// milliseconds, so Postgres may end such a session after a minute.
+const POOLED_SESSION_SETUP: &str = "SET idle_in_transaction_session_timeout = '60s'";
+
+async fn establish_for_pool(url: &str) -> diesel::ConnectionResult<AsyncPgConnection> {
+    use diesel_async::SimpleAsyncConnection;
+    let mut conn = AsyncPgConnection::establish(url).await?;
+    conn.batch_execute(POOLED_SESSION_SETUP)
+        .await
+        .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}
+
 /// Builds the request-path pool. Connections are opened lazily, so this succeeds while
 /// Postgres is down and the pool recovers by itself when it is back.
 pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
     let sizes = shard::split(settings.pool_size, shard::count());
     let shards = Sharded::build(sizes.len(), |i| {
         let mut config = ManagerConfig::default();
-        // A dead connection shows up as `is_broken` and is dropped on return; a ping per
-        // checkout would add a round trip to every request.
+        // A dead connection shows up as `is_broken` and is dropped when the pool next hands
+        // it out; a ping per checkout would add a round trip to every request.
         config.recycling_method = RecyclingMethod::Fast;
+        config.custom_setup = Box::new(|url| establish_for_pool(url).boxed());
         let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
             settings.url.expose(),
             config,

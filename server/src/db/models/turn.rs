@@ -379,16 +379,19 @@ pub async fn finish(
 ) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let c = tx.conn();
+    // The conversation row is locked before the budget row, as in `begin`: two transactions
+    // taking them in opposite orders could deadlock.
+    let released = release(c, conversation_id, turn_id);
     let settled = match &settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let work = futures_util::future::try_join5(
+        released,
         settled,
         message::insert_many(c, &rows),
         usage::insert_many(c, &usage_rows),
         audit::insert_many(c, &audit_rows),
-        release(c, conversation_id, turn_id),
     );
     tx.run(work).await.map(|_| ())
 }
@@ -401,12 +404,13 @@ pub async fn abandon(
     hold: Option<Hold>,
 ) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
+    // Conversation row first, then the budget row, as everywhere.
+    let released = release(tx.conn(), conversation_id, turn_id);
     let settled = match &hold {
         Some(h) => budget::settle(tx.conn(), h, 0),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
-    let work =
-        futures_util::future::try_join(settled, release(tx.conn(), conversation_id, turn_id));
+    let work = futures_util::future::try_join(released, settled);
     tx.run(work).await.map(|_| ())
 }
 
