@@ -46,8 +46,8 @@ pub fn markdown(r: &Report) -> String {
     let m = &r.machine;
     let _ = writeln!(s, "Machine: nproc={}, CPU `{}`, RAM {} MiB, kernel {}, PostgreSQL {} (same machine), open-files limit {}.  ", m.nproc, m.cpu_model, m.mem_total_mib, m.kernel, m.postgres_version, m.open_files_limit);
     let _ = writeln!(s, "Load average at start `{}`, at end `{}` (other builds/tests share this machine — see \"rough edges\").  ", m.loadavg_start, m.loadavg_end);
-    let _ = writeln!(s, "Server binary `{}`. Wall time {:.0} s (setup {:.1} s). Generator CPU {} ms, fake upstream CPU {} ms — both share the same {} cores as the server and Postgres.\n",
-        m.server_bin, r.wall_secs, r.setup_secs, f(r.generator_cpu_ms, 0), f(r.fake_upstream_cpu_ms, 0), m.nproc);
+    let _ = writeln!(s, "Server binary `{}`. Wall time {:.0} s (setup {:.1} s; Postgres CHECKPOINT before measuring: {}). Generator CPU {} ms, fake upstream CPU {} ms — both share the same {} cores as the server and Postgres.\n",
+        m.server_bin, r.wall_secs, r.setup_secs, r.checkpoint_before, f(r.generator_cpu_ms, 0), f(r.fake_upstream_cpu_ms, 0), m.nproc);
     let _ = writeln!(s, "Fake upstream per model call: TTFT {} ms, {} deltas, {} ms apart (tool scenario: first call answers one `calculator` tool call, the second call the text). Added latency = through the server − direct to the fake upstream, the direct baseline sampled at {}/s concurrently in the same phase.\n",
         cfg.ttft_ms, cfg.deltas, cfg.gap_ms, cfg.direct_rate);
 
