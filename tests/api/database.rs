@@ -575,3 +575,85 @@ async fn pooled_connections_do_not_hold_a_forgotten_transaction_forever() {
         .unwrap();
     assert_eq!(shown.idle_in_transaction_session_timeout, "1min");
 }
+
+/// `begin` locks the conversation row, then the budget row; `finish` takes them in the same
+/// order, so the two cannot deadlock (a turn taking over a stale claim meets the old turn's
+/// `finish` on both rows). Shown with the budget row held elsewhere: the waiting `finish`
+/// already holds the conversation row.
+#[tokio::test]
+async fn finishing_locks_the_conversation_before_the_budget() {
+    use agentchat::db::models::turn;
+
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let s = app.signed_up("ordered").await;
+    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+        .await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let mut db = app.db().await;
+    let claim = new_claim(s.user_id);
+    let first = started(start_turn(&mut db, &claim, conversation, "hi").await);
+    first.committing.wait(&mut db).await.unwrap();
+
+    let mut holder = app.db().await;
+    diesel::sql_query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    diesel::sql_query("SELECT 1 FROM budget_periods WHERE user_id = $1 FOR UPDATE")
+        .bind::<diesel::sql_types::Uuid, _>(s.user_id)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let finishing = tokio::spawn(async move {
+        let result = turn::finish(
+            &mut db,
+            conversation,
+            claim.turn_id,
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Some((first.hold, 10)),
+        )
+        .await;
+        result.map(|()| db)
+    });
+    let mut probe = app.db().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while lock_waiters(&mut probe).await == 0 {
+        assert!(std::time::Instant::now() < deadline, "finish never waited");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let conversation_free =
+        diesel::sql_query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE NOWAIT")
+            .bind::<diesel::sql_types::Uuid, _>(conversation)
+            .execute(&mut probe)
+            .await;
+    assert!(
+        conversation_free.is_err(),
+        "finish waits for the budget row without holding the conversation row"
+    );
+
+    diesel::sql_query("COMMIT")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    finishing
+        .await
+        .unwrap()
+        .expect("finish completes once the budget row is free");
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!(totals.holds, 0);
+}
+
+/// Sessions of this database waiting for a lock.
+async fn lock_waiters(db: &mut AsyncPgConnection) -> i64 {
+    diesel::sql_query(
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE wait_event_type = 'Lock' AND datname = current_database()",
+    )
+    .get_result::<Count>(db)
+    .await
+    .unwrap()
+    .n
+}
