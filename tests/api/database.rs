@@ -452,7 +452,14 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, "user", content);
-    turn::begin(conn, claim.clone(), message, ask, |h, _, _| (h.len(), 50)).await
+    let room = agentchat::db::models::message::HistoryRoom {
+        tokens: u64::MAX,
+        message_overhead: 4,
+    };
+    turn::begin(conn, claim.clone(), message, ask, room, |h, _, _| {
+        (h.len(), 50)
+    })
+    .await
 }
 
 fn started(
@@ -656,4 +663,101 @@ async fn lock_waiters(db: &mut AsyncPgConnection) -> i64 {
     .await
     .unwrap()
     .n
+}
+
+/// A long conversation is read only as far back as the context window could reach, and the
+/// model input built from that is exactly the one built from the whole history: with tool
+/// calls, incomplete calls with orphaned results, empty replies and multi-byte text, at
+/// every window size from nothing to everything.
+#[tokio::test]
+async fn reading_only_the_recent_history_builds_the_same_model_input() {
+    use agentchat::agent::context;
+    use agentchat::db::models::message::{self, NewMessage};
+
+    let app = spawn_app().await;
+    let s = app.signed_up("longtalk").await;
+    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let mut db = app.db().await;
+    let msg = |role: &str, content: String| NewMessage::complete(conversation, role, &content);
+    let with_calls = |content: &str, ids: &[&str]| {
+        let mut m = msg("assistant", content.to_owned());
+        m.tool_calls = Some(serde_json::Value::Array(
+            ids.iter()
+                .map(|id| serde_json::json!({"id": id, "name": "calculator", "arguments": {"expression": "6*7"}}))
+                .collect(),
+        ));
+        m
+    };
+    let result = |id: &str, content: String| {
+        let mut m = msg("tool", content);
+        m.tool_call_id = Some(id.to_owned());
+        m
+    };
+    let mut rows = Vec::new();
+    for i in 0..12 {
+        rows.push(msg(
+            "user",
+            format!("question {i}: {}", "why? ".repeat(i * 7)),
+        ));
+        match i % 4 {
+            0 => rows.push(msg(
+                "assistant",
+                format!("answer {i} 🦀 {}", "ünïcödé ".repeat(i * 5)),
+            )),
+            1 => {
+                rows.push(with_calls("", &[&format!("a{i}"), &format!("b{i}")]));
+                rows.push(result(&format!("a{i}"), "42".repeat(i * 20)));
+                rows.push(result(&format!("b{i}"), "六七".repeat(i * 9)));
+                rows.push(msg("assistant", format!("both done {i}")));
+            }
+            // A call whose second result never came: the stored result is dropped with it.
+            2 => {
+                rows.push(with_calls(
+                    &format!("trying {i}"),
+                    &[&format!("c{i}"), &format!("d{i}")],
+                ));
+                rows.push(result(&format!("c{i}"), "x".repeat(3000)));
+            }
+            _ => rows.push(msg("assistant", String::new())),
+        }
+    }
+    message::insert_many(&mut db, &rows).await.unwrap();
+    let all = message::list(&mut db, conversation).await.unwrap();
+    assert_eq!(all.len(), rows.len());
+
+    let (system, new_message, reserve) = ("You are helpful.", "and now?", 100);
+    let mut cut_somewhere = false;
+    for window in (0..3_500).chain([u64::MAX / 2]) {
+        let room = context::history_room(system, new_message, window, reserve);
+        let recent = message::list_recent(&mut db, conversation, room)
+            .await
+            .unwrap();
+        assert!(
+            all.ends_with_ids(&recent),
+            "not a suffix at window {window}"
+        );
+        cut_somewhere |= !recent.is_empty() && recent.len() < all.len();
+        assert_eq!(
+            context::assemble(system, &recent, new_message, window, reserve),
+            context::assemble(system, &all, new_message, window, reserve),
+            "window {window}: {} of {} messages read",
+            recent.len(),
+            all.len()
+        );
+    }
+    assert!(cut_somewhere, "no window cut the history");
+}
+
+trait EndsWithIds {
+    fn ends_with_ids(&self, suffix: &[agentchat::db::models::message::Message]) -> bool;
+}
+
+impl EndsWithIds for Vec<agentchat::db::models::message::Message> {
+    fn ends_with_ids(&self, suffix: &[agentchat::db::models::message::Message]) -> bool {
+        suffix.len() <= self.len()
+            && self[self.len() - suffix.len()..]
+                .iter()
+                .zip(suffix)
+                .all(|(a, b)| a.id == b.id)
+    }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::db::models::message::Message;
+use crate::db::models::message::{HistoryRoom, Message};
 use crate::llm::{estimate_tokens, ChatMessage, Role, ToolCall};
 
 /// Per-message overhead of chat formatting, in tokens.
@@ -45,6 +45,24 @@ impl StoredToolCall {
     }
 }
 
+/// The room [`assemble`] has for history, and the per-message overhead it counts: what the
+/// history read may be cut to ([`crate::db::models::message::list_recent`]).
+pub fn history_room(
+    system_prompt: &str,
+    new_user_message: &str,
+    window_tokens: u64,
+    reserve_output: u64,
+) -> HistoryRoom {
+    let fixed =
+        cost(&ChatMessage::system(system_prompt)) + cost(&ChatMessage::user(new_user_message));
+    HistoryRoom {
+        tokens: window_tokens
+            .saturating_sub(reserve_output)
+            .saturating_sub(fixed),
+        message_overhead: MESSAGE_OVERHEAD,
+    }
+}
+
 /// Builds the model's input: the system prompt, as much recent history as fits in
 /// `window_tokens - reserve_output`, and the new user message.
 pub fn assemble(
@@ -56,10 +74,13 @@ pub fn assemble(
 ) -> Vec<ChatMessage> {
     let system = ChatMessage::system(system_prompt);
     let user = ChatMessage::user(new_user_message);
-    let fixed = cost(&system) + cost(&user);
-    let mut room = window_tokens
-        .saturating_sub(reserve_output)
-        .saturating_sub(fixed);
+    let mut room = history_room(
+        system_prompt,
+        new_user_message,
+        window_tokens,
+        reserve_output,
+    )
+    .tokens;
 
     let units = units(history);
     let mut kept: Vec<Vec<ChatMessage>> = Vec::new();

@@ -53,6 +53,12 @@ impl Agent {
             now: (self.clock)(),
             hold_ttl: self.hold_ttl(),
         };
+        let history_room = context::history_room(
+            &self.settings.system_prompt,
+            content,
+            self.settings.context_window_tokens,
+            u64::from(self.settings.max_output_tokens),
+        );
         let build = {
             let agent = self.clone();
             let content = content.to_owned();
@@ -82,6 +88,7 @@ impl Agent {
             },
             user_message,
             ask,
+            history_room,
             build,
         )
         .await?;

@@ -38,6 +38,8 @@ pub struct Config {
     pub gap_ms: u64,
     pub stats_wait_secs: u64,
     pub direct_rate: f64,
+    /// Earlier messages (1 KiB each) every conversation starts with: long conversations.
+    pub history: usize,
     pub pg_host: String,
     pub pg_port: String,
     pub command: String,
@@ -90,6 +92,7 @@ impl Config {
             gap_ms: 5,
             stats_wait_secs: if smoke { 0 } else { 11 },
             direct_rate: if smoke { 10.0 } else { 20.0 },
+            history: 0,
             pg_host: "127.0.0.1".into(),
             pg_port: "5432".into(),
             command: String::new(),
@@ -115,6 +118,7 @@ impl Config {
                 "--gap-ms" => c.gap_ms = val()?.parse()?,
                 "--stats-wait-secs" => c.stats_wait_secs = val()?.parse()?,
                 "--direct-rate" => c.direct_rate = val()?.parse()?,
+                "--history" => c.history = val()?.parse()?,
                 "--command" => c.command = val()?,
                 other => bail!("unknown option {other}"),
             }
@@ -134,6 +138,7 @@ impl Config {
             "phases are at most 600 s"
         );
         c.stream_cycles = c.stream_cycles.clamp(1, 5);
+        anyhow::ensure!(c.history <= 10_000, "at most 10000 history messages");
         Ok(c)
     }
 }
@@ -171,6 +176,17 @@ impl Drop for Procs {
 fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
+}
+
+/// Alternating user and assistant messages of 1 KiB, oldest first, in every conversation.
+fn history_sql(per_conversation: usize) -> String {
+    format!(
+        "INSERT INTO messages (id, conversation_id, role, content) \
+         SELECT gen_random_uuid(), c.id, \
+                CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END, \
+                left(repeat('earlier turn ' || g || ' of a long conversation. ', 40), 1024) \
+         FROM conversations c, generate_series(1, {per_conversation}) g ORDER BY c.id, g"
+    )
 }
 
 fn rand_suffix() -> String {
@@ -1150,6 +1166,16 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     }
     for h in hs {
         all.push(h.await??);
+    }
+    if cfg.history > 0 {
+        let t = Instant::now();
+        sys::psql_in(&cfg.pg_host, &cfg.pg_port, &db, &history_sql(cfg.history))?;
+        log(format!(
+            "{} earlier messages of 1 KiB added to each of {} conversations in {:.1} s",
+            cfg.history,
+            all.len(),
+            t.elapsed().as_secs_f64()
+        ));
     }
     // A checkpoint still writing out earlier work (say, a test suite that just created and
     // dropped a hundred databases) would land in the measured phases: once, a run's p99 at

@@ -19,7 +19,7 @@ fn usage() -> ! {
         "usage:\n  agentchat-load run [--smoke] [--out DIR] [--server-bin PATH] [--results-md PATH]\n\
          \x20     [--users N] [--levels 8,32,128] [--step-secs S] [--open-secs S] [--streams 1000,5000]\n\
          \x20     [--stream-cycles N] [--p99-bound-ms MS] [--ttft-ms MS] [--deltas N] [--gap-ms MS]\n\
-         \x20     [--stats-wait-secs S] [--command TEXT]\n  agentchat-load fake-upstream [--port N]"
+         \x20     [--stats-wait-secs S] [--history N] [--command TEXT]\n  agentchat-load fake-upstream [--port N]"
     );
     std::process::exit(2)
 }

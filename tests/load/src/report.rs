@@ -50,6 +50,9 @@ pub fn markdown(r: &Report) -> String {
         m.server_bin, r.wall_secs, r.setup_secs, r.checkpoint_before, f(r.generator_cpu_ms, 0), f(r.fake_upstream_cpu_ms, 0), m.nproc);
     let _ = writeln!(s, "Fake upstream per model call: TTFT {} ms, {} deltas, {} ms apart (tool scenario: first call answers one `calculator` tool call, the second call the text). Added latency = through the server − direct to the fake upstream, the direct baseline sampled at {}/s concurrently in the same phase.\n",
         cfg.ttft_ms, cfg.deltas, cfg.gap_ms, cfg.direct_rate);
+    if cfg.history > 0 {
+        let _ = writeln!(s, "Long conversations: every conversation starts with {} earlier messages of 1 KiB (`--history`). The server reads them all, keeps what fits the context window and sends that upstream; the direct baseline sends a short request, so \"added\" includes the fake upstream reading the longer one.\n", cfg.history);
+    }
 
     // Targets.
     let plain = r.scenarios.iter().find(|x| x.name.starts_with("plain"));

@@ -88,9 +88,14 @@ impl PgCpu {
 /// Runs one query against the `postgres` maintenance database (so our reads never count as
 /// transactions of the database under test) and returns the first value.
 pub fn psql(pg_host: &str, pg_port: &str, sql: &str) -> anyhow::Result<String> {
+    psql_in(pg_host, pg_port, "postgres", sql)
+}
+
+/// Runs one statement in database `db` and returns the first value.
+pub fn psql_in(pg_host: &str, pg_port: &str, db: &str, sql: &str) -> anyhow::Result<String> {
     let out = Command::new("psql")
         .args([
-            "-h", pg_host, "-p", pg_port, "-U", "postgres", "-d", "postgres", "-XAtq", "-c", sql,
+            "-h", pg_host, "-p", pg_port, "-U", "postgres", "-d", db, "-XAtq", "-c", sql,
         ])
         .output()?;
     anyhow::ensure!(

@@ -13,7 +13,7 @@ use crate::db::prepared::{column, sql};
 use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
 
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize)]
 #[diesel(table_name = messages)]
 pub struct Message {
     pub id: Uuid,
@@ -78,10 +78,8 @@ impl NewMessage {
     }
 }
 
-/// All messages of a conversation in the order they were written. Callers check ownership
-/// of the conversation first.
-/// The whole history, oldest first. Like the other statements of an agent turn, the future
-/// does not borrow the connection, so a transaction can pipeline it with others.
+/// All messages of a conversation in the order they were written, oldest first. Callers
+/// check ownership of the conversation first.
 pub fn list(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
@@ -92,6 +90,46 @@ pub fn list(
         .select(Message::as_select())
         .load(conn)
         .boxed()
+}
+
+/// How much of a conversation's history the model input can hold, in estimated tokens, and
+/// what each message costs on top of its text (see `agent::context`).
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryRoom {
+    pub tokens: u64,
+    pub message_overhead: u64,
+}
+
+/// The newest messages that could fit in `room`, oldest first: every message the context
+/// assembly could keep, and no more than a window's worth of the rest. A long conversation
+/// is otherwise read whole on every turn, only for most of it to be dropped.
+///
+/// The cut must never drop a message the assembly keeps, so each message counts at most
+/// what it costs there: a user message its full cost, an assistant message that of its text
+/// alone (its tool calls, and the text of an empty one, may be left out), a tool result
+/// nothing (it may be an orphan). A message stays when it and everything newer count at
+/// most `room`. Pipelinable like [`list`].
+pub fn list_recent(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    room: HistoryRoom,
+) -> BoxFuture<'static, QueryResult<Vec<Message>>> {
+    let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    sql(
+        "SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
+                status_reason, model, input_tokens, output_tokens, duration_ms, created_at \
+         FROM (SELECT m.*, sum(CASE \
+                   WHEN m.role = 'tool' OR (m.role = 'assistant' AND m.content = '') THEN 0 \
+                   ELSE $3 + GREATEST((char_length(m.content) + 3) / 4, 1) END) \
+                   OVER (ORDER BY m.seq DESC) AS newer \
+               FROM messages m WHERE m.conversation_id = $1) recent \
+         WHERE newer <= $2 ORDER BY seq",
+    )
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<BigInt, _>(clamp(room.tokens))
+    .bind::<BigInt, _>(clamp(room.message_overhead))
+    .load(conn)
+    .boxed()
 }
 
 /// Inserts the rows, in order, with one statement of fixed text (prepared once per
