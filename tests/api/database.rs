@@ -452,11 +452,7 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, "user", content);
-    let room = agentchat::db::models::message::HistoryRoom {
-        tokens: u64::MAX,
-        message_overhead: 4,
-    };
-    turn::begin(conn, claim.clone(), message, ask, room, |h, _, _| {
+    turn::begin(conn, claim.clone(), message, ask, u64::MAX, |h, _, _| {
         (h.len(), 50)
     })
     .await
@@ -726,26 +722,39 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
     assert_eq!(all.len(), rows.len());
 
     let (system, new_message, reserve) = ("You are helpful.", "and now?", 100);
-    let mut cut_somewhere = false;
-    for window in (0..3_500).chain([u64::MAX / 2]) {
-        let room = context::history_room(system, new_message, window, reserve);
-        let recent = message::list_recent(&mut db, conversation, room)
+    // Then again with the oldest messages stored before their cost was: they count nothing,
+    // so they are always read.
+    for older_unpriced in [false, true] {
+        if older_unpriced {
+            diesel::sql_query(
+                "UPDATE messages SET history_cost = NULL WHERE seq IN \
+                 (SELECT seq FROM messages ORDER BY seq LIMIT 10)",
+            )
+            .execute(&mut db)
             .await
             .unwrap();
-        assert!(
-            all.ends_with_ids(&recent),
-            "not a suffix at window {window}"
-        );
-        cut_somewhere |= !recent.is_empty() && recent.len() < all.len();
-        assert_eq!(
-            context::assemble(system, &recent, new_message, window, reserve),
-            context::assemble(system, &all, new_message, window, reserve),
-            "window {window}: {} of {} messages read",
-            recent.len(),
-            all.len()
-        );
+        }
+        let mut cut_somewhere = false;
+        for window in (0..3_500).chain([u64::MAX / 2]) {
+            let room = context::history_room(system, new_message, window, reserve);
+            let recent = message::list_recent(&mut db, conversation, room)
+                .await
+                .unwrap();
+            assert!(
+                all.ends_with_ids(&recent),
+                "not a suffix at window {window}"
+            );
+            cut_somewhere |= !recent.is_empty() && recent.len() < all.len();
+            assert_eq!(
+                context::assemble(system, &recent, new_message, window, reserve),
+                context::assemble(system, &all, new_message, window, reserve),
+                "window {window}: {} of {} messages read",
+                recent.len(),
+                all.len()
+            );
+        }
+        assert!(cut_somewhere, "no window cut the history");
     }
-    assert!(cut_somewhere, "no window cut the history");
 }
 
 trait EndsWithIds {

@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use crate::db::models::message::{HistoryRoom, Message};
+use crate::db::models::message::Message;
 use crate::llm::{estimate_tokens, ChatMessage, Role, ToolCall};
 
 /// Per-message overhead of chat formatting, in tokens.
-const MESSAGE_OVERHEAD: u64 = 4;
+const MESSAGE_OVERHEAD: u64 = crate::llm::MESSAGE_OVERHEAD_TOKENS;
 
 /// A stored tool call as kept in `messages.tool_calls`.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -45,22 +45,19 @@ impl StoredToolCall {
     }
 }
 
-/// The room [`assemble`] has for history, and the per-message overhead it counts: what the
-/// history read may be cut to ([`crate::db::models::message::list_recent`]).
+/// The room [`assemble`] has for history, in estimated tokens: what the history read may be
+/// cut to ([`crate::db::models::message::list_recent`]).
 pub fn history_room(
     system_prompt: &str,
     new_user_message: &str,
     window_tokens: u64,
     reserve_output: u64,
-) -> HistoryRoom {
+) -> u64 {
     let fixed =
         cost(&ChatMessage::system(system_prompt)) + cost(&ChatMessage::user(new_user_message));
-    HistoryRoom {
-        tokens: window_tokens
-            .saturating_sub(reserve_output)
-            .saturating_sub(fixed),
-        message_overhead: MESSAGE_OVERHEAD,
-    }
+    window_tokens
+        .saturating_sub(reserve_output)
+        .saturating_sub(fixed)
 }
 
 /// Builds the model's input: the system prompt, as much recent history as fits in
@@ -79,8 +76,7 @@ pub fn assemble(
         new_user_message,
         window_tokens,
         reserve_output,
-    )
-    .tokens;
+    );
 
     let units = units(history);
     let mut kept: Vec<Vec<ChatMessage>> = Vec::new();

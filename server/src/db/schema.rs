@@ -75,6 +75,7 @@ diesel::table! {
         output_tokens -> Nullable<Int8>,
         duration_ms -> Nullable<Int8>,
         created_at -> Timestamptz,
+        history_cost -> Nullable<Int4>,
     }
 }
 

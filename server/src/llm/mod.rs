@@ -314,6 +314,9 @@ impl LlmError {
     }
 }
 
+/// Tokens of chat formatting around each message, on top of its text.
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+
 /// Rough local token count: characters / 4, rounded up, at least 1.
 pub fn estimate_tokens(text: &str) -> u64 {
     estimate_tokens_of_chars(text.chars().count())

@@ -178,13 +178,16 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Alternating user and assistant messages of 1 KiB, oldest first, in every conversation.
+/// Alternating user and assistant messages of 1 KiB, oldest first, in every conversation,
+/// each with the context-window cost the server stores with a message it writes (4 tokens
+/// of overhead plus a token per 4 characters; `history_cost_floor` in the server).
 fn history_sql(per_conversation: usize) -> String {
     format!(
-        "INSERT INTO messages (id, conversation_id, role, content) \
+        "INSERT INTO messages (id, conversation_id, role, content, history_cost) \
          SELECT gen_random_uuid(), c.id, \
                 CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END, \
-                left(repeat('earlier turn ' || g || ' of a long conversation. ', 40), 1024) \
+                left(repeat('earlier turn ' || g || ' of a long conversation. ', 40), 1024), \
+                4 + 1024 / 4 \
          FROM conversations c, generate_series(1, {per_conversation}) g ORDER BY c.id, g"
     )
 }

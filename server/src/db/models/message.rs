@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Integer, Jsonb, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::db::prepared::{column, sql};
 use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
+use crate::llm;
 
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize)]
 #[diesel(table_name = messages)]
@@ -92,44 +93,47 @@ pub fn list(
         .boxed()
 }
 
-/// How much of a conversation's history the model input can hold, in estimated tokens, and
-/// what each message costs on top of its text (see `agent::context`).
-#[derive(Debug, Clone, Copy)]
-pub struct HistoryRoom {
-    pub tokens: u64,
-    pub message_overhead: u64,
-}
-
-/// The newest messages that could fit in `room`, oldest first: every message the context
-/// assembly could keep, and no more than a window's worth of the rest. A long conversation
-/// is otherwise read whole on every turn, only for most of it to be dropped.
+/// The newest messages that could fit in `room` estimated tokens, oldest first: every
+/// message the context assembly (`agent::context`) could keep, and no more than a window's
+/// worth of the rest. A long conversation would otherwise be read whole on every turn, only
+/// for most of it to be dropped.
 ///
-/// The cut must never drop a message the assembly keeps, so each message counts at most
-/// what it costs there: a user message its full cost, an assistant message that of its text
-/// alone (its tool calls, and the text of an empty one, may be left out), a tool result
-/// nothing (it may be an orphan). A message stays when it and everything newer count at
-/// most `room`. Pipelinable like [`list`].
+/// Each message stores the least it can cost there ([`history_cost_floor`]); a message stays
+/// when it and everything newer add up to at most `room`. The cut is found from the index on
+/// (conversation, seq) that carries those costs; only the messages after it are read whole.
+/// Pipelinable like [`list`].
 pub fn list_recent(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
-    room: HistoryRoom,
+    room: u64,
 ) -> BoxFuture<'static, QueryResult<Vec<Message>>> {
-    let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    sql(
-        "SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
+    sql("WITH newer AS ( \
+             SELECT seq, sum(COALESCE(history_cost, 0)) OVER (ORDER BY seq DESC) AS cost \
+             FROM messages WHERE conversation_id = $1) \
+         SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
                 status_reason, model, input_tokens, output_tokens, duration_ms, created_at \
-         FROM (SELECT m.*, sum(CASE \
-                   WHEN m.role = 'tool' OR (m.role = 'assistant' AND m.content = '') THEN 0 \
-                   ELSE $3 + GREATEST((char_length(m.content) + 3) / 4, 1) END) \
-                   OVER (ORDER BY m.seq DESC) AS newer \
-               FROM messages m WHERE m.conversation_id = $1) recent \
-         WHERE newer <= $2 ORDER BY seq",
-    )
+         FROM messages WHERE conversation_id = $1 \
+           AND seq >= (SELECT COALESCE(min(seq), 9223372036854775807) FROM newer \
+                       WHERE cost <= $2) \
+         ORDER BY seq")
     .bind::<SqlUuid, _>(conversation_id)
-    .bind::<BigInt, _>(clamp(room.tokens))
-    .bind::<BigInt, _>(clamp(room.message_overhead))
+    .bind::<BigInt, _>(i64::try_from(room).unwrap_or(i64::MAX))
     .load(conn)
     .boxed()
+}
+
+/// The least `content` stored with `role` can cost in the model's context window: the
+/// assembly must never lose a message to the cut, so this never exceeds what it counts. A
+/// user message costs its text and overhead; an assistant message at least that (its tool
+/// calls may be left out, and an empty one may be left out whole); a tool result may be an
+/// orphan the assembly drops, so nothing.
+pub fn history_cost_floor(role: &str, content: &str) -> i32 {
+    let cost = match role {
+        "tool" => 0,
+        "assistant" if content.is_empty() => 0,
+        _ => llm::MESSAGE_OVERHEAD_TOKENS + llm::estimate_tokens(content),
+    };
+    i32::try_from(cost).unwrap_or(i32::MAX)
 }
 
 /// Inserts the rows, in order, with one statement of fixed text (prepared once per
@@ -147,14 +151,15 @@ pub fn insert_many(
     sql(
         "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                status, status_reason, model, input_tokens, output_tokens, \
-                               duration_ms) \
+                               duration_ms, history_cost) \
          SELECT id, conversation_id, role, content, tool_calls, tool_call_id, status, \
-                status_reason, model, input_tokens, output_tokens, duration_ms \
+                status_reason, model, input_tokens, output_tokens, duration_ms, history_cost \
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], \
-                     $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[]) \
+                     $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], \
+                     $13::int4[]) \
               WITH ORDINALITY AS r (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                     status, status_reason, model, input_tokens, output_tokens, \
-                                    duration_ms, n) \
+                                    duration_ms, history_cost, n) \
          ORDER BY n",
     )
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
@@ -169,6 +174,9 @@ pub fn insert_many(
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.input_tokens))
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.output_tokens))
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.duration_ms))
+    .bind::<Array<Integer>, _>(column(rows, |r| {
+        history_cost_floor(&r.role, &pg_safe_text(&r.content))
+    }))
     .execute(conn)
     .map(|r| r.map(|_| ()))
     .boxed()

@@ -24,7 +24,7 @@ use super::audit::{self, NewAudit};
 use super::budget::{self, Hold, Limit, Reserve, ReserveAsk};
 use super::conversation::Conversation;
 use super::custom_tool::{self, CustomToolRow};
-use super::message::{self, HistoryRoom, Message, NewMessage};
+use super::message::{self, Message, NewMessage};
 use super::usage::{self, NewUsage};
 use super::user::{AuthState, Rejection};
 use crate::db::pipelined::{Committing, Pipelined};
@@ -184,8 +184,8 @@ fn claim_conversation(
 
 /// Checks the account, claims the conversation, reserves the first call's budget and
 /// stores the user message, in one commit; nothing is kept when anything refuses. `build`
-/// turns the history (as much as could fit in `history_room`) and the allowed tools into the
-/// model input and its estimated size in tokens.
+/// turns the history (as much as could fit in `history_room` estimated tokens) and the
+/// allowed tools into the model input and its estimated size in tokens.
 ///
 /// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
 /// reservation and the user message. The COMMIT (with an unlimited budget, the user message
@@ -196,7 +196,7 @@ pub async fn begin<T, F>(
     claim: Claim,
     user_message: NewMessage,
     ask: BudgetAsk,
-    history_room: HistoryRoom,
+    history_room: u64,
     build: F,
 ) -> QueryResult<Begin<T>>
 where
