@@ -230,12 +230,7 @@ async fn prepared_statements(db: &mut AsyncPgConnection) -> Vec<String> {
 /// and the budget adds up.
 #[tokio::test]
 async fn a_turn_prepares_its_statements_once_per_connection() {
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("storage").await;
-    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
-        .await;
-    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let (app, s, conversation) = budgeted_conversation("storage").await;
     let mut db = app.db().await;
 
     storage_turn(&mut db, s.user_id, conversation).await;
@@ -276,18 +271,9 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     use agentchat::db::models::usage::NewUsage;
     use diesel_async::pooled_connection::PoolableConnection;
 
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("retrier").await;
-    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
-        .await;
-    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let (app, s, conversation) = budgeted_conversation("retrier").await;
     let mut db = app.db().await;
-    let claim = new_claim(s.user_id);
-    let turn::Started {
-        hold, committing, ..
-    } = started(start_turn(&mut db, &claim, conversation, "hi").await);
-    committing.wait(&mut db).await.unwrap();
+    let (claim, hold) = begun_turn(&mut db, s.user_id, conversation).await;
     assert!(!db.is_broken());
     let usage = NewUsage {
         user_id: s.user_id,
@@ -397,12 +383,7 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
 async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     use agentchat::agent::turn::PendingStart;
 
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("orphan").await;
-    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
-        .await;
-    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let (app, s, conversation) = budgeted_conversation("orphan").await;
     let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
     let mut pooled = pool.get().await.unwrap();
     let claim = new_claim(s.user_id);
@@ -425,6 +406,32 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
     assert_eq!(contents, ["kept"]);
     let totals = app.budget_totals(s.user_id).await;
     assert_eq!(totals.holds, 1, "only the second start's hold");
+}
+
+/// A fresh server with a user on a limited budget and one of their conversations.
+async fn budgeted_conversation(username: &str) -> (TestApp, Session, uuid::Uuid) {
+    let app = spawn_app().await;
+    let admin = app.signed_up("boss").await;
+    let user = app.signed_up(username).await;
+    app.set_budget(&admin.access, user.user_id, Some(1_000_000))
+        .await;
+    let conversation = app.new_conversation(&user.access).await.parse().unwrap();
+    (app, user, conversation)
+}
+
+/// A turn begun and committed on `db`: its claim and the first call's hold.
+async fn begun_turn(
+    db: &mut AsyncPgConnection,
+    user_id: uuid::Uuid,
+    conversation: uuid::Uuid,
+) -> (
+    agentchat::db::models::turn::Claim,
+    agentchat::db::models::budget::Hold,
+) {
+    let claim = new_claim(user_id);
+    let begun = started(start_turn(db, &claim, conversation, "hi").await);
+    begun.committing.wait(db).await.unwrap();
+    (claim, begun.hold)
 }
 
 fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
@@ -500,18 +507,9 @@ async fn count(db: &mut AsyncPgConnection, query: &str, user: uuid::Uuid) -> i64
 async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored() {
     use agentchat::db::models::turn;
 
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("steps").await;
-    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
-        .await;
-    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let (app, s, conversation) = budgeted_conversation("steps").await;
     let mut db = app.db().await;
-    let claim = new_claim(s.user_id);
-    let turn::Started {
-        hold, committing, ..
-    } = started(start_turn(&mut db, &claim, conversation, "hi").await);
-    committing.wait(&mut db).await.unwrap();
+    let (_, hold) = begun_turn(&mut db, s.user_id, conversation).await;
     // The next period's row cannot be created.
     diesel::sql_query(
         "CREATE FUNCTION no_new_period() RETURNS trigger LANGUAGE plpgsql AS $$ \
@@ -587,16 +585,9 @@ async fn pooled_connections_do_not_hold_a_forgotten_transaction_forever() {
 async fn finishing_locks_the_conversation_before_the_budget() {
     use agentchat::db::models::turn;
 
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("ordered").await;
-    app.set_budget(&admin.access, s.user_id, Some(1_000_000))
-        .await;
-    let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
+    let (app, s, conversation) = budgeted_conversation("ordered").await;
     let mut db = app.db().await;
-    let claim = new_claim(s.user_id);
-    let first = started(start_turn(&mut db, &claim, conversation, "hi").await);
-    first.committing.wait(&mut db).await.unwrap();
+    let (claim, hold) = begun_turn(&mut db, s.user_id, conversation).await;
 
     let mut holder = app.db().await;
     diesel::sql_query("BEGIN")
@@ -616,7 +607,7 @@ async fn finishing_locks_the_conversation_before_the_budget() {
             Vec::new(),
             Vec::new(),
             Vec::new(),
-            Some((first.hold, 10)),
+            Some((hold, 10)),
         )
         .await;
         result.map(|()| db)
