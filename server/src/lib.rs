@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod banner;
 pub mod budget;
 pub mod config;
 pub mod db;

@@ -1,4 +1,4 @@
-//! The `agentchat` command: `serve` (the default), `migrate`, `create-admin`.
+//! The `agentchat` command: `serve` (the default), `migrate`, `create-admin`, `config check`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use agentchat::auth::password::{self, PasswordHasher};
-use agentchat::config::Settings;
+use agentchat::banner::{self, StartFacts};
+use agentchat::config::{report, Settings};
 use agentchat::db::{self, models::role, models::user};
 use agentchat::startup::{prepare_database, Application};
 use agentchat::telemetry;
@@ -20,11 +21,25 @@ use agentchat::telemetry;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Shown after `--help`: the settings people reach for first.
+const SETTINGS_HELP: &str = "\
+Most used settings (environment variable, or the same key in the TOML file):
+  DATABASE_URL              Postgres URL [postgres://postgres@127.0.0.1:5432/agentchat]
+  AGENTCHAT_BIND            listen address [127.0.0.1:8080]
+  AGENTCHAT_LLM_PROVIDER    openai | anthropic | demo [demo: offline, no key needed]
+  AGENTCHAT_LLM_BASE_URL    e.g. https://api.openai.com/v1
+  AGENTCHAT_LLM_API_KEY     the provider's key
+  AGENTCHAT_LLM_MODEL       the default model
+  AGENTCHAT_REGISTRATION    open | closed [open: the first account becomes admin]
+  AGENTCHAT_JWT_SECRET      >= 32 bytes [generated and kept in the database]
+Every setting, with its default: agentchat.example.toml; effective values: agentchat config check";
+
 #[derive(Parser)]
 #[command(
     name = "agentchat",
     version,
-    about = "Multi-user LLM agent chat server"
+    about = "Multi-user LLM agent chat server",
+    after_help = SETTINGS_HELP
 )]
 struct Cli {
     /// Optional TOML settings file (environment variables override it).
@@ -36,16 +51,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the server (the default).
+    /// Run the server (the default when no command is given).
     Serve,
-    /// Create the database if needed and apply pending migrations, then exit.
+    /// Create the database if needed, apply pending migrations, and exit.
     Migrate,
-    /// Create an admin account. The password is read from AGENTCHAT_ADMIN_PASSWORD or,
-    /// when that is unset, from the first line of standard input — never from the command line.
+    /// Create an admin account (password from AGENTCHAT_ADMIN_PASSWORD or standard input).
+    ///
+    /// The password is read from AGENTCHAT_ADMIN_PASSWORD or, when that is unset, from the
+    /// first line of standard input — never from the command line.
     CreateAdmin {
         #[arg(long)]
         username: String,
     },
+    /// Inspect the settings.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigAction {
+    /// Print every effective setting and where it came from (default, file, environment),
+    /// secrets hidden; exit non-zero when a value is invalid.
+    Check,
 }
 
 #[tokio::main]
@@ -58,11 +87,28 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let _telemetry = telemetry::init(settings.log_format);
-    let result = match cli.command.unwrap_or(Command::Serve) {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Config {
+        action: ConfigAction::Check,
+    } = command
+    {
+        let entries = report::entries(&settings, cli.config.as_deref(), |k| std::env::var(k).ok());
+        print!("{}", report::render(&entries));
+        for (name, near) in unknown_env() {
+            let hint = near
+                .map(|n| format!(" (did you mean {n}?)"))
+                .unwrap_or_default();
+            eprintln!("agentchat: warning: {name} is not a setting{hint}");
+        }
+        println!("# settings are valid");
+        return ExitCode::SUCCESS;
+    }
+    let _telemetry = telemetry::init(&settings.telemetry);
+    let result = match command {
         Command::Serve => serve(settings).await,
         Command::Migrate => prepare_database(&settings).await,
         Command::CreateAdmin { username } => create_admin(settings, &username).await,
+        Command::Config { .. } => Ok(()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -76,8 +122,29 @@ async fn main() -> ExitCode {
 async fn serve(settings: Settings) -> anyhow::Result<()> {
     tracing::info!(database = %settings.database.url.redacted(), bind = %settings.bind, "starting");
     let app = Application::build(settings).await?;
+    let has_users = match app.state().pool.get().await {
+        Ok(mut conn) => user::any_exist(&mut conn).await.ok(),
+        Err(_) => None,
+    };
+    let facts = StartFacts {
+        port: app.port(),
+        has_users,
+        unknown_env: unknown_env(),
+        program: std::env::args()
+            .next()
+            .unwrap_or_else(|| "agentchat".to_owned()),
+    };
+    print!(
+        "{}",
+        banner::render(&app.state().settings, &facts, banner::use_colour())
+    );
     app.run_until_stopped().await?;
     Ok(())
+}
+
+/// `AGENTCHAT_` variables in this process's environment that are not settings.
+fn unknown_env() -> Vec<(String, Option<&'static str>)> {
+    agentchat::config::env::unknown(std::env::vars().map(|(k, _)| k))
 }
 
 async fn create_admin(settings: Settings, username: &str) -> anyhow::Result<()> {

@@ -78,7 +78,7 @@ impl Application {
             agent,
             turns: ActiveTurns::default(),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
-            hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes),
+            hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes()),
             throttle: Arc::new(LoginThrottle::new(
                 settings.auth.account_failure_limit,
                 settings.auth.address_failure_limit,

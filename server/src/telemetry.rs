@@ -5,12 +5,13 @@
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::KeyValue;
+use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::trace::TracerProvider;
 use tracing_subscriber::layer::{Layer as _, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter};
 
-use crate::config::LogFormat;
+use crate::config::{LogFormat, TelemetrySettings};
 
 /// Flushes and shuts the span exporter down when dropped (at process exit).
 pub struct TelemetryGuard {
@@ -25,17 +26,17 @@ impl Drop for TelemetryGuard {
     }
 }
 
-/// Installs the global subscriber from the environment. Safe to call more than once (the
-/// first call wins).
-pub fn init(format: LogFormat) -> TelemetryGuard {
-    let provider = match otlp_provider_from_env() {
+/// Installs the global subscriber per the settings. Safe to call more than once (the first
+/// call wins).
+pub fn init(settings: &TelemetrySettings) -> TelemetryGuard {
+    let provider = match otlp_provider(settings) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("agentchat: OpenTelemetry export disabled: {e}");
             None
         }
     };
-    install(format, provider.clone(), "info");
+    install(settings.log_format, provider.clone(), "info");
     TelemetryGuard { provider }
 }
 
@@ -61,38 +62,68 @@ pub fn install(format: LogFormat, provider: Option<TracerProvider>, default_log_
             .with(fmt::layer().json().with_target(false).with_filter(logs()))
             .try_init(),
         LogFormat::Text => base
-            .with(fmt::layer().with_target(false).with_filter(logs()))
+            .with(
+                fmt::layer()
+                    .with_target(false)
+                    .with_ansi(crate::banner::use_colour())
+                    .with_filter(logs()),
+            )
             .try_init(),
     };
 }
 
-/// An OTLP exporter per the standard variables, or `None` when no endpoint is set.
-fn otlp_provider_from_env() -> anyhow::Result<Option<TracerProvider>> {
-    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+/// An OTLP exporter per the settings, or `None` when no endpoint is set. The endpoint is the
+/// collector's base URL (as `OTEL_EXPORTER_OTLP_ENDPOINT`): HTTP appends `/v1/traces`;
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, when set, is the full traces URL and wins.
+fn otlp_provider(settings: &TelemetrySettings) -> anyhow::Result<Option<TracerProvider>> {
+    let traces_url = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .ok()
         .filter(|e| !e.trim().is_empty());
-    if endpoint.is_none() {
+    let base = settings
+        .otlp_endpoint
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty());
+    if traces_url.is_none() && base.is_none() {
         return Ok(None);
     }
-    let protocol =
-        std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").unwrap_or_else(|_| "http/protobuf".into());
-    let exporter = match protocol.trim() {
-        "grpc" => opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .build()?,
-        "http/protobuf" | "" => opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .build()?,
-        other => anyhow::bail!(
-            "OTEL_EXPORTER_OTLP_PROTOCOL `{other}` is not supported (use grpc or http/protobuf)"
-        ),
+    let exporter = match settings.otlp_protocol.as_str() {
+        "grpc" => {
+            let endpoint = traces_url.or(base.map(str::to_owned)).unwrap_or_default();
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint)
+                .build()?
+        }
+        "http/protobuf" => {
+            let endpoint = traces_url.unwrap_or_else(|| {
+                format!(
+                    "{}/v1/traces",
+                    base.unwrap_or_default().trim_end_matches('/')
+                )
+            });
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(endpoint)
+                .build()?
+        }
+        other => {
+            anyhow::bail!("OTLP protocol `{other}` is not supported (use grpc or http/protobuf)")
+        }
     };
-    let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "agentchat".into());
+    let batch = opentelemetry_sdk::trace::BatchConfigBuilder::default()
+        .with_scheduled_delay(settings.batch_delay)
+        .build();
+    let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(
+        exporter,
+        opentelemetry_sdk::runtime::Tokio,
+    )
+    .with_batch_config(batch)
+    .build();
     let provider = TracerProvider::builder()
-        .with_batch_exporter(exporter, opentelemetry_sdk::runtime::Tokio)
+        .with_span_processor(processor)
         .with_resource(opentelemetry_sdk::Resource::new([
-            KeyValue::new("service.name", service),
+            KeyValue::new("service.name", settings.service_name.clone()),
             KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
         ]))
         .build();

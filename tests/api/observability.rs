@@ -292,7 +292,9 @@ async fn metrics_move_by_exactly_the_traffic_sent() {
 
 #[tokio::test]
 async fn metrics_can_require_a_bearer_token() {
-    let app = spawn_app_with(|s| s.metrics_token = Some("scrape-secret".to_owned().into())).await;
+    let app =
+        spawn_app_with(|s| s.telemetry.metrics_token = Some("scrape-secret".to_owned().into()))
+            .await;
     let r = app.client.get(app.url("/metrics")).send().await.unwrap();
     expect_error(r, 401, "unauthenticated").await;
     let r = app

@@ -155,8 +155,8 @@ async fn generated_secret_is_shared_by_replicas_and_restarts() {
 
 #[tokio::test]
 async fn short_configured_secret_is_refused_at_startup() {
-    let url = fresh_database().await;
-    let mut settings = test_settings(&url);
+    let db = fresh_database_guard().await;
+    let mut settings = test_settings(db.url());
     settings.auth.jwt_secret = Some("too-short".to_owned().into());
     let err = agentchat::startup::Application::build(settings)
         .await

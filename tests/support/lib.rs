@@ -60,6 +60,7 @@ async fn template() -> String {
                     .unwrap();
             }
             drop_stale_test_databases(&mut admin).await;
+            drop_old_templates(&mut admin, &name).await;
             diesel::sql_query("SELECT pg_advisory_unlock(74657374)")
                 .execute(&mut admin)
                 .await
@@ -136,7 +137,75 @@ async fn drop_stale_test_databases(conn: &mut AsyncPgConnection) {
     }
 }
 
-/// A fresh, migrated database of this test's own; returns its URL.
+/// Templates of earlier migration sets are of no further use.
+async fn drop_old_templates(conn: &mut AsyncPgConnection, current: &str) {
+    let names =
+        diesel::sql_query("SELECT datname FROM pg_database WHERE datname LIKE 'agentchat_tmpl_%'")
+            .load::<Name>(conn)
+            .await
+            .unwrap_or_default();
+    for n in names.into_iter().filter(|n| n.datname != current) {
+        let _ = diesel::sql_query(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            n.datname
+        ))
+        .execute(conn)
+        .await;
+    }
+}
+
+/// Drops its test database when dropped, so a test run leaves no databases behind. Runs the
+/// `DROP DATABASE` on a thread of its own: `Drop` cannot await, and the test's runtime may
+/// be the current thread.
+pub struct DatabaseGuard {
+    url: String,
+}
+
+impl DatabaseGuard {
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for DatabaseGuard {
+    fn drop(&mut self) {
+        let Some(name) = url::Url::parse(&self.url)
+            .ok()
+            .map(|u| u.path().trim_start_matches('/').to_owned())
+            .filter(|n| n.starts_with("agentchat_t_"))
+        else {
+            return;
+        };
+        let dropper = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if let Ok(mut admin) = AsyncPgConnection::establish(&url_for("postgres")).await {
+                    let _ =
+                        diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut admin)
+                            .await;
+                }
+            });
+        });
+        let _ = dropper.join();
+    }
+}
+
+/// A fresh, migrated database that is dropped with the guard.
+pub async fn fresh_database_guard() -> DatabaseGuard {
+    DatabaseGuard {
+        url: fresh_database().await,
+    }
+}
+
+/// A fresh, migrated database of this test's own; returns its URL. Prefer
+/// [`fresh_database_guard`] (or [`spawn_app`]), which also drop it afterwards; a database
+/// made here is dropped by a later run once it is two hours old.
 pub async fn fresh_database() -> String {
     let template = template().await;
     let name = format!(
@@ -187,6 +256,47 @@ pub struct TestApp {
     pub port: u16,
     pub database_url: String,
     pub client: reqwest::Client,
+    /// Drops the test database and workspace once the last server on them is gone.
+    _cleanup: Cleanup,
+}
+
+/// Test servers per database URL still alive in this process.
+static LIVE_SERVERS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes a test server's database and workspace when the last server using them is dropped.
+struct Cleanup {
+    database_url: String,
+    workspace_dir: std::path::PathBuf,
+}
+
+impl Cleanup {
+    fn new(database_url: &str, workspace_dir: &std::path::Path) -> Self {
+        LIVE_SERVERS.lock().unwrap().push(database_url.to_owned());
+        Self {
+            database_url: database_url.to_owned(),
+            workspace_dir: workspace_dir.to_owned(),
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let last = {
+            let mut live = LIVE_SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = live.iter().position(|u| *u == self.database_url) {
+                live.swap_remove(i);
+            }
+            !live.contains(&self.database_url)
+        };
+        if last {
+            drop(DatabaseGuard {
+                url: std::mem::take(&mut self.database_url),
+            });
+            if self.workspace_dir.starts_with(std::env::temp_dir()) {
+                let _ = std::fs::remove_dir_all(&self.workspace_dir);
+            }
+        }
+    }
 }
 
 /// Starts a server on a fresh database with default test settings.
@@ -236,6 +346,7 @@ pub async fn spawn_app_with_clock(settings: Settings, clock: agentchat::budget::
     let port = app.port();
     tokio::spawn(app.run_until_stopped());
     TestApp {
+        _cleanup: Cleanup::new(&database_url, &workspace_dir),
         workspace_dir,
         address: format!("http://127.0.0.1:{port}"),
         port,

@@ -14,7 +14,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if let Some(expected) = &state.settings.metrics_token {
+    if let Some(expected) = &state.settings.telemetry.metrics_token {
         let presented = req
             .headers()
             .get(header::AUTHORIZATION)

@@ -17,10 +17,12 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::{Host, Url};
 
-/// Configuration of the `http_get` tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Configuration of the `http_get` tool (`[tools.http]` in the settings).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HttpToolConfig {
     /// Whole-request timeout (connect, headers and body).
+    #[serde(rename = "timeout_secs", with = "crate::config::serde_util::secs")]
     pub timeout: Duration,
     /// Most bytes of a response body downloaded; reading stops beyond.
     pub max_bytes: usize,
@@ -31,12 +33,14 @@ pub struct HttpToolConfig {
     /// Empty = any public host; otherwise the host must equal one of these
     /// or be a subdomain of one (case-insensitive). IP-literal hosts must be
     /// listed literally, e.g. `"127.0.0.1"`.
+    #[serde(deserialize_with = "crate::config::serde_util::string_list")]
     pub allowed_domains: Vec<String>,
     /// Off-by-default escape hatch (for tests): exact IP-literal
     /// `host:port` pairs such as `"127.0.0.1:8123"` or `"[::1]:8123"` that
     /// may be non-public. Names are not accepted here (a name resolving to a
     /// private address is always refused); unparsable entries are ignored
     /// with a warning.
+    #[serde(deserialize_with = "crate::config::serde_util::string_list")]
     pub allow_private_host_ports: Vec<String>,
 }
 

@@ -35,8 +35,31 @@ pub fn args_schema<T: JsonSchema>() -> Value {
     if let Some(obj) = value.as_object_mut() {
         obj.remove("title");
         obj.remove("$schema");
+        // The tool's own description says what the arguments are for.
+        obj.remove("description");
     }
+    drop_numeric_formats(&mut value);
     value
+}
+
+/// Removes schemars' Rust-type formats (`uint32`, `double`, ...): they are no JSON Schema
+/// formats, validate nothing (`type` and the bounds do) and cost tokens on every model call.
+fn drop_numeric_formats(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let rust_type = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                ["int", "uint", "float", "double"]
+                    .iter()
+                    .any(|p| f.starts_with(p))
+            });
+            if rust_type {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_numeric_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_numeric_formats),
+        _ => {}
+    }
 }
 
 /// A compiled validator for one tool's argument schema.

@@ -37,8 +37,9 @@ const MAX_DEPTH: usize = 64;
 const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;
 
-/// Storage limits applied to each user's workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Storage limits applied to each user's workspace (`[tools.quota]` in the settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Quota {
     /// Total bytes of all files.
     pub max_bytes: u64,

@@ -259,3 +259,10 @@ async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
     .await
     .map(|_| ())
 }
+
+/// Whether any account exists yet (the start message says who becomes admin).
+pub async fn any_exist(conn: &mut AsyncPgConnection) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(dsl::users.select(dsl::id)))
+        .get_result(conn)
+        .await
+}

@@ -55,6 +55,6 @@ async fn report(
         "by_user": by_user,
         "by_model": by_model,
         "tools": tools,
-        "grafana_url": state.settings.grafana_url,
+        "grafana_url": state.settings.telemetry.grafana_url,
     })))
 }

@@ -25,23 +25,24 @@ pub const MAX_GROUPS: usize = 10_000;
 /// Largest `limit`.
 pub const MAX_LIMIT: u32 = 1000;
 
-/// What to compute.
+/// What to compute (variant comments stay out of the schema the model is sent: the
+/// tool description names the operations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CsvOperation {
-    /// Number of matching rows (or of non-empty `column` cells).
+    // Number of matching rows (or of non-empty `column` cells).
     Count,
-    /// Number of distinct values of `column`, plus the first `limit` values.
+    // Number of distinct values of `column`, plus the first `limit` values.
     Distinct,
-    /// Rows per value of `group_by` (or `column`), most frequent first.
+    // Rows per value of `group_by` (or `column`), most frequent first.
     GroupCount,
-    /// Sum of the numeric cells of `column`.
+    // Sum of the numeric cells of `column`.
     Sum,
-    /// Mean of the numeric cells of `column`.
+    // Mean of the numeric cells of `column`.
     Mean,
-    /// Minimum of the numeric cells of `column`.
+    // Minimum of the numeric cells of `column`.
     Min,
-    /// Maximum of the numeric cells of `column`.
+    // Maximum of the numeric cells of `column`.
     Max,
 }
 
@@ -72,19 +73,19 @@ impl CsvOperation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FilterOp {
-    /// Equal (numerically if both sides are numbers, else exact text).
+    // Equal (numerically if both sides are numbers, else exact text).
     Eq,
-    /// Not equal.
+    // Not equal.
     Ne,
-    /// Less than (numeric if both sides are numbers, else text order).
+    // Less than (numeric if both sides are numbers, else text order).
     Lt,
-    /// Less than or equal.
+    // Less than or equal.
     Le,
-    /// Greater than.
+    // Greater than.
     Gt,
-    /// Greater than or equal.
+    // Greater than or equal.
     Ge,
-    /// Cell contains the value as a substring (case-insensitive).
+    // Cell contains the value as a substring (case-insensitive).
     Contains,
 }
 
@@ -92,9 +93,9 @@ pub enum FilterOp {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum FilterValue {
-    /// A number.
+    // A number.
     Number(f64),
-    /// A string.
+    // A string.
     Text(String),
 }
 
@@ -151,11 +152,10 @@ impl Tool for CsvStats {
     }
 
     fn description(&self) -> &str {
-        "Compute statistics over a CSV file (header row required) in the \
-         user's workspace: count, distinct, group_count, sum, mean, min, max \
-         of a column, optionally grouped by another column and restricted by \
-         a filter {column, op: eq|ne|lt|le|gt|ge|contains, value}. Numeric \
-         operations skip empty and non-numeric cells and report how many."
+        "Statistics over a CSV file with a header row in the user's workspace: \
+         count, distinct, group_count, sum, mean, min or max of a column, \
+         optionally grouped by another column and filtered. Numeric operations \
+         skip non-numeric cells and say how many."
     }
 
     fn timeout(&self) -> Duration {

@@ -11,6 +11,8 @@ pub mod read_file;
 pub mod write_file;
 
 #[cfg(test)]
+mod schema_size_tests;
+#[cfg(test)]
 mod test_support;
 
 use std::sync::Arc;

@@ -1,0 +1,201 @@
+//! The environment layer: every setting's variable name, read into the same key paths the
+//! TOML file uses. Names are kept as the README has always documented them.
+
+use serde_json::{Map, Value};
+
+/// A setting that the environment can set.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvVar {
+    /// The variable, e.g. `AGENTCHAT_LLM_MODEL`.
+    pub name: &'static str,
+    /// Its key in the settings (and in the TOML file), e.g. `llm.model`.
+    pub key: &'static str,
+    /// A comma-separated list.
+    pub list: bool,
+}
+
+const fn var(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar {
+        name,
+        key,
+        list: false,
+    }
+}
+
+const fn list(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar {
+        name,
+        key,
+        list: true,
+    }
+}
+
+/// Every setting's environment variable.
+pub const ENV_VARS: &[EnvVar] = &[
+    var("AGENTCHAT_BIND", "bind"),
+    var("AGENTCHAT_PUBLIC_URL", "public_url"),
+    var("AGENTCHAT_MAX_BODY_BYTES", "max_body_bytes"),
+    var("AGENTCHAT_SSE_KEEP_ALIVE_SECS", "sse_keep_alive_secs"),
+    var("DATABASE_URL", "database.url"),
+    var("AGENTCHAT_DATABASE_POOL_SIZE", "database.pool_size"),
+    var(
+        "AGENTCHAT_DATABASE_ACQUIRE_TIMEOUT_MS",
+        "database.acquire_timeout_ms",
+    ),
+    var(
+        "AGENTCHAT_DATABASE_CREATE_IF_MISSING",
+        "database.create_if_missing",
+    ),
+    var("AGENTCHAT_HOLD_SWEEP_SECS", "database.hold_sweep_secs"),
+    var("AGENTCHAT_JWT_SECRET", "auth.jwt_secret"),
+    var("AGENTCHAT_REGISTRATION", "auth.registration"),
+    var(
+        "AGENTCHAT_ACCESS_TOKEN_TTL_SECS",
+        "auth.access_token_ttl_secs",
+    ),
+    var(
+        "AGENTCHAT_REFRESH_TOKEN_TTL_SECS",
+        "auth.refresh_token_ttl_secs",
+    ),
+    var(
+        "AGENTCHAT_MAX_CONCURRENT_HASHES",
+        "auth.max_concurrent_hashes",
+    ),
+    var(
+        "AGENTCHAT_ACCOUNT_FAILURE_LIMIT",
+        "auth.account_failure_limit",
+    ),
+    var(
+        "AGENTCHAT_ADDRESS_FAILURE_LIMIT",
+        "auth.address_failure_limit",
+    ),
+    var("AGENTCHAT_COOKIE_SECURE", "auth.cookie_secure"),
+    var("AGENTCHAT_LLM_PROVIDER", "llm.provider"),
+    var("AGENTCHAT_LLM_BASE_URL", "llm.base_url"),
+    var("AGENTCHAT_LLM_API_KEY", "llm.api_key"),
+    var("AGENTCHAT_LLM_MODEL", "llm.model"),
+    list("AGENTCHAT_LLM_MODELS", "llm.models"),
+    var("AGENTCHAT_SYSTEM_PROMPT", "llm.system_prompt"),
+    var("AGENTCHAT_MAX_ITERATIONS", "llm.max_iterations"),
+    var("AGENTCHAT_LLM_MAX_OUTPUT_TOKENS", "llm.max_output_tokens"),
+    var(
+        "AGENTCHAT_LLM_CONTEXT_WINDOW_TOKENS",
+        "llm.context_window_tokens",
+    ),
+    var(
+        "AGENTCHAT_TOOL_OUTPUT_CAP_BYTES",
+        "llm.tool_output_cap_bytes",
+    ),
+    var("AGENTCHAT_LLM_STREAMING", "llm.streaming"),
+    var(
+        "AGENTCHAT_LLM_CONNECT_TIMEOUT_SECS",
+        "llm.connect_timeout_secs",
+    ),
+    var(
+        "AGENTCHAT_LLM_FIRST_BYTE_TIMEOUT_SECS",
+        "llm.first_byte_timeout_secs",
+    ),
+    var("AGENTCHAT_LLM_IDLE_TIMEOUT_SECS", "llm.idle_timeout_secs"),
+    var("AGENTCHAT_LLM_TIMEOUT_SECS", "llm.request_timeout_secs"),
+    var("AGENTCHAT_TURN_TIMEOUT_SECS", "llm.turn_timeout_secs"),
+    var("AGENTCHAT_LLM_MAX_RETRIES", "llm.max_retries"),
+    var(
+        "AGENTCHAT_LLM_RETRY_BASE_DELAY_MS",
+        "llm.retry_base_delay_ms",
+    ),
+    var(
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        "llm.capture_content",
+    ),
+    var("AGENTCHAT_WORKSPACE_DIR", "tools.workspace_dir"),
+    var("AGENTCHAT_WORKSPACE_MAX_BYTES", "tools.quota.max_bytes"),
+    var("AGENTCHAT_WORKSPACE_MAX_FILES", "tools.quota.max_files"),
+    var(
+        "AGENTCHAT_WORKSPACE_MAX_FILE_BYTES",
+        "tools.quota.max_file_bytes",
+    ),
+    var("AGENTCHAT_HTTP_TIMEOUT_SECS", "tools.http.timeout_secs"),
+    var("AGENTCHAT_HTTP_MAX_BYTES", "tools.http.max_bytes"),
+    var("AGENTCHAT_HTTP_MAX_REDIRECTS", "tools.http.max_redirects"),
+    var("AGENTCHAT_HTTP_MAX_TEXT_BYTES", "tools.http.max_text_bytes"),
+    list(
+        "AGENTCHAT_HTTP_ALLOWED_DOMAINS",
+        "tools.http.allowed_domains",
+    ),
+    list(
+        "AGENTCHAT_HTTP_ALLOW_PRIVATE_HOST_PORTS",
+        "tools.http.allow_private_host_ports",
+    ),
+    var("AGENTCHAT_LOG_FORMAT", "telemetry.log_format"),
+    var("AGENTCHAT_METRICS_TOKEN", "telemetry.metrics_token"),
+    var("AGENTCHAT_GRAFANA_URL", "telemetry.grafana_url"),
+    var("OTEL_EXPORTER_OTLP_ENDPOINT", "telemetry.otlp_endpoint"),
+    var("OTEL_EXPORTER_OTLP_PROTOCOL", "telemetry.otlp_protocol"),
+    var("OTEL_SERVICE_NAME", "telemetry.service_name"),
+    var("OTEL_BSP_SCHEDULE_DELAY", "telemetry.batch_delay_ms"),
+];
+
+/// `AGENTCHAT_` variables that are not settings but are read elsewhere.
+pub const OTHER_VARS: &[&str] = &["AGENTCHAT_CONFIG", "AGENTCHAT_ADMIN_PASSWORD"];
+
+/// The variable that sets `key`, if any.
+pub fn var_for(key: &str) -> Option<&'static EnvVar> {
+    ENV_VARS.iter().find(|v| v.key == key)
+}
+
+/// The settings the environment sets, as a tree of strings keyed like the TOML file.
+/// Empty values count as unset.
+pub fn layer(env: &impl Fn(&str) -> Option<String>) -> Value {
+    let mut root = Map::new();
+    for v in ENV_VARS {
+        let Some(raw) = env(v.name).filter(|s| !s.trim().is_empty()) else {
+            continue;
+        };
+        let value = if v.list {
+            Value::Array(
+                raw.split(',')
+                    .map(|s| s.trim())
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Value::String(s.to_owned()))
+                    .collect(),
+            )
+        } else {
+            Value::String(raw)
+        };
+        insert(&mut root, v.key, value);
+    }
+    Value::Object(root)
+}
+
+fn insert(root: &mut Map<String, Value>, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            root.insert(key.to_owned(), value);
+        }
+        Some((head, rest)) => {
+            let child = root
+                .entry(head.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(map) = child {
+                insert(map, rest, value);
+            }
+        }
+    }
+}
+
+/// `AGENTCHAT_` variables in `names` that nothing reads (typos), each with the closest
+/// known name.
+pub fn unknown(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
+    let known: Vec<&'static str> = ENV_VARS
+        .iter()
+        .map(|v| v.name)
+        .chain(OTHER_VARS.iter().copied())
+        .collect();
+    names
+        .filter(|n| n.starts_with("AGENTCHAT_") && !known.contains(&n.as_str()))
+        .map(|n| {
+            let near = super::suggest::closest(&n, known.iter().copied());
+            (n, near)
+        })
+        .collect()
+}
