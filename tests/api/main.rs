@@ -7,6 +7,7 @@ mod admin;
 mod auth;
 mod budget;
 mod chat;
+mod cleanup;
 mod conversations;
 mod database;
 mod health;

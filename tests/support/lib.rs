@@ -260,10 +260,11 @@ pub struct TestApp {
     _cleanup: Cleanup,
 }
 
-/// Test servers per database URL still alive in this process.
-static LIVE_SERVERS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// Test servers alive in this process: their database URL and workspace directory.
+static LIVE_SERVERS: std::sync::Mutex<Vec<(String, std::path::PathBuf)>> =
+    std::sync::Mutex::new(Vec::new());
 
-/// Removes a test server's database and workspace when the last server using them is dropped.
+/// Removes a test server's database and workspace once no live server uses them any more.
 struct Cleanup {
     database_url: String,
     workspace_dir: std::path::PathBuf,
@@ -271,7 +272,10 @@ struct Cleanup {
 
 impl Cleanup {
     fn new(database_url: &str, workspace_dir: &std::path::Path) -> Self {
-        LIVE_SERVERS.lock().unwrap().push(database_url.to_owned());
+        LIVE_SERVERS
+            .lock()
+            .unwrap()
+            .push((database_url.to_owned(), workspace_dir.to_owned()));
         Self {
             database_url: database_url.to_owned(),
             workspace_dir: workspace_dir.to_owned(),
@@ -281,22 +285,36 @@ impl Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let last = {
+        let (database_unused, workspace_unused) = {
             let mut live = LIVE_SERVERS.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = live.iter().position(|u| *u == self.database_url) {
+            if let Some(i) = live
+                .iter()
+                .position(|(u, w)| *u == self.database_url && *w == self.workspace_dir)
+            {
                 live.swap_remove(i);
             }
-            !live.contains(&self.database_url)
+            (
+                !live.iter().any(|(u, _)| *u == self.database_url),
+                !live.iter().any(|(_, w)| *w == self.workspace_dir),
+            )
         };
-        if last {
+        if workspace_unused && self.workspace_dir.starts_with(std::env::temp_dir()) {
+            let _ = std::fs::remove_dir_all(&self.workspace_dir);
+        }
+        if database_unused {
             drop(DatabaseGuard {
                 url: std::mem::take(&mut self.database_url),
             });
-            if self.workspace_dir.starts_with(std::env::temp_dir()) {
-                let _ = std::fs::remove_dir_all(&self.workspace_dir);
-            }
         }
     }
+}
+
+/// Whether a database of this name exists (tests of the suite's own clean-up).
+pub async fn test_database_exists(name: &str) -> bool {
+    let mut admin = AsyncPgConnection::establish(&url_for("postgres"))
+        .await
+        .unwrap();
+    database_exists(&mut admin, name).await
 }
 
 /// Starts a server on a fresh database with default test settings.
