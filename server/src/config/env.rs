@@ -10,15 +10,26 @@ pub struct EnvVar {
     pub name: &'static str,
     /// Its key in the settings (and in the TOML file), e.g. `llm.model`.
     pub key: &'static str,
+    /// How the value is written.
+    pub form: Form,
+}
+
+/// How an environment variable writes its setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// The value as it is.
+    Text,
     /// A comma-separated list.
-    pub list: bool,
+    List,
+    /// JSON, for lists of tables (`[[mcp_servers]]` in the file).
+    Json,
 }
 
 const fn var(name: &'static str, key: &'static str) -> EnvVar {
     EnvVar {
         name,
         key,
-        list: false,
+        form: Form::Text,
     }
 }
 
@@ -26,7 +37,16 @@ const fn list(name: &'static str, key: &'static str) -> EnvVar {
     EnvVar {
         name,
         key,
-        list: true,
+        form: Form::List,
+    }
+}
+
+#[allow(dead_code)] // for settings that are lists of tables
+const fn json(name: &'static str, key: &'static str) -> EnvVar {
+    EnvVar {
+        name,
+        key,
+        form: Form::Json,
     }
 }
 
@@ -145,26 +165,28 @@ pub fn var_for(key: &str) -> Option<&'static EnvVar> {
 
 /// The settings the environment sets, as a tree of strings keyed like the TOML file.
 /// Empty values count as unset.
-pub fn layer(env: &impl Fn(&str) -> Option<String>) -> Value {
+pub fn layer(env: &impl Fn(&str) -> Option<String>) -> Result<Value, super::ConfigError> {
     let mut root = Map::new();
     for v in ENV_VARS {
         let Some(raw) = env(v.name).filter(|s| !s.trim().is_empty()) else {
             continue;
         };
-        let value = if v.list {
-            Value::Array(
+        let value = match v.form {
+            Form::Text => Value::String(raw),
+            Form::List => Value::Array(
                 raw.split(',')
                     .map(|s| s.trim())
                     .filter(|s| !s.is_empty())
                     .map(|s| Value::String(s.to_owned()))
                     .collect(),
-            )
-        } else {
-            Value::String(raw)
+            ),
+            Form::Json => serde_json::from_str(&raw).map_err(|e| {
+                super::ConfigError::invalid(v.key, format!("not valid JSON: {e}"))
+            })?,
         };
         insert(&mut root, v.key, value);
     }
-    Value::Object(root)
+    Ok(Value::Object(root))
 }
 
 fn insert(root: &mut Map<String, Value>, key: &str, value: Value) {

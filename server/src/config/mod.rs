@@ -120,7 +120,7 @@ impl Settings {
             check_readable(p)?;
             figment = figment.merge(Toml::file_exact(p));
         }
-        figment = figment.merge(Serialized::defaults(env::layer(&env)));
+        figment = figment.merge(Serialized::defaults(env::layer(&env)?));
         let mut settings: Settings = figment.extract_lossy().map_err(|e| describe(e, path))?;
         settings.llm.fill_vendor_defaults();
         settings.validate()?;
