@@ -34,6 +34,8 @@ pub struct Settings {
     pub metrics_token: Option<SecretString>,
     /// Where ops find the Grafana dashboard (linked from the usage view).
     pub grafana_url: Option<String>,
+    /// Trusted proxies, session limits, upload concurrency, allowed origins.
+    pub security: crate::security::SecuritySettings,
 }
 
 /// Settings of the built-in tools.
@@ -263,6 +265,7 @@ impl Default for Settings {
             },
             metrics_token: None,
             grafana_url: None,
+            security: crate::security::SecuritySettings::default(),
         }
     }
 }
@@ -421,6 +424,8 @@ impl Settings {
         if let Some(v) = env("AGENTCHAT_HTTP_ALLOW_PRIVATE_HOST_PORTS") {
             s.tools.http.allow_private_host_ports = split_list(&v);
         }
+        // --- security hardening (issue 15): AGENTCHAT_TRUSTED_PROXIES and friends ---
+        s.security.apply_env(env)?;
         s.validate()?;
         Ok(s)
     }

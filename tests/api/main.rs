@@ -12,6 +12,8 @@ mod database;
 mod health;
 mod llm_adapters;
 mod observability;
+mod security_fixes;
+mod security_sessions;
 mod tokens;
 mod tools;
 
