@@ -168,7 +168,12 @@ fn cookie_origin_check(
     mode: SessionMode,
 ) -> Result<(), ApiError> {
     if mode == SessionMode::Cookie {
-        crate::security::origin::check_same_origin(req, &state.settings.security.allowed_origins)?;
+        let security = &state.settings.security;
+        crate::security::origin::check_same_origin(
+            req,
+            &security.allowed_origins,
+            &security.trusted_proxies,
+        )?;
     }
     Ok(())
 }
