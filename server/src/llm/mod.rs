@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod demo;
 pub mod http;
 pub mod openai;
+mod user_text;
 
 use std::time::Duration;
 
@@ -300,36 +301,6 @@ impl LlmError {
             LlmError::StreamEndedEarly => "upstream_incomplete",
             LlmError::Config(_) => "upstream_misconfigured",
         }
-    }
-
-    /// What the user is told: stable and helpful, never the upstream's text, hostnames or
-    /// bodies (those go to the log, see [`LlmError::log`]).
-    pub fn user_message(&self) -> &'static str {
-        match self {
-            LlmError::RateLimited { .. } => {
-                "the model provider is busy (rate limited); wait a moment and try again"
-            }
-            LlmError::Upstream { status, .. } if *status >= 500 => {
-                "the model provider had an internal error; try again in a moment"
-            }
-            LlmError::Upstream { .. } => {
-                "the model provider refused the request; if this keeps happening, tell an administrator"
-            }
-            LlmError::Timeout(_) => "the model took too long to answer; try again",
-            LlmError::Connect(_) => "the model provider could not be reached; try again later",
-            LlmError::Malformed(_) | LlmError::StreamEndedEarly => {
-                "the model's answer was cut off or garbled; try again"
-            }
-            LlmError::Config(_) => {
-                "the model provider is not configured correctly; tell an administrator"
-            }
-        }
-    }
-
-    /// Logs the full error (for operators) and returns the user-facing message.
-    pub fn log(&self) -> &'static str {
-        tracing::warn!(error = %self, code = self.code(), "the model call failed");
-        self.user_message()
     }
 
     /// Whether repeating the same request may succeed (429, 408, 5xx, connect failures).
