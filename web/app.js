@@ -5,6 +5,7 @@ import * as api from './js/api.js';
 import { renderAuth } from './js/auth_view.js';
 import { ChatView } from './js/chat_view.js';
 import { renderAdmin } from './js/admin_view.js';
+import { openPasswordDialog } from './js/password_dialog.js';
 
 const app = document.getElementById('app');
 
@@ -100,6 +101,8 @@ function shell(active) {
     expiredMessage = 'You have signed out.';
     navigate('/login');
   });
+  const password = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Password');
+  password.addEventListener('click', () => openPasswordDialog());
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
@@ -113,6 +116,7 @@ function shell(active) {
         h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
         h('span', { class: 'who-name' }, me.username),
         h('span', { class: 'role-badge' }, me.role)),
+      password,
       signOut));
   const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
   clear(app).append(header, main);

@@ -1,5 +1,6 @@
-//! A JSON body extractor with our error shape: 413 past the size limit, 415 for a wrong
-//! content type, 400 naming the offending field for malformed JSON or wrong types.
+//! A JSON body extractor with our error shape: 413 past the size limit, 415 for a wrong or
+//! missing content type (only an empty body may omit it), 400 naming the offending field
+//! for malformed JSON or wrong types.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -58,10 +59,12 @@ fn read_body(
         .app_data::<web::Data<AppState>>()
         .map(|s| s.settings.max_body_bytes)
         .unwrap_or(FALLBACK_LIMIT);
-    let is_json =
-        req.mime_type().ok().flatten().is_none_or(|m| {
-            m.subtype() == mime_json() || m.suffix().is_some_and(|s| s == mime_json())
-        });
+    // `None`: no (readable) Content-Type. Only an empty body may come without one.
+    let is_json = req
+        .mime_type()
+        .ok()
+        .flatten()
+        .map(|m| m.subtype() == mime_json() || m.suffix().is_some_and(|s| s == mime_json()));
     let declared = req
         .headers()
         .get(actix_web::http::header::CONTENT_LENGTH)
@@ -69,12 +72,8 @@ fn read_body(
         .and_then(|v| v.parse::<usize>().ok());
     let mut payload = payload.take();
     async move {
-        if !is_json {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                "the request body must be application/json",
-            ));
+        if is_json == Some(false) {
+            return Err(not_json());
         }
         if declared.is_some_and(|n| n > limit) {
             return Err(too_large(limit));
@@ -89,8 +88,19 @@ fn read_body(
             }
             body.extend_from_slice(&chunk);
         }
+        if is_json.is_none() && !body.iter().all(u8::is_ascii_whitespace) {
+            return Err(not_json());
+        }
         Ok(body)
     }
+}
+
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "the request body must be sent with `Content-Type: application/json`",
+    )
 }
 
 fn mime_json() -> actix_web::mime::Name<'static> {

@@ -12,6 +12,7 @@ pub mod llm;
 pub mod metrics;
 pub mod observe;
 pub mod routes;
+pub mod security;
 pub mod shard;
 pub mod startup;
 pub mod state;

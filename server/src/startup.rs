@@ -77,6 +77,10 @@ impl Application {
             workspaces,
             agent,
             turns: ActiveTurns::default(),
+            uploads: Arc::new(crate::security::uploads::UploadGate::new(
+                settings.security.max_concurrent_uploads,
+                settings.security.max_concurrent_uploads_per_user,
+            )),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
             hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes()),
             throttle: Arc::new(LoginThrottle::new(

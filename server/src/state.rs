@@ -23,4 +23,6 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Turns running in this process (for cancel).
     pub turns: ActiveTurns,
+    /// Bounds uploads buffered at once.
+    pub uploads: Arc<crate::security::uploads::UploadGate>,
 }

@@ -11,8 +11,15 @@ mod cleanup;
 mod conversations;
 mod database;
 mod health;
+mod hostile_access;
+mod hostile_jwt;
+mod hostile_paths;
+mod hostile_secrets;
+mod hostile_ssrf;
 mod llm_adapters;
 mod observability;
+mod security_fixes;
+mod security_sessions;
 mod tokens;
 mod tools;
 
@@ -24,6 +31,10 @@ fn child_server_process() {
     let Ok(database_url) = std::env::var("AGENTCHAT_CHILD_DATABASE_URL") else {
         return;
     };
+    // `hostile_secrets` reads the child's log lines (JSON, with span fields) for canaries.
+    if std::env::var("AGENTCHAT_CHILD_LOG_JSON").is_ok() {
+        agentchat::telemetry::install(agentchat::config::LogFormat::Json, None, "debug");
+    }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
         let mut settings = agentchat::config::Settings::load(None).unwrap();

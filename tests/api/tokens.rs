@@ -84,7 +84,8 @@ async fn access_tokens_expire_for_real() {
 
 #[tokio::test]
 async fn refresh_rotates_and_reuse_revokes_the_family() {
-    let app = spawn_app().await;
+    // No grace window: any second presentation is a reuse.
+    let app = spawn_app_with(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO).await;
     let s = app.signed_up("omar").await;
     let r = app
         .post_json("/api/auth/refresh", &json!({"refresh_token": s.refresh}))
@@ -167,7 +168,7 @@ async fn short_configured_secret_is_refused_at_startup() {
 
 #[tokio::test]
 async fn browser_sessions_keep_the_refresh_token_in_an_http_only_cookie() {
-    let app = spawn_app().await;
+    let app = spawn_app_with(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO).await;
     app.register("rosa", "password-of-rosa").await;
     let r = app
         .post_json(

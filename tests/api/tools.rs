@@ -10,7 +10,11 @@ use agentchat_tests::tiny_server::{Behaviour, TinyServer};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
-async fn app_with(fake: &FakeUpstream, allow_private: Vec<String>, output_cap: usize) -> TestApp {
+pub(crate) async fn app_with(
+    fake: &FakeUpstream,
+    allow_private: Vec<String>,
+    output_cap: usize,
+) -> TestApp {
     let base = fake.base_url_openai();
     spawn_app_with(move |s| {
         s.llm.provider = ProviderKind::Openai;
@@ -24,7 +28,7 @@ async fn app_with(fake: &FakeUpstream, allow_private: Vec<String>, output_cap: u
 }
 
 /// Runs one turn in which the model calls `name(arguments)` once and then answers.
-async fn call_tool(
+pub(crate) async fn call_tool(
     app: &TestApp,
     fake: &FakeUpstream,
     token: &str,
@@ -48,7 +52,7 @@ async fn call_tool(
         .clone()
 }
 
-async fn audit(app: &TestApp, admin: &str, query: &str) -> Vec<Value> {
+pub(crate) async fn audit(app: &TestApp, admin: &str, query: &str) -> Vec<Value> {
     let r: Value = app
         .get_as(admin, &format!("/api/admin/audit?{query}"))
         .send()
@@ -453,7 +457,7 @@ async fn admin_defined_http_tools_work_keep_secrets_and_time_out() {
     assert_eq!(ok["success"], true, "{ok}");
     assert_eq!(ok["data"]["body"]["temp"], 21);
     let req = &api.requests()[0];
-    assert!(req.starts_with("GET /weather/Paris+%2F+Nord"), "{req}");
+    assert!(req.starts_with("GET /weather/Paris%20%2F%20Nord"), "{req}");
     assert!(req
         .to_ascii_lowercase()
         .contains("x-api-key: super-secret-key"));

@@ -117,6 +117,15 @@ export async function resume() {
   return refresh();
 }
 
+/** Changes the password; the server ends every other session and sends this tab a new pair. */
+export async function changePassword(currentPassword, newPassword) {
+  const body = await api('POST', '/api/me/password', {
+    current_password: currentPassword, new_password: newPassword, session: 'cookie',
+  });
+  saveAccess(body.access_token, body.expires_in);
+  return body;
+}
+
 export async function logout() {
   try {
     await postJson('/api/auth/logout', {});

@@ -434,7 +434,7 @@ impl Agent {
                     record.messages.push(m);
                     return Ending::Failed {
                         code: error.code().to_owned(),
-                        message: error.to_string(),
+                        message: error.log().to_owned(),
                     };
                 }
                 ModelOutcome::Unstored(error) => {
@@ -778,13 +778,15 @@ impl Agent {
                         result.output.to_model_string().as_str(),
                     );
                 }
+                // Model-chosen names are labels only when they name a real tool.
+                let label = if known { call.name.as_str() } else { "unknown" };
                 self.metrics
                     .tool_calls
-                    .with_label_values(&[&call.name, result.outcome.as_str()])
+                    .with_label_values(&[label, result.outcome.as_str()])
                     .inc();
                 self.metrics
                     .tool_duration
-                    .with_label_values(&[&call.name])
+                    .with_label_values(&[label])
                     .observe(result.duration.as_secs_f64());
                 (result, ids)
             }

@@ -3,7 +3,6 @@
 
 use std::net::IpAddr;
 
-use actix_web::http::StatusCode;
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::AsyncConnection;
 use secrecy::SecretString;
@@ -89,15 +88,30 @@ pub async fn create_account(
     })
 }
 
-/// Checks the password and opens a session. Unknown users and wrong passwords get the same
-/// answer after the same work; repeated failures are throttled.
+/// Longest username or password (in bytes) a sign-in looks at; anything longer is refused
+/// before it reaches the throttle or the hasher.
+const MAX_LOGIN_FIELD_BYTES: usize = 4 * password::MAX_PASSWORD_CHARS;
+
+/// Checks the password and opens a session. Unknown users, wrong passwords and disabled
+/// accounts get the same answer after the same work; every attempt is counted by the
+/// throttle before the password is hashed.
 pub async fn login(
     state: &AppState,
     username: &str,
     password_text: &str,
     client: Option<IpAddr>,
 ) -> Result<TokenPair, ApiError> {
-    if let Err(wait) = state.throttle.check(username, client) {
+    check_username(username)?;
+    if password_text.len() > MAX_LOGIN_FIELD_BYTES {
+        return Err(ApiError::bad_request(
+            "invalid_password",
+            format!(
+                "password must be at most {} characters",
+                password::MAX_PASSWORD_CHARS
+            ),
+        ));
+    }
+    if let Err(wait) = state.throttle.begin(username, client) {
         return Err(ApiError::too_many(
             "too_many_attempts",
             "too many failed sign-in attempts; wait a moment and try again",
@@ -116,21 +130,12 @@ pub async fn login(
         )
         .await
         .map_err(ApiError::internal)?;
+    // A disabled account answers as a wrong password would: the 401 confirms nothing.
     let account = match found {
-        Some(u) if ok => u,
-        _ => {
-            state.throttle.record_failure(username, client);
-            return Err(ApiError::unauthorized("invalid username or password"));
-        }
+        Some(u) if ok && !u.disabled => u,
+        _ => return Err(ApiError::unauthorized("invalid username or password")),
     };
-    state.throttle.record_success(username);
-    if account.disabled {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "account_disabled",
-            "this account is disabled",
-        ));
-    }
+    state.throttle.succeeded(username, client);
     let mut conn = db::conn(&state.pool).await?;
     let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
     token_pair(state, account.id, account.token_version, refresh_token)
@@ -142,32 +147,33 @@ pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenP
     let token_hash = refresh::hash(presented);
     let mut conn = db::conn(&state.pool).await?;
     let ttl = state.settings.auth.refresh_token_ttl;
+    let security = &state.settings.security;
+    let (grace, lifetime) = (security.refresh_reuse_grace, security.session_max_lifetime);
     let outcome = conn
         .transaction(|conn| {
             async move {
-                match refresh_token::consume(conn, &token_hash).await? {
-                    refresh_token::Consumed::Fresh { user_id, family_id } => {
-                        let Some(account) = user::find(conn, user_id).await? else {
-                            return Ok(None);
-                        };
-                        if account.disabled {
-                            return Ok(None);
-                        }
-                        let next = refresh::generate();
-                        let expires = chrono::Utc::now()
-                            + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(30));
-                        refresh_token::insert(
-                            conn,
-                            user_id,
-                            family_id,
-                            &refresh::hash(&next),
-                            expires,
-                        )
-                        .await?;
-                        Ok(Some((account, next)))
-                    }
-                    refresh_token::Consumed::Reused | refresh_token::Consumed::Invalid => Ok(None),
+                let refresh_token::Consumed::Fresh {
+                    user_id,
+                    family_id,
+                    started,
+                } = refresh_token::consume(conn, &token_hash, grace).await?
+                else {
+                    return Ok(None);
+                };
+                let Some(account) = user::find(conn, user_id).await? else {
+                    return Ok(None);
+                };
+                // Sliding expiry, capped by the session's absolute lifetime.
+                let now = chrono::Utc::now();
+                let end = started + to_chrono(lifetime);
+                if account.disabled || now >= end {
+                    return Ok(None);
                 }
+                let next = refresh::generate();
+                let expires = (now + to_chrono(ttl)).min(end);
+                refresh_token::insert(conn, user_id, family_id, &refresh::hash(&next), expires)
+                    .await?;
+                Ok(Some((account, next)))
             }
             .scope_boxed()
         })
@@ -176,6 +182,81 @@ pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenP
     let (account, next) =
         outcome.ok_or_else(|| ApiError::unauthorized("invalid or expired refresh token"))?;
     token_pair(state, account.id, account.token_version, next)
+}
+
+fn to_chrono(d: std::time::Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::days(30))
+}
+
+/// Changes the caller's password after checking the current one (throttled like a
+/// sign-in). Every other session ends: all access tokens (token version bump) and refresh
+/// tokens die; the caller gets a fresh pair in a new family.
+pub async fn change_password(
+    state: &AppState,
+    user_id: Uuid,
+    current: &str,
+    new: &str,
+    client: Option<IpAddr>,
+) -> Result<TokenPair, ApiError> {
+    password::check_length(new).map_err(|m| ApiError::bad_request("invalid_password", m))?;
+    if current.len() > MAX_LOGIN_FIELD_BYTES {
+        return Err(wrong_password());
+    }
+    let account = {
+        let mut conn = db::conn(&state.pool).await?;
+        user::find(&mut conn, user_id)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?
+    };
+    if let Err(wait) = state.throttle.begin(&account.username, client) {
+        return Err(ApiError::too_many(
+            "too_many_attempts",
+            "too many wrong passwords; wait a moment and try again",
+            wait.as_secs() + 1,
+        ));
+    }
+    let ok = state
+        .hasher
+        .verify(
+            SecretString::from(current.to_owned()),
+            Some(account.password_hash.clone()),
+        )
+        .await
+        .map_err(ApiError::internal)?;
+    if !ok {
+        return Err(wrong_password());
+    }
+    state.throttle.succeeded(&account.username, client);
+    let hash = state
+        .hasher
+        .hash(SecretString::from(new.to_owned()))
+        .await
+        .map_err(ApiError::internal)?;
+    let token = refresh::generate();
+    let expires = chrono::Utc::now() + to_chrono(state.settings.auth.refresh_token_ttl);
+    let token_hash = refresh::hash(&token);
+    let mut conn = db::conn(&state.pool).await?;
+    let version = conn
+        .transaction(|conn| {
+            async move {
+                let version = user::set_password(conn, user_id, &hash).await?;
+                refresh_token::revoke_all_for_user(conn, user_id).await?;
+                refresh_token::insert(conn, user_id, Uuid::new_v4(), &token_hash, expires).await?;
+                Ok::<_, diesel::result::Error>(version)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    token_pair(state, user_id, version, token)
+}
+
+/// 403, not 401: the caller's session is fine, only the password given is not.
+fn wrong_password() -> ApiError {
+    ApiError::new(
+        actix_web::http::StatusCode::FORBIDDEN,
+        "wrong_password",
+        "the current password is not correct",
+    )
 }
 
 /// Ends the session the refresh token belongs to. Unknown tokens are not an error.

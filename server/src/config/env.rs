@@ -153,6 +153,24 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("OTEL_EXPORTER_OTLP_PROTOCOL", "telemetry.otlp_protocol"),
     var("OTEL_SERVICE_NAME", "telemetry.service_name"),
     var("OTEL_BSP_SCHEDULE_DELAY", "telemetry.batch_delay_ms"),
+    list("AGENTCHAT_TRUSTED_PROXIES", "security.trusted_proxies"),
+    list("AGENTCHAT_ALLOWED_ORIGINS", "security.allowed_origins"),
+    var(
+        "AGENTCHAT_REFRESH_REUSE_GRACE_SECS",
+        "security.refresh_reuse_grace_secs",
+    ),
+    var(
+        "AGENTCHAT_SESSION_MAX_LIFETIME_SECS",
+        "security.session_max_lifetime_secs",
+    ),
+    var(
+        "AGENTCHAT_MAX_CONCURRENT_UPLOADS",
+        "security.max_concurrent_uploads",
+    ),
+    var(
+        "AGENTCHAT_MAX_CONCURRENT_UPLOADS_PER_USER",
+        "security.max_concurrent_uploads_per_user",
+    ),
 ];
 
 /// `AGENTCHAT_` variables that are not settings but are read elsewhere.
@@ -180,9 +198,8 @@ pub fn layer(env: &impl Fn(&str) -> Option<String>) -> Result<Value, super::Conf
                     .map(|s| Value::String(s.to_owned()))
                     .collect(),
             ),
-            Form::Json => serde_json::from_str(&raw).map_err(|e| {
-                super::ConfigError::invalid(v.key, format!("not valid JSON: {e}"))
-            })?,
+            Form::Json => serde_json::from_str(&raw)
+                .map_err(|e| super::ConfigError::invalid(v.key, format!("not valid JSON: {e}")))?,
         };
         insert(&mut root, v.key, value);
     }

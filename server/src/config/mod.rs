@@ -51,6 +51,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// Logs, metrics, trace export.
     pub telemetry: TelemetrySettings,
+    /// Trusted proxies, session limits, upload concurrency, allowed origins.
+    pub security: crate::security::SecuritySettings,
 }
 
 impl Default for Settings {
@@ -65,6 +67,7 @@ impl Default for Settings {
             llm: LlmSettings::default(),
             tools: ToolSettings::default(),
             telemetry: TelemetrySettings::default(),
+            security: crate::security::SecuritySettings::default(),
         }
     }
 }
@@ -156,7 +159,8 @@ impl Settings {
         self.auth.validate()?;
         self.llm.validate()?;
         self.tools.validate()?;
-        self.telemetry.validate()
+        self.telemetry.validate()?;
+        self.security.validate()
     }
 
     /// The address users open: `public_url`, or one made from `bind` (a wildcard host

@@ -348,3 +348,23 @@ fn the_readme_settings_table_agrees_with_the_code() {
         );
     }
 }
+
+#[test]
+fn security_settings_come_from_the_file_or_the_environment() {
+    let s = load_file_env(
+        Some("[security]\ntrusted_proxies = [\"10.0.0.0/8\"]\nallowed_origins = [\"https://Chat.Example.com/\"]\n"),
+        &[("AGENTCHAT_MAX_CONCURRENT_UPLOADS", "3")],
+    )
+    .unwrap();
+    assert_eq!(s.security.trusted_proxies.len(), 1);
+    assert!(s.security.trusted_proxies[0].contains("10.1.2.3".parse().unwrap()));
+    assert_eq!(s.security.allowed_origins, ["https://chat.example.com"]);
+    assert_eq!(s.security.max_concurrent_uploads, 3);
+    let env = load(&[("AGENTCHAT_TRUSTED_PROXIES", "127.0.0.1, ::1/128")]).unwrap();
+    assert_eq!(env.security.trusted_proxies.len(), 2);
+    let bad = load(&[("AGENTCHAT_TRUSTED_PROXIES", "10.0.0.0/99")]).unwrap_err();
+    assert!(
+        bad.to_string().contains("AGENTCHAT_TRUSTED_PROXIES"),
+        "{bad}"
+    );
+}

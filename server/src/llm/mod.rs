@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod demo;
 pub mod http;
 pub mod openai;
+mod user_text;
 
 use std::time::Duration;
 

@@ -25,7 +25,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/login", web::post().to(login))
             .route("/refresh", web::post().to(refresh))
             .route("/logout", web::post().to(logout)),
-    );
+    )
+    .route("/me/password", web::post().to(change_password));
 }
 
 /// Where the refresh token goes.
@@ -49,6 +50,16 @@ struct Credentials {
 struct LoginBody {
     username: String,
     password: String,
+    #[serde(default)]
+    session: SessionMode,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasswordChange {
+    current_password: String,
+    new_password: String,
+    /// Where the new refresh token goes (as for login).
     #[serde(default)]
     session: SessionMode,
 }
@@ -88,8 +99,30 @@ async fn login(
     state: web::Data<AppState>,
     Json(body): Json<LoginBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let client = req.peer_addr().map(|a| a.ip());
+    cookie_origin_check(&req, &state, body.session)?;
+    let client = crate::security::client_ip(&req, &state.settings.security.trusted_proxies);
     let pair = session::login(&state, &body.username, &body.password, client).await?;
+    Ok(respond(&state, pair, body.session))
+}
+
+/// `POST /api/me/password`: ends every other session and returns a new pair.
+#[tracing::instrument(skip_all)]
+async fn change_password(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    who: crate::auth::AuthUser,
+    Json(body): Json<PasswordChange>,
+) -> Result<HttpResponse, ApiError> {
+    cookie_origin_check(&req, &state, body.session)?;
+    let client = crate::security::client_ip(&req, &state.settings.security.trusted_proxies);
+    let pair = session::change_password(
+        &state,
+        who.id,
+        &body.current_password,
+        &body.new_password,
+        client,
+    )
+    .await?;
     Ok(respond(&state, pair, body.session))
 }
 
@@ -100,6 +133,7 @@ async fn refresh(
     JsonOrDefault(body): JsonOrDefault<RefreshBody>,
 ) -> Result<HttpResponse, ApiError> {
     let (token, mode) = presented(&req, body)?;
+    cookie_origin_check(&req, &state, mode)?;
     let pair = session::refresh_session(&state, &token).await;
     match pair {
         Ok(pair) => Ok(respond(&state, pair, mode)),
@@ -119,11 +153,29 @@ async fn logout(
     state: web::Data<AppState>,
     JsonOrDefault(body): JsonOrDefault<RefreshBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let (token, _) = presented(&req, body)?;
+    let (token, mode) = presented(&req, body)?;
+    cookie_origin_check(&req, &state, mode)?;
     session::logout(&state, &token).await?;
     Ok(HttpResponse::NoContent()
         .cookie(expired_cookie(&state))
         .finish())
+}
+
+/// A request that is authenticated by (or sets) the cookie must come from our own origin.
+fn cookie_origin_check(
+    req: &HttpRequest,
+    state: &AppState,
+    mode: SessionMode,
+) -> Result<(), ApiError> {
+    if mode == SessionMode::Cookie {
+        let security = &state.settings.security;
+        crate::security::origin::check_same_origin(
+            req,
+            &security.allowed_origins,
+            &security.trusted_proxies,
+        )?;
+    }
+    Ok(())
 }
 
 /// The refresh token from the body, else from the cookie.

@@ -92,6 +92,15 @@ async fn upload(
     path: web::Path<String>,
     mut body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // Admitted before a byte is buffered: parallel uploads hold at most
+    // `max_concurrent_uploads × max_file_bytes` of memory.
+    let _permit = state.uploads.try_admit(who.id).ok_or_else(|| {
+        ApiError::too_many(
+            "too_many_uploads",
+            "too many uploads in progress; wait for one to finish and try again",
+            1,
+        )
+    })?;
     let limit = usize::try_from(state.workspaces.quota().max_file_bytes).unwrap_or(usize::MAX);
     let declared = req
         .headers()

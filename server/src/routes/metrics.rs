@@ -13,6 +13,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/metrics", web::get().to(metrics));
 }
 
+/// Compares SHA-256 digests byte by byte without an early exit, so the time taken says
+/// nothing about how much of the token was right (nor, through the digest, its length).
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let (x, y) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
+        == 0
+}
+
 async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     if let Some(expected) = &state.settings.telemetry.metrics_token {
         let presented = req
@@ -20,7 +31,7 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(expected.expose_secret()) {
+        if !presented.is_some_and(|p| constant_time_eq(p, expected.expose_secret())) {
             return Err(ApiError::unauthorized(
                 "a valid metrics bearer token is required",
             ));
@@ -49,4 +60,15 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(m.render()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn token_comparison() {
+        assert!(super::constant_time_eq("s3cret-token", "s3cret-token"));
+        assert!(!super::constant_time_eq("s3cret-token", "s3cret-tokem"));
+        assert!(!super::constant_time_eq("s3cret", "s3cret-token"));
+        assert!(!super::constant_time_eq("", "x"));
+    }
 }

@@ -9,6 +9,7 @@ pub mod me;
 pub mod messages;
 pub mod metrics;
 pub mod models;
+pub mod table;
 pub mod web;
 
 use actix_web::web as aweb;

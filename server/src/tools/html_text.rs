@@ -144,7 +144,7 @@ fn find_from(haystack: &str, from: usize, needle: &str) -> Option<usize> {
 }
 
 /// Index of the `>` closing the tag opened at `start` (quotes respected), or
-/// the last index if unterminated.
+/// `bytes.len()` if unterminated (never the middle of a multi-byte character).
 fn tag_end(bytes: &[u8], start: usize) -> usize {
     let mut quote: Option<u8> = None;
     for (j, &b) in bytes.iter().enumerate().skip(start + 1) {
@@ -156,7 +156,7 @@ fn tag_end(bytes: &[u8], start: usize) -> usize {
             _ => {}
         }
     }
-    bytes.len().saturating_sub(1).max(start)
+    bytes.len()
 }
 
 /// `(name, is_closing)` of the tag body after `<`, lowercased.
@@ -262,5 +262,14 @@ mod tests {
         );
         assert_eq!(html_to_text("ünï<br>cödé"), "ünï\ncödé");
         assert_eq!(html_to_text("&"), "&");
+    }
+
+    #[test]
+    fn unclosed_tags_ending_in_non_ascii_do_not_panic() {
+        assert_eq!(html_to_text("x <a title=\"café"), "x");
+        assert_eq!(html_to_text("y <a title=café"), "y");
+        assert_eq!(html_to_text("<p>z</p><b 日本"), "z");
+        assert_eq!(html_to_text("<script>a</scripté"), "");
+        assert_eq!(html_to_text("<é"), "<é");
     }
 }

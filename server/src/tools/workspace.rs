@@ -31,8 +31,10 @@ const TMP_DIR: &str = ".tmp";
 const STALE_TMP_AGE: Duration = Duration::from_secs(3600);
 /// Listing stops after this many files.
 const MAX_LIST_ENTRIES: usize = 100_000;
-/// Listing does not descend deeper than this.
-const MAX_DEPTH: usize = 64;
+/// Listing and usage descend into directories this many levels deep, which is exactly deep
+/// enough to see every file a valid [`WorkspacePath`] can name (its last component is the
+/// file): listing, usage and the quota agree on one view of the tree.
+const MAX_DEPTH: usize = super::workspace_path::MAX_COMPONENTS - 1;
 /// `ENOTDIR` and `EISDIR` (same value on Linux, macOS and the BSDs).
 const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;

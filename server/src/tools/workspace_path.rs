@@ -15,13 +15,17 @@ use super::truncate_chars;
 pub const MAX_COMPONENT_BYTES: usize = 255;
 /// Longest accepted path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
+/// Most components (directories plus the file name) in a path. The workspace walk that
+/// lists files and counts the quota sees exactly this deep, so nothing can be stored where
+/// usage would not count it.
+pub const MAX_COMPONENTS: usize = 32;
 /// Path fragments echoed in error messages are cut to this many characters.
 const MAX_ECHO_CHARS: usize = 120;
 
 /// A validated, normalised workspace path: relative, `/`-separated, at least
 /// one component, no `.`/`..`/empty components, no NUL, control characters
-/// or backslashes, at most [`MAX_COMPONENT_BYTES`] per component and
-/// [`MAX_PATH_BYTES`] in total.
+/// or backslashes, at most [`MAX_COMPONENT_BYTES`] per component,
+/// [`MAX_COMPONENTS`] components and [`MAX_PATH_BYTES`] in total.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkspacePath(String);
 
@@ -55,6 +59,11 @@ impl WorkspacePath {
         if raw.starts_with('/') {
             return Err(format!(
                 "path {shown} is absolute; use a path relative to your workspace"
+            ));
+        }
+        if raw.split('/').count() > MAX_COMPONENTS {
+            return Err(format!(
+                "path {shown} is nested too deeply (more than {MAX_COMPONENTS} components)"
             ));
         }
         for component in raw.split('/') {
@@ -173,6 +182,11 @@ mod tests {
         assert!(err.contains("too long"), "{err}");
         // Echoed fragments are bounded.
         assert!(err.len() < 300, "{err}");
+        let deep = vec!["d"; MAX_COMPONENTS].join("/");
+        assert!(WorkspacePath::parse(&deep).is_ok());
+        let deeper = format!("{deep}/f");
+        let err = WorkspacePath::parse(&deeper).unwrap_err();
+        assert!(err.contains("nested too deeply"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Refresh tokens: stored as SHA-256 hashes, rotated on use, grouped in families so that
-//! the reuse of a spent token revokes every token descended from the same login.
+//! the reuse of a spent token revokes every token descended from the same login (after a
+//! short grace window for the just-replaced token).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -11,9 +12,14 @@ use crate::db::schema::refresh_tokens::dsl;
 /// What presenting a refresh token led to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Consumed {
-    /// Valid and now spent: issue its successor in the same family.
-    Fresh { user_id: Uuid, family_id: Uuid },
-    /// Already spent: the family has been revoked.
+    /// Valid and now spent (or the just-replaced token again within the grace window):
+    /// issue a successor in the same family. `started` is when the family's sign-in was.
+    Fresh {
+        user_id: Uuid,
+        family_id: Uuid,
+        started: DateTime<Utc>,
+    },
+    /// Already spent, outside the grace window: the family has been revoked.
     Reused,
     /// Unknown, expired or revoked.
     Invalid,
@@ -39,9 +45,14 @@ pub async fn insert(
         .map(|_| ())
 }
 
-/// Spends the token with `token_hash` in one conditional update; a second presentation of
-/// the same token revokes its family.
-pub async fn consume(conn: &mut AsyncPgConnection, token_hash: &[u8]) -> QueryResult<Consumed> {
+/// Spends the token with `token_hash` in one conditional update. Presenting it again
+/// revokes its family, unless it is the family's most recently spent token and was spent
+/// less than `grace` ago (two tabs refreshing at once): then it counts as fresh once more.
+pub async fn consume(
+    conn: &mut AsyncPgConnection,
+    token_hash: &[u8],
+    grace: std::time::Duration,
+) -> QueryResult<Consumed> {
     let spent: Option<(Uuid, Uuid)> = diesel::update(
         dsl::refresh_tokens
             .filter(dsl::token_hash.eq(token_hash))
@@ -55,21 +66,57 @@ pub async fn consume(conn: &mut AsyncPgConnection, token_hash: &[u8]) -> QueryRe
     .await
     .optional()?;
     if let Some((user_id, family_id)) = spent {
-        return Ok(Consumed::Fresh { user_id, family_id });
+        let started = family_started(conn, family_id).await?;
+        return Ok(Consumed::Fresh {
+            user_id,
+            family_id,
+            started,
+        });
     }
-    let known: Option<(Uuid, Option<DateTime<Utc>>)> = dsl::refresh_tokens
+    type Known = (Uuid, Uuid, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    let known: Option<Known> = dsl::refresh_tokens
         .filter(dsl::token_hash.eq(token_hash))
-        .select((dsl::family_id, dsl::used_at))
+        .select((dsl::user_id, dsl::family_id, dsl::used_at, dsl::revoked_at))
         .first(conn)
         .await
         .optional()?;
-    match known {
-        Some((family_id, Some(_))) => {
-            revoke_family(conn, family_id).await?;
-            Ok(Consumed::Reused)
-        }
-        _ => Ok(Consumed::Invalid),
+    let Some((user_id, family_id, Some(used_at), revoked_at)) = known else {
+        return Ok(Consumed::Invalid);
+    };
+    if revoked_at.is_some() {
+        return Ok(Consumed::Invalid);
     }
+    let grace = chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::zero());
+    if Utc::now() - used_at < grace {
+        let latest: Option<DateTime<Utc>> = dsl::refresh_tokens
+            .filter(dsl::family_id.eq(family_id))
+            .select(diesel::dsl::max(dsl::used_at))
+            .first(conn)
+            .await?;
+        if latest == Some(used_at) {
+            let started = family_started(conn, family_id).await?;
+            return Ok(Consumed::Fresh {
+                user_id,
+                family_id,
+                started,
+            });
+        }
+    }
+    revoke_family(conn, family_id).await?;
+    Ok(Consumed::Reused)
+}
+
+/// When the family's first token (the sign-in) was issued.
+async fn family_started(
+    conn: &mut AsyncPgConnection,
+    family_id: Uuid,
+) -> QueryResult<DateTime<Utc>> {
+    let started: Option<DateTime<Utc>> = dsl::refresh_tokens
+        .filter(dsl::family_id.eq(family_id))
+        .select(diesel::dsl::min(dsl::created_at))
+        .first(conn)
+        .await?;
+    Ok(started.unwrap_or_else(Utc::now))
 }
 
 /// Revokes the family of the token with `token_hash` (logout). Unknown tokens are ignored.

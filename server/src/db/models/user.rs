@@ -251,6 +251,24 @@ pub async fn update(
     .await
 }
 
+/// Stores a new password hash and bumps the token version (every access token dies);
+/// returns the new version.
+pub async fn set_password(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    password_hash: &str,
+) -> QueryResult<i32> {
+    diesel::update(dsl::users.find(id))
+        .set((
+            dsl::password_hash.eq(password_hash),
+            dsl::token_version.eq(dsl::token_version + 1),
+            dsl::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(dsl::token_version)
+        .get_result(conn)
+        .await
+}
+
 async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
     diesel::sql_query(format!(
         "SELECT pg_advisory_xact_lock({ADMIN_SET_LOCK_KEY})"

@@ -97,15 +97,12 @@ fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRo
             "method must be GET, POST, PUT, PATCH or DELETE",
         ));
     }
-    let probe = body.url_template.replace(['{', '}'], "");
-    match url::Url::parse(&probe) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-        _ => {
-            return Err(ApiError::bad_request(
-                "invalid_url",
-                "url_template must be an http(s) URL",
-            ))
-        }
+    if template_origin(&body.url_template).is_none() {
+        return Err(ApiError::bad_request(
+            "invalid_url",
+            "url_template must be an http(s) URL with a fixed scheme, host and port \
+             (placeholders may appear only in the path and query)",
+        ));
     }
     if body.headers.values().any(|v| !v.is_string()) {
         return Err(ApiError::bad_request(
@@ -131,6 +128,25 @@ fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRo
         created_at: chrono::Utc::now(),
         updated_at: chrono::Utc::now(),
     })
+}
+
+/// The origin (`https://host:port`) of a URL template, or `None` when it is not http(s) or
+/// a placeholder sits in its scheme, host or port.
+fn template_origin(template: &str) -> Option<String> {
+    let (scheme, rest) = template.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if scheme.contains(['{', '}']) || authority.contains(['{', '}']) {
+        return None;
+    }
+    let u = url::Url::parse(&template.replace(['{', '}'], "")).ok()?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return None;
+    }
+    Some(u.origin().ascii_serialization())
+}
+
+fn has_headers(row: &CustomToolRow) -> bool {
+    row.headers.as_object().is_some_and(|m| !m.is_empty())
 }
 
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
@@ -186,8 +202,16 @@ async fn replace(
     let keep_headers = body.headers.is_empty();
     let mut row = validate(&state, &name, body)?;
     if keep_headers {
-        // Secrets are write-only: an edit that sends no headers keeps the stored ones.
-        if let Some(e) = &existing {
+        // Secrets are write-only: an edit that sends no headers keeps the stored ones, but
+        // only while the tool stays on the same origin (they were given for that one).
+        if let Some(e) = existing.as_ref().filter(|e| has_headers(e)) {
+            if template_origin(&e.url_template) != template_origin(&row.url_template) {
+                return Err(ApiError::unprocessable(
+                    "headers_required",
+                    "url_template moves the tool to another origin: send its headers again \
+                     (stored header values are never sent to a new origin)",
+                ));
+            }
             row.headers = e.headers.clone();
         }
     }

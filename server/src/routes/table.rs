@@ -1,0 +1,74 @@
+//! Every route the server answers, in one list: what the hostile-input tests enumerate
+//! (each route × method with another user's ids) and what a drift check compares with the
+//! `configure` functions, so a new route cannot be added without being covered.
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (sign-in, health, the browser UI).
+    Public,
+    /// A signed-in user, on their own objects only.
+    User,
+    /// Admins only.
+    Admin,
+    /// The metrics bearer token, when one is configured.
+    MetricsToken,
+}
+
+/// One route: method, path pattern (actix syntax) and access.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub access: Access,
+}
+
+const fn r(method: &'static str, path: &'static str, access: Access) -> Route {
+    Route {
+        method,
+        path,
+        access,
+    }
+}
+
+use Access::{Admin, MetricsToken, Public, User};
+
+/// All routes. Keep in step with the `configure` functions (a test counts them).
+pub const ROUTES: &[Route] = &[
+    r("GET", "/healthz", Public),
+    r("GET", "/readyz", Public),
+    r("GET", "/metrics", MetricsToken),
+    r("POST", "/api/auth/register", Public),
+    r("POST", "/api/auth/login", Public),
+    r("POST", "/api/auth/refresh", Public),
+    r("POST", "/api/auth/logout", Public),
+    r("POST", "/api/me/password", User),
+    r("GET", "/api/me", User),
+    r("GET", "/api/conversations", User),
+    r("POST", "/api/conversations", User),
+    r("GET", "/api/conversations/{id}", User),
+    r("PATCH", "/api/conversations/{id}", User),
+    r("DELETE", "/api/conversations/{id}", User),
+    r("POST", "/api/conversations/{id}/messages", User),
+    r("POST", "/api/conversations/{id}/cancel", User),
+    r("GET", "/api/models", User),
+    r("GET", "/api/files", User),
+    r("GET", "/api/files/{path:.+}", User),
+    r("PUT", "/api/files/{path:.+}", User),
+    r("DELETE", "/api/files/{path:.+}", User),
+    r("GET", "/api/admin/users", Admin),
+    r("POST", "/api/admin/users", Admin),
+    r("PATCH", "/api/admin/users/{id}", Admin),
+    r("GET", "/api/admin/roles", Admin),
+    r("PUT", "/api/admin/roles/{name}", Admin),
+    r("GET", "/api/admin/tools", Admin),
+    r("GET", "/api/admin/tools/custom", Admin),
+    r("POST", "/api/admin/tools/custom", Admin),
+    r("GET", "/api/admin/tools/custom/{name}", Admin),
+    r("PUT", "/api/admin/tools/custom/{name}", Admin),
+    r("DELETE", "/api/admin/tools/custom/{name}", Admin),
+    r("GET", "/api/admin/usage", Admin),
+    r("GET", "/api/admin/audit", Admin),
+    r("GET", "/", Public),
+    r("GET", "/{path:.*}", Public),
+];
