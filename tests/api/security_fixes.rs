@@ -111,7 +111,7 @@ async fn oversized_login_fields_are_refused_before_anything_else() {
 async fn a_parallel_burst_gets_at_most_the_limit_of_password_checks() {
     let app = spawn_app_with(|s| {
         s.auth.account_failure_limit = 5;
-        s.auth.max_concurrent_hashes = 2;
+        s.auth.concurrent_hashes_setting = 2;
     })
     .await;
     app.signed_up("target").await;
