@@ -371,6 +371,9 @@ pub async fn spawn_app_with_clock(settings: Settings, clock: agentchat::budget::
         database_url,
         client: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // Below the server's 5 s keep-alive: a pooled connection is never reused just as
+            // the server closes it (hyper's `IncompleteMessage` under load).
+            .pool_idle_timeout(Duration::from_secs(3))
             .build()
             .unwrap(),
     }

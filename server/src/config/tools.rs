@@ -34,12 +34,6 @@ impl ToolSettings {
                 "must not be empty",
             ));
         }
-        if self.quota.max_file_bytes > self.quota.max_bytes {
-            return Err(ConfigError::invalid(
-                "tools.quota.max_file_bytes",
-                "must not exceed tools.quota.max_bytes",
-            ));
-        }
         Ok(())
     }
 }

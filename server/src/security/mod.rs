@@ -53,10 +53,10 @@ impl Default for SecuritySettings {
 impl SecuritySettings {
     /// Refuses values the server must not start with.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.session_max_lifetime < Duration::from_secs(60) {
+        if self.session_max_lifetime.is_zero() {
             return Err(ConfigError::invalid(
                 "security.session_max_lifetime_secs",
-                "must be at least 60",
+                "must be at least 1",
             ));
         }
         for (key, n) in [
