@@ -101,8 +101,17 @@ function shell(active) {
     expiredMessage = 'You have signed out.';
     navigate('/login');
   });
-  const password = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Password');
-  password.addEventListener('click', () => openPasswordDialog());
+  // The account button (avatar and name) opens the change-password dialog; it costs no
+  // width of its own on a phone, where only the avatar shows.
+  const account = h('button', {
+    type: 'button', class: 'who who-button',
+    title: `Signed in as ${me.username} (${me.role}): change password`,
+    'aria-label': `Account ${me.username}: change password`,
+  },
+  h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
+  h('span', { class: 'who-name' }, me.username),
+  h('span', { class: 'role-badge' }, me.role));
+  account.addEventListener('click', () => openPasswordDialog());
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
@@ -112,11 +121,7 @@ function shell(active) {
     nav,
     h('div', { class: 'topbar-right' },
       h('div', { id: 'budget', class: 'budget', role: 'status' }),
-      h('span', { class: 'who', title: `Signed in as ${me.username} (${me.role})` },
-        h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
-        h('span', { class: 'who-name' }, me.username),
-        h('span', { class: 'role-badge' }, me.role)),
-      password,
+      account,
       signOut));
   const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
   clear(app).append(header, main);

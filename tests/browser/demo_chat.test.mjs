@@ -39,6 +39,30 @@ test('register, sign in, session survives reload, sign out', async () => {
   await page.context().close();
 });
 
+test('change password from the account button: other sessions end, the new one works', async () => {
+  const page = await newPage(browser);
+  await registerViaUi(page, server.url, 'petra');
+  const other = await newPage(browser);
+  await signInViaUi(other, server.url, 'petra');
+  await page.getByRole('button', { name: /Account petra/ }).click();
+  const dialog = page.getByRole('dialog', { name: 'Change password' });
+  await dialog.getByLabel('Current password').fill('wrong password!!');
+  await dialog.getByLabel(/New password/).fill('a brand new passphrase');
+  await dialog.getByRole('button', { name: 'Change password' }).click();
+  await dialog.getByRole('alert').filter({ hasText: /password/i }).waitFor();
+  await dialog.getByLabel('Current password').fill('correct horse battery staple');
+  await dialog.getByRole('button', { name: 'Change password' }).click();
+  await page.getByText(/Password changed/).waitFor();
+  // this tab stays signed in (a reload uses the new refresh cookie); the other one is out
+  await page.reload();
+  await page.getByRole('textbox', { name: 'Message' }).waitFor();
+  await other.reload();
+  await other.getByRole('button', { name: 'Sign in' }).waitFor();
+  await signInViaUi(other, server.url, 'petra', 'a brand new passphrase');
+  await page.context().close();
+  await other.context().close();
+});
+
 test('chat with the demo model: streamed answer and a tool card', async () => {
   const page = await newPage(browser);
   await registerViaUi(page, server.url, 'bob');
