@@ -34,6 +34,8 @@ pub struct Settings {
     pub metrics_token: Option<SecretString>,
     /// Where ops find the Grafana dashboard (linked from the usage view).
     pub grafana_url: Option<String>,
+    /// Durable turns: replica liveness, shutdown drain, model message cap.
+    pub durable: crate::agent::liveness::DurableSettings,
 }
 
 /// Settings of the built-in tools.
@@ -263,6 +265,7 @@ impl Default for Settings {
             },
             metrics_token: None,
             grafana_url: None,
+            durable: Default::default(),
         }
     }
 }
@@ -421,6 +424,17 @@ impl Settings {
         if let Some(v) = env("AGENTCHAT_HTTP_ALLOW_PRIVATE_HOST_PORTS") {
             s.tools.http.allow_private_host_ports = split_list(&v);
         }
+        // --- durable turns (agent/liveness.rs) ---
+        if let Some(v) = parse_env::<u64>(&env, "AGENTCHAT_REPLICA_TIMEOUT_SECS")? {
+            s.durable.replica_timeout = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = parse_env::<u64>(&env, "AGENTCHAT_SHUTDOWN_GRACE_SECS")? {
+            s.durable.shutdown_grace = Duration::from_secs(v);
+        }
+        if let Some(v) = parse_env::<usize>(&env, "AGENTCHAT_LLM_MAX_MESSAGE_BYTES")? {
+            s.durable.max_message_bytes = v.max(1024);
+        }
+        // --- end durable turns ---
         s.validate()?;
         Ok(s)
     }

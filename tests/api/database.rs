@@ -167,11 +167,14 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     let audit = calculator_audit(user, "storage", conversation);
     let step = turn::Step {
         settle: Some((hold, 60)),
+        messages: Vec::new(),
+        usage: Vec::new(),
         audit: vec![audit],
         want: 150,
         need: 60,
         now,
         hold_ttl,
+        process_id: uuid::Uuid::nil(),
     };
     let reserve = turn::next_call(db, user, step)
         .await
@@ -381,7 +384,7 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
 /// conversation (and the budget period row) locked until the pool next looked at it.
 #[tokio::test]
 async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
-    use agentchat::agent::turn::PendingStart;
+    use agentchat::agent::store::PendingStart;
 
     let (app, s, conversation) = budgeted_conversation("orphan").await;
     let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
@@ -440,6 +443,7 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
         token_version: 0,
         turn_id: uuid::Uuid::new_v4(),
         stale_after: Duration::from_secs(600),
+        process_id: uuid::Uuid::nil(),
     }
 }
 
@@ -528,11 +532,14 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
     let audit = calculator_audit(s.user_id, "steps", conversation);
     let step = turn::Step {
         settle: Some((hold, 60)),
+        messages: Vec::new(),
+        usage: Vec::new(),
         audit: vec![audit],
         want: 150,
         need: 60,
         now: chrono::Utc::now() + chrono::Duration::days(40),
         hold_ttl: Duration::from_secs(600),
+        process_id: uuid::Uuid::nil(),
     };
     let next = turn::next_call(&mut db, s.user_id, step)
         .await

@@ -2,8 +2,16 @@
 //! the client and stored in Postgres.
 
 pub mod active;
+pub mod cancel;
 pub mod context;
+pub mod control;
 pub mod events;
+pub mod liveness;
+mod model_call;
+mod record;
+pub mod store;
+mod supervise;
+mod tool_calls;
 pub mod turn;
 
 use uuid::Uuid;
@@ -14,8 +22,9 @@ use crate::db::models::custom_tool::CustomToolRow;
 use crate::tools::{custom_http, Registry};
 
 pub use active::ActiveTurns;
+pub use control::{StopReason, TurnControl};
 pub use events::{FinishReason, TurnEvent};
-pub use turn::{Agent, PreparedTurn, StopReason, TurnControl};
+pub use turn::{Agent, PreparedTurn};
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
@@ -84,7 +93,8 @@ impl Agent {
                 user_id: token.user_id,
                 token_version: token.token_version,
                 turn_id,
-                stale_after: self.settings.turn_timeout + turn::STORE_GRACE,
+                stale_after: self.settings.turn_timeout + store::STORE_GRACE,
+                process_id: self.process_id,
             },
             user_message,
             ask,
@@ -131,7 +141,7 @@ impl Agent {
             allowed_tools,
             tools,
             first_call: (hold, max_tokens),
-            start: Some(turn::PendingStart::new(conn, committing, user_message_id)),
+            start: Some(store::PendingStart::new(conn, committing, user_message_id)),
             outstanding: Default::default(),
         })
     }
@@ -139,7 +149,7 @@ impl Agent {
     /// How long a reservation may live before the sweeper frees it: a live turn settles it
     /// before then, even one storing itself after its deadline.
     pub fn hold_ttl(&self) -> std::time::Duration {
-        self.settings.turn_timeout + turn::STORE_GRACE
+        self.settings.turn_timeout + store::STORE_GRACE
     }
 
     /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and

@@ -6,19 +6,18 @@ use actix_web::{web, HttpRequest, HttpResponse, Responder};
 use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::mpsc;
-use tracing::Instrument;
+use std::time::Duration;
 use uuid::Uuid;
 
-use crate::agent::TurnEvent;
+use crate::agent::{cancel, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
 use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
 
-/// Events buffered per stream before the turn waits for a slow client.
-const EVENT_BUFFER: usize = 256;
+/// How long `cancel` waits to see a turn running on another process let go.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/conversations/{id}/messages", web::post().to(post_message))
@@ -39,40 +38,7 @@ async fn post_message(
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
     let prepared = state.agent.prepare(token, *id, &body.content).await?;
-    let (control, guard) = state
-        .turns
-        .register(prepared.conversation_id, prepared.turn_id);
-    let (tx, mut rx) = mpsc::channel(EVENT_BUFFER);
-    let agent = state.agent.clone();
-    let (turn_id, conversation_id) = (prepared.turn_id, prepared.conversation_id);
-    let outstanding = prepared.outstanding.clone();
-    let span = tracing::info_span!(
-        "invoke_agent",
-        otel.name = "invoke_agent",
-        otel.kind = "internal",
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.provider.name = agent.llm.provider_name(),
-        gen_ai.request.model = %prepared.model,
-        gen_ai.conversation.id = %conversation_id,
-    );
-    let running = tokio::spawn(
-        async move {
-            let _guard = guard;
-            agent.run(prepared, tx, control).await;
-        }
-        .instrument(span),
-    );
-    let agent = state.agent.clone();
-    tokio::spawn(async move {
-        if let Err(e) = running.await {
-            if e.is_panic() {
-                tracing::error!(%conversation_id, "a turn panicked; releasing its budget and conversation");
-                let hold = outstanding.lock().ok().and_then(|mut o| o.take());
-                agent.abandon(turn_id, conversation_id, hold).await;
-            }
-        }
-    });
-
+    let mut rx = state.agent.start(prepared);
     if wants_json(&req) {
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -104,11 +70,28 @@ async fn cancel(
     {
         return Err(ApiError::not_found("conversation"));
     }
-    if state.turns.cancel(*id) {
+    if state.agent.turns.cancel(*id) {
         return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
     }
-    let running_elsewhere = turn::is_active(&mut conn, *id).await?;
-    Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": running_elsewhere})))
+    // Not here: ask every process, then watch the claim go (a turn stores what it has and
+    // releases the conversation within moments of being told).
+    let Some(turn_id) = turn::active_turn(&mut conn, *id).await? else {
+        return Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": false})));
+    };
+    cancel::broadcast(&mut conn, cancel::Stop::Turn(turn_id)).await?;
+    drop(conn);
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < CANCEL_WAIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut conn = db::conn(&state.pool).await?;
+        if turn::active_turn(&mut conn, *id).await? != Some(turn_id) {
+            return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
+        }
+    }
+    // Told, but not stopped yet (its process may be unreachable; a dead one's turns are
+    // ended once its heartbeat is stale).
+    Ok(HttpResponse::Accepted()
+        .json(json!({"cancelled": false, "running": true, "requested": true})))
 }
 
 /// Counts an open SSE stream until the response body is dropped (finished or client gone).
