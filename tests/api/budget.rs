@@ -147,9 +147,9 @@ async fn two_hundred_concurrent_turns_never_overshoot() {
 }
 
 /// A second server process (this test binary re-run as `child_server_process`).
-struct ChildServer {
-    child: Child,
-    address: String,
+pub(crate) struct ChildServer {
+    pub(crate) child: Child,
+    pub(crate) address: String,
 }
 
 impl Drop for ChildServer {
@@ -160,6 +160,15 @@ impl Drop for ChildServer {
 }
 
 fn start_child(database_url: &str, llm_base: &str) -> ChildServer {
+    start_child_with(database_url, llm_base, &[])
+}
+
+/// [`start_child`] with more environment variables.
+pub(crate) fn start_child_with(
+    database_url: &str,
+    llm_base: &str,
+    env: &[(&str, &str)],
+) -> ChildServer {
     use std::io::BufRead;
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -176,6 +185,7 @@ fn start_child(database_url: &str, llm_base: &str) -> ChildServer {
         .env("AGENTCHAT_LLM_MAX_RETRIES", "0")
         .env("AGENTCHAT_DATABASE_POOL_SIZE", "16")
         .env("AGENTCHAT_DATABASE_ACQUIRE_TIMEOUT_MS", "20000")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

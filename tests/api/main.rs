@@ -9,6 +9,7 @@ mod budget;
 mod chat;
 mod conversations;
 mod database;
+mod durable;
 mod health;
 mod llm_adapters;
 mod observability;
