@@ -34,7 +34,7 @@ pub struct Settings {
     pub metrics_token: Option<SecretString>,
     /// Where ops find the Grafana dashboard (linked from the usage view).
     pub grafana_url: Option<String>,
-    /// Durable turns: replica liveness, shutdown drain, model message cap.
+    /// Durable turns: replica liveness, shutdown drain.
     pub durable: crate::agent::liveness::DurableSettings,
 }
 
@@ -430,9 +430,6 @@ impl Settings {
         }
         if let Some(v) = parse_env::<u64>(&env, "AGENTCHAT_SHUTDOWN_GRACE_SECS")? {
             s.durable.shutdown_grace = Duration::from_secs(v);
-        }
-        if let Some(v) = parse_env::<usize>(&env, "AGENTCHAT_LLM_MAX_MESSAGE_BYTES")? {
-            s.durable.max_message_bytes = v.max(1024);
         }
         // --- end durable turns ---
         s.validate()?;

@@ -10,16 +10,13 @@ use uuid::Uuid;
 use crate::db;
 use crate::db::models::liveness;
 
-/// Settings of durable turns (`AGENTCHAT_REPLICA_TIMEOUT_SECS`, `AGENTCHAT_SHUTDOWN_GRACE_SECS`,
-/// `AGENTCHAT_LLM_MAX_MESSAGE_BYTES`).
+/// Settings of durable turns (`AGENTCHAT_REPLICA_TIMEOUT_SECS`, `AGENTCHAT_SHUTDOWN_GRACE_SECS`).
 #[derive(Debug, Clone)]
 pub struct DurableSettings {
     /// A process whose heartbeat is older than this is dead: its turns are ended.
     pub replica_timeout: Duration,
     /// On SIGTERM, running turns get this long to finish before they are stopped.
     pub shutdown_grace: Duration,
-    /// Largest model message (text plus tool-call arguments) accepted from the model.
-    pub max_message_bytes: usize,
 }
 
 impl Default for DurableSettings {
@@ -27,7 +24,6 @@ impl Default for DurableSettings {
         Self {
             replica_timeout: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(20),
-            max_message_bytes: 4 * 1024 * 1024,
         }
     }
 }

@@ -197,6 +197,16 @@ impl Agent {
         allowed: &[String],
         tools: &Registry,
     ) -> i64 {
+        budget::with_margin(Self::count_input(input, allowed, tools))
+    }
+
+    /// Our count of a call's input tokens: the messages and the offered tools' schemas (what
+    /// is charged when the provider reports no usage).
+    pub fn count_input(
+        input: &[crate::llm::ChatMessage],
+        allowed: &[String],
+        tools: &Registry,
+    ) -> u64 {
         let messages: u64 = input.iter().map(context::cost).sum();
         let tools: u64 = tools
             .allowed_specs(allowed)
@@ -205,7 +215,7 @@ impl Agent {
                     + crate::llm::estimate_tokens(&s.description)
             })
             .sum();
-        budget::with_margin(messages + tools)
+        messages + tools
     }
 }
 

@@ -184,15 +184,28 @@ impl Agent {
                     response_model,
                     finish_reason,
                 })) => {
-                    // Providers that report no usage are charged a local count.
-                    let usage = usage.unwrap_or_else(|| llm::Usage {
-                        input_tokens: input_estimate,
-                        output_tokens: llm::estimate_tokens(&text)
+                    // Providers that report no usage (or zeros) are charged a local count.
+                    let local_output = || {
+                        llm::estimate_tokens(&text)
                             + tool_calls
                                 .iter()
                                 .map(|c| llm::estimate_tokens(&c.arguments))
-                                .sum::<u64>(),
-                    });
+                                .sum::<u64>()
+                    };
+                    let usage = match usage {
+                        Some(u) if u.input_tokens > 0 => llm::Usage {
+                            output_tokens: if u.output_tokens == 0 {
+                                local_output()
+                            } else {
+                                u.output_tokens
+                            },
+                            ..u
+                        },
+                        _ => llm::Usage {
+                            input_tokens: input_estimate,
+                            output_tokens: local_output(),
+                        },
+                    };
                     return ModelOutcome::Completed {
                         text,
                         calls: tool_calls,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::context::{self, StoredToolCall};
+use super::context::StoredToolCall;
 use super::control::{StopReason, TurnControl};
 use super::events::{ErrorEvent, FinishReason, TurnEvent};
 use super::model_call::ModelOutcome;
@@ -215,7 +215,7 @@ impl Agent {
                 max_tokens: Some(max_tokens),
                 temperature: None,
             };
-            let input_estimate: u64 = messages.iter().map(context::cost).sum();
+            let input_estimate = Self::count_input(&messages, &allowed, &turn.tools);
             let started = Instant::now();
             let outcome = self
                 .call_model(request, input_estimate, start.take(), events, control)
