@@ -356,3 +356,71 @@ async fn cancel_and_disabling_a_user_stop_a_turn_on_another_process() {
     };
     assert_eq!(stored, ["access_revoked"]);
 }
+
+#[tokio::test]
+async fn sigterm_drains_running_turns_then_stores_the_rest_as_shutdown() {
+    let fake = FakeUpstream::start().await;
+    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let mut child = start_child_with(
+        &app.database_url,
+        &fake.base_url_openai(),
+        &[("AGENTCHAT_SHUTDOWN_GRACE_SECS", "2")],
+    );
+    let s = app.signed_up("drainer").await;
+    // One turn finishes within the grace period, one never would.
+    fake.push(
+        Reply::Text {
+            text: "made it".into(),
+            usage: usage(30, 3),
+        }
+        .delay_first_byte(Duration::from_millis(1200)),
+    );
+    let quick = app.new_conversation(&s.access).await;
+    let quick_turn = stream_turn(&app.client, &child.address, &s.access, &quick);
+    wait_for_requests(&fake, 1).await;
+    fake.push(Reply::text("and on and on").hang());
+    let slow = app.new_conversation(&s.access).await;
+    let slow_turn = stream_turn(&app.client, &child.address, &s.access, &slow);
+    wait_for_requests(&fake, 2).await;
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+
+    let events = tokio::time::timeout(Duration::from_secs(10), quick_turn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(events.last().unwrap().data["finish_reason"], "stop");
+    assert_eq!(streamed_text(&events), "made it");
+    let events = tokio::time::timeout(Duration::from_secs(10), slow_turn)
+        .await
+        .unwrap()
+        .unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.event.as_str(), &last.data["code"]),
+        ("error", &json!("shutdown"))
+    );
+    let stored = app.conversation(&s.access, &slow).await;
+    assert_eq!(stored["messages"][1]["status"], "incomplete", "{stored}");
+    assert_eq!(stored["messages"][1]["status_reason"], "shutdown");
+    assert_eq!(stored["messages"][1]["content"], streamed_text(&events));
+    // The process ends by itself once drained, and its conversations are free.
+    let mut exited = false;
+    for _ in 0..100 {
+        if child.child.try_wait().unwrap().is_some() {
+            exited = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(exited, "the drained process did not exit");
+    let mut db = app.db().await;
+    assert!(
+        !agentchat::db::models::turn::is_active(&mut db, slow.parse().unwrap())
+            .await
+            .unwrap()
+    );
+}
