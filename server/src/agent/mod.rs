@@ -7,6 +7,8 @@ pub mod context;
 pub mod control;
 pub mod events;
 pub mod liveness;
+#[cfg(test)]
+mod loop_tests;
 mod model_call;
 mod record;
 pub mod store;
