@@ -280,6 +280,10 @@ async fn cancel_and_disabling_a_user_stop_a_turn_on_another_process() {
     let turn = stream_turn(&app.client, &child.address, &s.access, &conv);
     wait_for_requests(&fake, 1).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // A reloaded page sees that a reply is being generated.
+    let running = app.conversation(&s.access, &conv).await;
+    assert_eq!(running["active_turn"]["status"], "running", "{running}");
+    assert!(running["active_turn"]["id"].is_string());
     let asked = std::time::Instant::now();
     let r = app
         .post_as(&s.access, &format!("/api/conversations/{conv}/cancel"))
@@ -423,4 +427,32 @@ async fn sigterm_drains_running_turns_then_stores_the_rest_as_shutdown() {
             .await
             .unwrap()
     );
+}
+
+#[tokio::test]
+async fn every_event_carries_its_sequence_number_as_its_sse_id() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::Text {
+        text: "one two three".into(),
+        usage: usage(10, 3),
+    });
+    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let s = app.signed_up("counted").await;
+    let conv = app.new_conversation(&s.access).await;
+    let body = app
+        .send_message(&s.access, &conv, "count")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let ids: Vec<u64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .map(|v| v.trim().parse().unwrap())
+        .collect();
+    let events = parse_sse(&body);
+    assert_eq!(ids.len(), events.len(), "{body}");
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let done = app.conversation(&s.access, &conv).await;
+    assert!(done["active_turn"].is_null(), "{done}");
 }

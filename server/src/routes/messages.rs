@@ -47,8 +47,11 @@ async fn post_message(
         return Ok(HttpResponse::Ok().json(summarise(events)));
     }
     let open = StreamGauge::open(state.metrics.active_streams.clone());
-    let stream = futures_util::stream::unfold((rx, open), |(mut rx, open)| async move {
-        rx.recv().await.map(|e| (to_sse(&e), (rx, open)))
+    // Every event carries its sequence number in the turn as its SSE `id`.
+    let stream = futures_util::stream::unfold((rx, open, 0u64), |(mut rx, open, n)| async move {
+        rx.recv()
+            .await
+            .map(|e| (to_sse(&e, n + 1), (rx, open, n + 1)))
     });
     Ok(sse::Sse::from_infallible_stream(stream)
         .with_keep_alive(state.settings.sse_keep_alive)
@@ -117,8 +120,12 @@ fn wants_json(req: &HttpRequest) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
 }
 
-fn to_sse(e: &TurnEvent) -> sse::Event {
-    sse::Event::Data(sse::Data::new(e.to_json()).event(e.name()))
+fn to_sse(e: &TurnEvent, seq: u64) -> sse::Event {
+    sse::Event::Data(
+        sse::Data::new(e.to_json())
+            .event(e.name())
+            .id(seq.to_string()),
+    )
 }
 
 /// The finished turn as one document: the final answer, the finish reason, and every event.
