@@ -768,3 +768,41 @@ impl EndsWithIds for Vec<agentchat::db::models::message::Message> {
                 .all(|(a, b)| a.id == b.id)
     }
 }
+
+/// A turn ended elsewhere (its process looked dead and another process stored it as
+/// interrupted) stores nothing when it finishes after all; a finish repeated after its commit
+/// went through is recognised the same way.
+#[tokio::test]
+async fn a_finish_without_its_claim_stores_nothing() {
+    use agentchat::db::models::message::NewMessage;
+    use agentchat::db::models::turn;
+
+    let (app, s, conversation) = budgeted_conversation("latecomer").await;
+    let mut db = app.db().await;
+    let (claim, hold) = begun_turn(&mut db, s.user_id, conversation).await;
+    diesel::sql_query("UPDATE conversations SET active_turn_id = NULL WHERE id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(conversation)
+        .execute(&mut db)
+        .await
+        .unwrap();
+    let err = turn::finish(
+        &mut db,
+        conversation,
+        claim.turn_id,
+        vec![NewMessage::complete(conversation, "assistant", "too late")],
+        Vec::new(),
+        Vec::new(),
+        Some((hold, 60)),
+    )
+    .await
+    .unwrap_err();
+    assert!(turn::is_claim_lost(&err), "{err}");
+    let contents = stored_contents(&app, &s.access, conversation).await;
+    assert_eq!(contents, ["hi"]);
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!(
+        (totals.spent, totals.holds),
+        (0, 1),
+        "nothing settled either"
+    );
+}

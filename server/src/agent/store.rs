@@ -164,24 +164,37 @@ impl Agent {
                     record.pending.clone(),
                 )
                 .await;
-                if let Err(diesel::result::Error::DatabaseError(
-                    diesel::result::DatabaseErrorKind::UniqueViolation,
-                    _,
-                )) = &stored
-                {
-                    // An earlier commit whose answer was lost did store some of these rows.
-                    drop_stored(&mut conn, &mut record).await?;
+                match &stored {
+                    Err(diesel::result::Error::DatabaseError(
+                        diesel::result::DatabaseErrorKind::UniqueViolation,
+                        _,
+                    )) => {
+                        // An earlier commit whose answer was lost did store some of these rows.
+                        drop_stored(&mut conn, &mut record).await?;
+                    }
+                    Err(e) if turn::is_claim_lost(e) => {
+                        // Either that earlier commit stored the turn, or the turn was ended
+                        // elsewhere (its process looked dead): nothing more may be written.
+                        let last = record.last_assistant.into_iter().collect::<Vec<_>>();
+                        let stored = message::existing(&mut conn, &last).await?;
+                        return Ok(Some(!stored.is_empty() || last.is_empty()));
+                    }
+                    _ => {}
                 }
-                stored.map_err(anyhow::Error::from)
+                stored.map(|()| None).map_err(anyhow::Error::from)
             })
             .await
             .unwrap_or_else(|_| Err(anyhow::anyhow!("storing took too long")));
             match result {
-                Ok(()) => {
+                Ok(settled) => {
                     if let Ok(mut o) = turn.outstanding.lock() {
                         *o = None;
                     }
-                    return true;
+                    if settled == Some(false) {
+                        tracing::warn!(conversation = %turn.conversation_id,
+                            "the turn was ended elsewhere while it could not be stored");
+                    }
+                    return settled.unwrap_or(true);
                 }
                 Err(e) => {
                     tracing::error!(attempt, error = %e, conversation = %turn.conversation_id,

@@ -404,8 +404,10 @@ pub async fn finish(
     let mut tx = Pipelined::open(conn);
     let c = tx.conn();
     // The conversation row is locked before the budget row, as in `begin`: two transactions
-    // taking them in opposite orders could deadlock.
-    let released = release(c, conversation_id, turn_id);
+    // taking them in opposite orders could deadlock. A turn that no longer holds its claim
+    // (it was ended as interrupted while this process could not reach the database) stores
+    // nothing: the release fails the transaction ([`is_claim_lost`]).
+    let released = release_own(c, conversation_id, turn_id);
     let settled = match &settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
@@ -418,6 +420,37 @@ pub async fn finish(
         audit::insert_many(c, &audit_rows),
     );
     tx.run(work).await.map(|_| ())
+}
+
+#[derive(QueryableByName)]
+struct One {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    #[allow(dead_code)]
+    n: i64,
+}
+
+/// Releases the claim of `turn_id`, failing the transaction (division by zero) when the
+/// conversation is not claimed by it.
+fn release_own(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+) -> BoxFuture<'static, QueryResult<usize>> {
+    sql("WITH r AS (UPDATE conversations \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                updated_at = now() \
+          WHERE id = $1 AND active_turn_id = $2 RETURNING 1) \
+         SELECT (1 / count(*))::BIGINT AS n FROM r")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .get_result::<One>(conn)
+    .map(|r| r.map(|_| 1))
+    .boxed()
+}
+
+/// Whether [`finish`] failed because the turn no longer holds its conversation.
+pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
+    matches!(e, diesel::result::Error::DatabaseError(_, info) if info.message().contains("division by zero"))
 }
 
 /// Releases the claim of a turn that could not be stored, charging its last hold what the
