@@ -456,3 +456,71 @@ async fn every_event_carries_its_sequence_number_as_its_sse_id() {
     let done = app.conversation(&s.access, &conv).await;
     assert!(done["active_turn"].is_null(), "{done}");
 }
+
+#[tokio::test]
+async fn a_reply_that_cannot_be_stored_is_an_error_and_frees_its_conversation_later() {
+    let cluster = PgCluster::start();
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "lost to the outage".into(),
+            usage: usage(40, 20),
+        }
+        .delay_first_byte(Duration::from_millis(1000)),
+    ));
+    let mut settings = test_settings(&cluster.url("agentchat"));
+    settings.database.create_if_missing = true;
+    // The deadline passes while the database is down: storing stops trying after the
+    // minimum window (30 s).
+    settings.llm.turn_timeout = Duration::from_secs(5);
+    openai(&fake, &mut settings);
+    let app = spawn_app_on(settings).await;
+    let s = app.signed_up("unlucky").await;
+    app.set_budget(&s.access, s.user_id, Some(100_000)).await;
+    let conv = app.new_conversation(&s.access).await;
+    let turn = {
+        let (client, url, token) = (app.client.clone(), app.url(""), s.access.clone());
+        let conv = conv.clone();
+        tokio::spawn(async move {
+            let r = client
+                .post(format!("{url}/api/conversations/{conv}/messages"))
+                .bearer_auth(token)
+                .json(&json!({"content": "hello"}))
+                .send()
+                .await
+                .unwrap();
+            events_of(r).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.down();
+    let events = tokio::time::timeout(Duration::from_secs(60), turn)
+        .await
+        .expect("the turn ended")
+        .unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.event, "error", "{:?}", events);
+    assert_eq!(last.data["code"], "unavailable");
+    assert!(events.iter().all(|e| e.event != "done"));
+
+    cluster.up();
+    cluster.wait_ready().await;
+    // Released in the background once the database answers: no 409 for minutes.
+    let mut free = false;
+    for _ in 0..40 {
+        let r = app.send_message(&s.access, &conv, "again").await;
+        if r.status() == 200 {
+            let events = events_of(r).await;
+            assert_eq!(events.last().unwrap().event, "done");
+            free = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(free, "the conversation stayed claimed");
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!((t.reserved, t.holds), (0, 0));
+    // Both model calls are charged what they used, and the ledger agrees.
+    assert_eq!(t.spent, 120);
+    assert_eq!(t.spent, t.ledger);
+}

@@ -210,20 +210,31 @@ impl Agent {
         }
         tracing::error!(conversation = %turn.conversation_id,
             "the turn could not be stored before its deadline; releasing it");
-        self.release_later(turn.turn_id, turn.conversation_id, record.pending);
+        self.release_later(
+            turn.turn_id,
+            turn.conversation_id,
+            record.pending,
+            record.usage,
+        );
         false
     }
 
     /// Keeps trying to release a turn that could not be stored (its claim, and its hold
     /// charged what the model used) until the claim would expire anyway.
-    fn release_later(&self, turn_id: Uuid, conversation_id: Uuid, hold: Option<(Hold, i64)>) {
+    fn release_later(
+        &self,
+        turn_id: Uuid,
+        conversation_id: Uuid,
+        hold: Option<(Hold, i64)>,
+        usage: Vec<crate::db::models::usage::NewUsage>,
+    ) {
         let agent = self.clone();
         tokio::spawn(async move {
             let until = Instant::now() + STORE_GRACE;
             while Instant::now() < until {
                 let done = tokio::time::timeout(STORE_ATTEMPT, async {
                     let mut conn = db::conn(&agent.pool).await.ok()?;
-                    turn::release_with(&mut conn, conversation_id, turn_id, hold.clone())
+                    turn::release_with(&mut conn, conversation_id, turn_id, hold.clone(), &usage)
                         .await
                         .ok()
                 })

@@ -454,12 +454,13 @@ pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
 }
 
 /// Releases the claim of a turn that could not be stored, charging its last hold what the
-/// model used.
+/// model used (and recording that usage: the ledger matches the budget).
 pub async fn release_with(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
     settle: Option<(Hold, i64)>,
+    usage_rows: &[NewUsage],
 ) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let released = release(tx.conn(), conversation_id, turn_id);
@@ -467,7 +468,8 @@ pub async fn release_with(
         Some((h, actual)) => budget::settle(tx.conn(), h, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
-    tx.run(futures_util::future::try_join(released, settled))
+    let recorded = usage::insert_many(tx.conn(), usage_rows);
+    tx.run(futures_util::future::try_join3(released, settled, recorded))
         .await
         .map(|_| ())
 }
