@@ -249,7 +249,7 @@ fn provider_label(p: crate::config::ProviderKind) -> &'static str {
     }
 }
 
-/// Frees budget holds whose process died, every `every`.
+/// Frees budget holds whose process died, and forgets day-old idempotency keys, every `every`.
 fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
@@ -262,6 +262,9 @@ fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
                 Ok(0) => {}
                 Ok(freed) => tracing::warn!(freed, "released budget holds of abandoned turns"),
                 Err(e) => tracing::warn!(error = %e, "sweeping budget holds failed"),
+            }
+            if let Err(e) = db::models::idempotency::expire(&mut conn).await {
+                tracing::warn!(error = %e, "forgetting old idempotency keys failed");
             }
         }
     });

@@ -444,6 +444,7 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
         turn_id: uuid::Uuid::new_v4(),
         stale_after: Duration::from_secs(600),
         process_id: uuid::Uuid::nil(),
+        idempotency: None,
     }
 }
 

@@ -524,3 +524,69 @@ async fn a_reply_that_cannot_be_stored_is_an_error_and_frees_its_conversation_la
     assert_eq!(t.spent, 120);
     assert_eq!(t.spent, t.ledger);
 }
+
+#[tokio::test]
+async fn an_idempotency_key_never_runs_a_turn_twice() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::Text {
+        text: "the first and only answer".into(),
+        usage: usage(10, 5),
+    });
+    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let s = app.signed_up("retrier").await;
+    let conv = app.new_conversation(&s.access).await;
+    let send = |key: &str, content: &str| {
+        app.post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+            .header("Idempotency-Key", key)
+            .json(&json!({"content": content}))
+            .send()
+    };
+    let first = events_of(send("k-1", "hello").await.unwrap()).await;
+    let again = events_of(send("k-1", "hello").await.unwrap()).await;
+    assert_eq!(fake.request_count(), 1, "the retry ran the model again");
+    assert_eq!(streamed_text(&again), "the first and only answer");
+    let (a, b) = (first.last().unwrap(), again.last().unwrap());
+    assert_eq!((a.event.as_str(), b.event.as_str()), ("done", "done"));
+    assert_eq!(a.data["message_id"], b.data["message_id"]);
+    assert_eq!(first[0].data["message_id"], again[0].data["message_id"]);
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 2, "{stored}");
+
+    // The same key for another message is refused.
+    expect_error(
+        send("k-1", "something else").await.unwrap(),
+        422,
+        "idempotency_key_reused",
+    )
+    .await;
+    let long = "k".repeat(201);
+    expect_error(
+        send(&long, "hello").await.unwrap(),
+        400,
+        "invalid_idempotency_key",
+    )
+    .await;
+
+    // A retry while the first is still being answered does not start another.
+    fake.push(Reply::text("slowly").hang());
+    let running = {
+        let r = send("k-2", "take your time").await.unwrap();
+        assert_eq!(r.status(), 200);
+        tokio::spawn(async move { r.text().await.unwrap() })
+    };
+    wait_for_requests(&fake, 2).await;
+    expect_error(
+        send("k-2", "take your time").await.unwrap(),
+        409,
+        "turn_in_progress",
+    )
+    .await;
+    assert_eq!(fake.request_count(), 2);
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    running.await.unwrap();
+}

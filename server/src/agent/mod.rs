@@ -11,6 +11,7 @@ pub mod liveness;
 mod loop_tests;
 mod model_call;
 mod record;
+mod replay;
 pub mod store;
 mod supervise;
 mod tool_calls;
@@ -47,6 +48,7 @@ impl Agent {
         token: SignedToken,
         conversation_id: Uuid,
         content: &str,
+        idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
     ) -> Result<PreparedTurn, ApiError> {
         if content.trim().is_empty() || content.chars().count() > MAX_MESSAGE_CHARS {
             return Err(ApiError::bad_request(
@@ -97,6 +99,7 @@ impl Agent {
                 turn_id,
                 stale_after: self.settings.turn_timeout + store::STORE_GRACE,
                 process_id: self.process_id,
+                idempotency,
             },
             user_message,
             ask,

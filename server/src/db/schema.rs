@@ -118,6 +118,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    idempotency_keys (user_id, key) {
+        user_id -> Uuid,
+        key -> Text,
+        request_hash -> Bytea,
+        conversation_id -> Uuid,
+        turn_id -> Uuid,
+        user_message_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     server_processes (id) {
         id -> Uuid,
         started_at -> Timestamptz,

@@ -7,10 +7,12 @@ use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
+use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::agent::{cancel, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
+use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
 use crate::extract::Json;
@@ -37,8 +39,18 @@ async fn post_message(
     id: web::Path<Uuid>,
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let prepared = state.agent.prepare(token, *id, &body.content).await?;
-    let mut rx = state.agent.start(prepared);
+    let key = idempotency_key(&req, *id, &body.content)?;
+    let duplicate = match &key {
+        Some(k) => state.agent.replay_duplicate(token.user_id, *id, k).await?,
+        None => None,
+    };
+    let mut rx = match duplicate {
+        Some(events) => replayed(events),
+        None => {
+            let prepared = state.agent.prepare(token, *id, &body.content, key).await?;
+            state.agent.start(prepared)
+        }
+    };
     if wants_json(&req) {
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -95,6 +107,41 @@ async fn cancel(
     // ended once its heartbeat is stale).
     Ok(HttpResponse::Accepted()
         .json(json!({"cancelled": false, "running": true, "requested": true})))
+}
+
+/// Longest accepted `Idempotency-Key`.
+const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// The request's `Idempotency-Key` (400 when it is not 1–200 visible ASCII characters).
+fn idempotency_key(
+    req: &HttpRequest,
+    conversation_id: Uuid,
+    content: &str,
+) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(v) = req.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(k)
+            if (1..=MAX_IDEMPOTENCY_KEY).contains(&k.len())
+                && k.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Ok(Some(IdempotencyKey::new(k, conversation_id, content)))
+        }
+        _ => Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            format!("Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"),
+        )),
+    }
+}
+
+/// A finished turn's replayed events as a closed channel, answered like a live turn.
+fn replayed(events: Vec<TurnEvent>) -> mpsc::Receiver<TurnEvent> {
+    let (tx, rx) = mpsc::channel(events.len().max(1));
+    for e in events {
+        let _ = tx.try_send(e);
+    }
+    rx
 }
 
 /// Counts an open SSE stream until the response body is dropped (finished or client gone).

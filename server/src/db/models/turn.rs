@@ -43,6 +43,8 @@ pub struct Claim {
     pub stale_after: Duration,
     /// The server process running the turn (see [`super::liveness`]).
     pub process_id: Uuid,
+    /// The request's `Idempotency-Key`, recorded with the user message.
+    pub idempotency: Option<super::idempotency::IdempotencyKey>,
 }
 
 /// Budget wanted for the first model call.
@@ -214,6 +216,7 @@ where
         turn_id,
         stale_after,
         process_id,
+        idempotency,
     } = claim;
     let stale =
         ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
@@ -267,6 +270,22 @@ where
         process_id,
     };
     let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
+    let insert = match &idempotency {
+        None => insert,
+        Some(key) => {
+            let recorded = super::idempotency::record(
+                tx.conn(),
+                user_id,
+                key,
+                conversation_id,
+                turn_id,
+                user_message.id,
+            );
+            futures_util::future::try_join(insert, recorded)
+                .map(|r| r.map(drop))
+                .boxed()
+        }
+    };
     let (hold, committing) = if reserve_ask.limit.tokens.is_none() {
         (
             budget::unlimited_hold(&reserve_ask),
