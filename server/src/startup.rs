@@ -10,7 +10,8 @@ use anyhow::Context;
 use rand::RngCore;
 use secrecy::ExposeSecret;
 
-use crate::agent::{ActiveTurns, Agent, StopReason};
+use crate::agent::liveness::Liveness;
+use crate::agent::{cancel, ActiveTurns, Agent, StopReason};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
@@ -29,6 +30,7 @@ pub struct Application {
     port: u16,
     server: Server,
     state: AppState,
+    liveness: Liveness,
 }
 
 impl Application {
@@ -54,7 +56,12 @@ impl Application {
                 })?,
         );
         let metrics = Arc::new(Metrics::new().context("registering metrics")?);
+        let liveness = Liveness::new(settings.durable.replica_timeout);
+        let turns = ActiveTurns::default();
         let agent = Agent {
+            turns: turns.clone(),
+            process_id: liveness.process_id,
+            durable: Arc::new(settings.durable.clone()),
             metrics: metrics.clone(),
             pool: pool.clone(),
             llm: llm::from_settings(&settings.llm, {
@@ -76,7 +83,7 @@ impl Application {
             metrics,
             workspaces,
             agent,
-            turns: ActiveTurns::default(),
+            turns,
             uploads: Arc::new(crate::security::uploads::UploadGate::new(
                 settings.security.max_concurrent_uploads,
                 settings.security.max_concurrent_uploads_per_user,
@@ -93,6 +100,15 @@ impl Application {
         let listener = TcpListener::bind(&state.settings.bind)
             .with_context(|| format!("binding {}", state.settings.bind))?;
         let port = listener.local_addr()?.port();
+        // Alive before the first turn can name this process.
+        if let Ok(mut conn) = state.pool.get().await {
+            let _ = db::models::liveness::heartbeat(&mut conn, liveness.process_id).await;
+        }
+        liveness.spawn(state.pool.clone());
+        cancel::spawn_listener(
+            state.settings.database.url.expose().to_owned(),
+            state.turns.clone(),
+        );
         let server = run(listener, state.clone())?;
         spawn_hold_sweeper(
             state.pool.clone(),
@@ -104,6 +120,7 @@ impl Application {
             port,
             server,
             state,
+            liveness,
         })
     }
 
@@ -118,19 +135,36 @@ impl Application {
     }
 
     /// Serves until the process is told to stop (SIGINT / SIGTERM), then drains: running
-    /// turns are stopped first so that each stores what it has and ends its stream.
+    /// turns get the shutdown grace period to finish; those still running are stopped, each
+    /// storing what it has as `incomplete` (reason `shutdown`) and ending its stream.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let turns = self.state.turns.clone();
+        let grace = self.state.settings.durable.shutdown_grace;
+        let handle = self.server.handle();
         let watcher = tokio::spawn(async move {
             shutdown_signal().await;
             tracing::info!(
                 running = turns.len(),
-                "shutting down; stopping running turns"
+                "shutting down; draining running turns"
             );
-            turns.stop_all(StopReason::Shutdown);
+            // No new connections from here on; open streams keep going.
+            let stopping = tokio::spawn(handle.stop(true));
+            let drained = tokio::time::Instant::now() + grace;
+            while !turns.is_empty() && tokio::time::Instant::now() < drained {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            if !turns.is_empty() {
+                tracing::warn!(
+                    running = turns.len(),
+                    "grace period over; stopping running turns"
+                );
+                turns.stop_all(StopReason::Shutdown);
+            }
+            let _ = stopping.await;
         });
         let result = self.server.await;
         watcher.abort();
+        self.liveness.retire(&self.state.pool).await;
         result
     }
 }
@@ -176,6 +210,7 @@ async fn jwt_secret(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Vec<
 
 fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     let metrics = state.metrics.clone();
+    let state_grace_secs = state.settings.durable.shutdown_grace.as_secs();
     let data = web::Data::new(state);
     let server = HttpServer::new(move || {
         let metrics = metrics.clone();
@@ -203,7 +238,9 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     // client's delayed ACK (~40 ms, measured by the load kit).
     .tcp_nodelay(true)
     .listen(listener)?
-    .shutdown_timeout(30)
+    // Longer than the turns' shutdown grace: a stopped turn still stores and says so.
+    .shutdown_timeout(state_grace_secs + 30)
+    .disable_signals()
     .run();
     Ok(server)
 }
@@ -216,7 +253,7 @@ fn provider_label(p: crate::config::ProviderKind) -> &'static str {
     }
 }
 
-/// Frees budget holds whose process died, every `every`.
+/// Frees budget holds whose process died, and forgets day-old idempotency keys, every `every`.
 fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
@@ -229,6 +266,9 @@ fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
                 Ok(0) => {}
                 Ok(freed) => tracing::warn!(freed, "released budget holds of abandoned turns"),
                 Err(e) => tracing::warn!(error = %e, "sweeping budget holds failed"),
+            }
+            if let Err(e) = db::models::idempotency::expire(&mut conn).await {
+                tracing::warn!(error = %e, "forgetting old idempotency keys failed");
             }
         }
     });

@@ -147,9 +147,9 @@ async fn two_hundred_concurrent_turns_never_overshoot() {
 }
 
 /// A second server process (this test binary re-run as `child_server_process`).
-struct ChildServer {
-    child: Child,
-    address: String,
+pub(crate) struct ChildServer {
+    pub(crate) child: Child,
+    pub(crate) address: String,
 }
 
 impl Drop for ChildServer {
@@ -160,6 +160,15 @@ impl Drop for ChildServer {
 }
 
 fn start_child(database_url: &str, llm_base: &str) -> ChildServer {
+    start_child_with(database_url, llm_base, &[])
+}
+
+/// [`start_child`] with more environment variables.
+pub(crate) fn start_child_with(
+    database_url: &str,
+    llm_base: &str,
+    env: &[(&str, &str)],
+) -> ChildServer {
     use std::io::BufRead;
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -176,6 +185,7 @@ fn start_child(database_url: &str, llm_base: &str) -> ChildServer {
         .env("AGENTCHAT_LLM_MAX_RETRIES", "0")
         .env("AGENTCHAT_DATABASE_POOL_SIZE", "16")
         .env("AGENTCHAT_DATABASE_ACQUIRE_TIMEOUT_MS", "20000")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -513,4 +523,65 @@ async fn the_sweeper_frees_holds_of_dead_processes() {
     assert_eq!(freed, 500);
     let t = app.budget_totals(admin.user_id).await;
     assert_eq!((t.reserved, t.holds), (0, 0));
+}
+
+#[tokio::test]
+async fn without_upstream_usage_the_offered_tools_are_counted_too() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::text("short"));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    // The first account is an admin: every built-in tool is offered.
+    let s = app.signed_up("toolful").await;
+    app.set_budget(&s.access, s.user_id, Some(100_000)).await;
+    let conv = app.new_conversation(&s.access).await;
+    app.chat(&s.access, &conv, "hi").await;
+    let sent = &fake.requests()[0]["body"];
+    let tools_chars = sent["tools"].to_string().chars().count() as i64;
+    assert!(tools_chars > 2000, "{sent}");
+    let stored = app.conversation(&s.access, &conv).await;
+    let input = stored["messages"][1]["input_tokens"].as_i64().unwrap();
+    // About four characters a token: the schemas alone are far more than the message.
+    assert!(
+        input >= tools_chars / 8,
+        "input {input} for {tools_chars} chars of tools"
+    );
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!(t.spent, t.ledger);
+    assert!(t.spent >= input);
+}
+
+#[tokio::test]
+async fn the_first_concurrent_turns_of_a_new_period_are_not_refused() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "ok".into(),
+            usage: usage(40, 20),
+        }
+        .delay_first_byte(Duration::from_millis(200)),
+    ));
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    for round in 0..3 {
+        // A fresh user has no period row yet: their first turns race to create it.
+        let s = app.signed_up(&format!("fresh{round}")).await;
+        app.set_budget(&admin.access, s.user_id, Some(1_000_000))
+            .await;
+        let mut convs = Vec::new();
+        for _ in 0..30 {
+            convs.push(app.new_conversation(&s.access).await);
+        }
+        let turns: Vec<_> = convs
+            .into_iter()
+            .map(|c| {
+                let (url, client, token) =
+                    (app.address.clone(), app.client.clone(), s.access.clone());
+                tokio::spawn(async move { turn(&url, &client, &token, &c).await })
+            })
+            .collect();
+        for t in turns {
+            let (status, last) = t.await.unwrap();
+            assert_eq!(status, 200, "round {round}: {last}");
+        }
+    }
 }

@@ -167,11 +167,14 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     let audit = calculator_audit(user, "storage", conversation);
     let step = turn::Step {
         settle: Some((hold, 60)),
+        messages: Vec::new(),
+        usage: Vec::new(),
         audit: vec![audit],
         want: 150,
         need: 60,
         now,
         hold_ttl,
+        process_id: uuid::Uuid::nil(),
     };
     let reserve = turn::next_call(db, user, step)
         .await
@@ -381,7 +384,7 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
 /// conversation (and the budget period row) locked until the pool next looked at it.
 #[tokio::test]
 async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
-    use agentchat::agent::turn::PendingStart;
+    use agentchat::agent::store::PendingStart;
 
     let (app, s, conversation) = budgeted_conversation("orphan").await;
     let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
@@ -440,6 +443,8 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
         token_version: 0,
         turn_id: uuid::Uuid::new_v4(),
         stale_after: Duration::from_secs(600),
+        process_id: uuid::Uuid::nil(),
+        idempotency: None,
     }
 }
 
@@ -528,11 +533,14 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
     let audit = calculator_audit(s.user_id, "steps", conversation);
     let step = turn::Step {
         settle: Some((hold, 60)),
+        messages: Vec::new(),
+        usage: Vec::new(),
         audit: vec![audit],
         want: 150,
         need: 60,
         now: chrono::Utc::now() + chrono::Duration::days(40),
         hold_ttl: Duration::from_secs(600),
+        process_id: uuid::Uuid::nil(),
     };
     let next = turn::next_call(&mut db, s.user_id, step)
         .await
@@ -760,4 +768,42 @@ impl EndsWithIds for Vec<agentchat::db::models::message::Message> {
                 .zip(suffix)
                 .all(|(a, b)| a.id == b.id)
     }
+}
+
+/// A turn ended elsewhere (its process looked dead and another process stored it as
+/// interrupted) stores nothing when it finishes after all; a finish repeated after its commit
+/// went through is recognised the same way.
+#[tokio::test]
+async fn a_finish_without_its_claim_stores_nothing() {
+    use agentchat::db::models::message::NewMessage;
+    use agentchat::db::models::turn;
+
+    let (app, s, conversation) = budgeted_conversation("latecomer").await;
+    let mut db = app.db().await;
+    let (claim, hold) = begun_turn(&mut db, s.user_id, conversation).await;
+    diesel::sql_query("UPDATE conversations SET active_turn_id = NULL WHERE id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(conversation)
+        .execute(&mut db)
+        .await
+        .unwrap();
+    let err = turn::finish(
+        &mut db,
+        conversation,
+        claim.turn_id,
+        vec![NewMessage::complete(conversation, "assistant", "too late")],
+        Vec::new(),
+        Vec::new(),
+        Some((hold, 60)),
+    )
+    .await
+    .unwrap_err();
+    assert!(turn::is_claim_lost(&err), "{err}");
+    let contents = stored_contents(&app, &s.access, conversation).await;
+    assert_eq!(contents, ["hi"]);
+    let totals = app.budget_totals(s.user_id).await;
+    assert_eq!(
+        (totals.spent, totals.holds),
+        (0, 1),
+        "nothing settled either"
+    );
 }

@@ -10,6 +10,7 @@ mod chat;
 mod cleanup;
 mod conversations;
 mod database;
+mod durable;
 mod health;
 mod hostile_access;
 mod hostile_jwt;

@@ -1,16 +1,25 @@
-//! Turns running in this process, so that `POST .../cancel` can stop them.
+//! Turns running in this process, so that a cancel (from this process or, through
+//! [`super::cancel`], from any other) can stop them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
-use super::turn::{StopReason, TurnControl};
+use super::control::{StopReason, TurnControl};
 
-/// Conversation id -> the control of its running turn.
+/// One running turn.
+#[derive(Clone)]
+struct Entry {
+    turn_id: Uuid,
+    user_id: Uuid,
+    control: TurnControl,
+}
+
+/// Conversation id -> its running turn.
 #[derive(Default, Clone)]
 pub struct ActiveTurns {
-    inner: Arc<Mutex<HashMap<Uuid, (Uuid, TurnControl)>>>,
+    inner: Arc<Mutex<HashMap<Uuid, Entry>>>,
 }
 
 /// Removes the entry when the turn ends, however it ends.
@@ -22,10 +31,20 @@ pub struct ActiveGuard {
 
 impl ActiveTurns {
     /// Records a running turn and returns its control and a guard that forgets it on drop.
-    pub fn register(&self, conversation_id: Uuid, turn_id: Uuid) -> (TurnControl, ActiveGuard) {
+    pub fn register(
+        &self,
+        conversation_id: Uuid,
+        turn_id: Uuid,
+        user_id: Uuid,
+    ) -> (TurnControl, ActiveGuard) {
         let control = TurnControl::default();
         if let Ok(mut m) = self.inner.lock() {
-            m.insert(conversation_id, (turn_id, control.clone()));
+            let entry = Entry {
+                turn_id,
+                user_id,
+                control: control.clone(),
+            };
+            m.insert(conversation_id, entry);
         }
         (
             control,
@@ -37,30 +56,50 @@ impl ActiveTurns {
         )
     }
 
+    fn controls(&self, pick: impl Fn(&Uuid, &Entry) -> bool) -> Vec<TurnControl> {
+        self.inner
+            .lock()
+            .map(|m| {
+                m.iter()
+                    .filter(|(c, e)| pick(c, e))
+                    .map(|(_, e)| e.control.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Cancels the running turn of the conversation; false when none runs here.
     pub fn cancel(&self, conversation_id: Uuid) -> bool {
-        let token = self
-            .inner
+        let found = self.controls(|c, _| *c == conversation_id);
+        found.iter().for_each(|c| c.stop(StopReason::Cancelled));
+        !found.is_empty()
+    }
+
+    /// The running turn of the conversation, if it runs here.
+    pub fn turn_of(&self, conversation_id: Uuid) -> Option<Uuid> {
+        self.inner
             .lock()
             .ok()
-            .and_then(|m| m.get(&conversation_id).map(|(_, t)| t.clone()));
-        match token {
-            Some(t) => {
-                t.stop(StopReason::Cancelled);
-                true
-            }
-            None => false,
+            .and_then(|m| m.get(&conversation_id).map(|e| e.turn_id))
+    }
+
+    /// Cancels the turn if it runs here.
+    pub fn cancel_turn(&self, turn_id: Uuid) -> bool {
+        let found = self.controls(|_, e| e.turn_id == turn_id);
+        found.iter().for_each(|c| c.stop(StopReason::Cancelled));
+        !found.is_empty()
+    }
+
+    /// Stops every turn of the user running here.
+    pub fn stop_user(&self, user_id: Uuid, reason: StopReason) {
+        for c in self.controls(|_, e| e.user_id == user_id) {
+            c.stop(reason);
         }
     }
 
     /// Stops every running turn (shutdown): each stores what it has and ends its stream.
     pub fn stop_all(&self, reason: StopReason) {
-        let all: Vec<TurnControl> = self
-            .inner
-            .lock()
-            .map(|m| m.values().map(|(_, c)| c.clone()).collect())
-            .unwrap_or_default();
-        for c in all {
+        for c in self.controls(|_, _| true) {
             c.stop(reason);
         }
     }
@@ -79,7 +118,7 @@ impl Drop for ActiveGuard {
     fn drop(&mut self) {
         if let Ok(mut m) = self.turns.inner.lock() {
             if m.get(&self.conversation_id)
-                .is_some_and(|(t, _)| *t == self.turn_id)
+                .is_some_and(|e| e.turn_id == self.turn_id)
             {
                 m.remove(&self.conversation_id);
             }

@@ -2,8 +2,19 @@
 //! the client and stored in Postgres.
 
 pub mod active;
+pub mod cancel;
 pub mod context;
+pub mod control;
 pub mod events;
+pub mod liveness;
+#[cfg(test)]
+mod loop_tests;
+mod model_call;
+mod record;
+mod replay;
+pub mod store;
+mod supervise;
+mod tool_calls;
 pub mod turn;
 
 use uuid::Uuid;
@@ -14,8 +25,9 @@ use crate::db::models::custom_tool::CustomToolRow;
 use crate::tools::{custom_http, Registry};
 
 pub use active::ActiveTurns;
+pub use control::{StopReason, TurnControl};
 pub use events::{FinishReason, TurnEvent};
-pub use turn::{Agent, PreparedTurn, StopReason, TurnControl};
+pub use turn::{Agent, PreparedTurn};
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
@@ -36,6 +48,7 @@ impl Agent {
         token: SignedToken,
         conversation_id: Uuid,
         content: &str,
+        idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
     ) -> Result<PreparedTurn, ApiError> {
         if content.trim().is_empty() || content.chars().count() > MAX_MESSAGE_CHARS {
             return Err(ApiError::bad_request(
@@ -84,7 +97,9 @@ impl Agent {
                 user_id: token.user_id,
                 token_version: token.token_version,
                 turn_id,
-                stale_after: self.settings.turn_timeout + turn::STORE_GRACE,
+                stale_after: self.settings.turn_timeout + store::STORE_GRACE,
+                process_id: self.process_id,
+                idempotency,
             },
             user_message,
             ask,
@@ -131,7 +146,7 @@ impl Agent {
             allowed_tools,
             tools,
             first_call: (hold, max_tokens),
-            start: Some(turn::PendingStart::new(conn, committing, user_message_id)),
+            start: Some(store::PendingStart::new(conn, committing, user_message_id)),
             outstanding: Default::default(),
         })
     }
@@ -139,7 +154,7 @@ impl Agent {
     /// How long a reservation may live before the sweeper frees it: a live turn settles it
     /// before then, even one storing itself after its deadline.
     pub fn hold_ttl(&self) -> std::time::Duration {
-        self.settings.turn_timeout + turn::STORE_GRACE
+        self.settings.turn_timeout + store::STORE_GRACE
     }
 
     /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and
@@ -187,6 +202,16 @@ impl Agent {
         allowed: &[String],
         tools: &Registry,
     ) -> i64 {
+        budget::with_margin(Self::count_input(input, allowed, tools))
+    }
+
+    /// Our count of a call's input tokens: the messages and the offered tools' schemas (what
+    /// is charged when the provider reports no usage).
+    pub fn count_input(
+        input: &[crate::llm::ChatMessage],
+        allowed: &[String],
+        tools: &Registry,
+    ) -> u64 {
         let messages: u64 = input.iter().map(context::cost).sum();
         let tools: u64 = tools
             .allowed_specs(allowed)
@@ -195,7 +220,7 @@ impl Agent {
                     + crate::llm::estimate_tokens(&s.description)
             })
             .sum();
-        budget::with_margin(messages + tools)
+        messages + tools
     }
 }
 

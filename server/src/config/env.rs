@@ -171,6 +171,14 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_MAX_CONCURRENT_UPLOADS_PER_USER",
         "security.max_concurrent_uploads_per_user",
     ),
+    var(
+        "AGENTCHAT_REPLICA_TIMEOUT_SECS",
+        "durable.replica_timeout_secs",
+    ),
+    var(
+        "AGENTCHAT_SHUTDOWN_GRACE_SECS",
+        "durable.shutdown_grace_secs",
+    ),
 ];
 
 /// `AGENTCHAT_` variables that are not settings but are read elsewhere.

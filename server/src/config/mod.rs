@@ -53,6 +53,8 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     /// Trusted proxies, session limits, upload concurrency, allowed origins.
     pub security: crate::security::SecuritySettings,
+    /// Durable turns: replica liveness, shutdown drain.
+    pub durable: crate::agent::liveness::DurableSettings,
 }
 
 impl Default for Settings {
@@ -68,6 +70,7 @@ impl Default for Settings {
             tools: ToolSettings::default(),
             telemetry: TelemetrySettings::default(),
             security: crate::security::SecuritySettings::default(),
+            durable: crate::agent::liveness::DurableSettings::default(),
         }
     }
 }
@@ -160,7 +163,8 @@ impl Settings {
         self.llm.validate()?;
         self.tools.validate()?;
         self.telemetry.validate()?;
-        self.security.validate()
+        self.security.validate()?;
+        self.durable.validate()
     }
 
     /// The address users open: `public_url`, or one made from `bind` (a wildcard host

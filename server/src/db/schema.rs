@@ -56,6 +56,7 @@ diesel::table! {
         updated_at -> Timestamptz,
         active_turn_id -> Nullable<Uuid>,
         active_turn_at -> Nullable<Timestamptz>,
+        active_process_id -> Nullable<Uuid>,
     }
 }
 
@@ -112,6 +113,27 @@ diesel::table! {
         period_start -> Timestamptz,
         amount -> Int8,
         expires_at -> Timestamptz,
+        process_id -> Nullable<Uuid>,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (user_id, key) {
+        user_id -> Uuid,
+        key -> Text,
+        request_hash -> Bytea,
+        conversation_id -> Uuid,
+        turn_id -> Uuid,
+        user_message_id -> Uuid,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    server_processes (id) {
+        id -> Uuid,
+        started_at -> Timestamptz,
+        heartbeat_at -> Timestamptz,
     }
 }
 

@@ -31,6 +31,16 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A `Retry-After` longer than this is not waited for: the error is returned at once.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
+/// Largest response body accepted from the model for one call: a model message is at most
+/// the output cap in tokens, so anything near this is broken or hostile, and every open
+/// stream would otherwise buffer whatever one line of it holds.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Once the model's message has finished (finish reason seen) the rest of the stream (its
+/// usage, `[DONE]`) is waited for this long at most: the complete reply is not thrown away
+/// because an upstream never closes its stream.
+pub const AFTER_FINISH_WAIT: Duration = Duration::from_secs(2);
+
 /// Timeouts, retry policy and transport mode of an HTTP-based provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpSettings {
@@ -341,10 +351,12 @@ fn timed_body<S, B>(
 ) -> impl Stream<Item = Result<B, LlmError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<B>> + Send + 'static,
-    B: Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
 {
     struct State<S> {
         inner: Pin<Box<S>>,
+        /// Bytes received so far (capped at [`MAX_RESPONSE_BYTES`]).
+        received: usize,
         got_first: bool,
         finished: bool,
         first_byte: Duration,
@@ -353,6 +365,7 @@ where
     }
     let state = State {
         inner: Box::pin(inner),
+        received: 0,
         got_first: false,
         finished: false,
         first_byte: settings.first_byte_timeout,
@@ -376,6 +389,16 @@ where
             Ok(None) => None,
             Ok(Some(Ok(chunk))) => {
                 st.got_first = true;
+                st.received = st.received.saturating_add(chunk.as_ref().len());
+                if st.received > MAX_RESPONSE_BYTES {
+                    st.finished = true;
+                    return Some((
+                        Err(LlmError::Malformed(format!(
+                            "the model's response is larger than {MAX_RESPONSE_BYTES} bytes"
+                        ))),
+                        st,
+                    ));
+                }
                 Some((Ok(chunk), st))
             }
             Ok(Some(Err(e))) => {
@@ -460,6 +483,12 @@ pub trait SseDecoder: Send + 'static {
     /// [`LlmError::StreamEndedEarly`] unless the message can be completed, in
     /// which case it pushes the `Completed` event.
     fn on_eof(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), LlmError>;
+
+    /// True once the message has finished and only trailing events are still expected: the
+    /// stream then gets [`AFTER_FINISH_WAIT`] before it counts as ended.
+    fn finished_message(&self) -> bool {
+        false
+    }
 }
 
 /// Drives `decoder` over `events`, producing the public [`EventStream`]. After an
@@ -493,7 +522,14 @@ pub fn decode_sse<D: SseDecoder>(
             if st.finished {
                 return None;
             }
-            match st.events.next().await {
+            let next = if st.decoder.finished_message() {
+                tokio::time::timeout(AFTER_FINISH_WAIT, st.events.next())
+                    .await
+                    .unwrap_or(None)
+            } else {
+                st.events.next().await
+            };
+            match next {
                 Some(Ok(event)) => match st.decoder.on_event(&event, &mut st.queue) {
                     Ok(done) => st.finished = done,
                     Err(err) => {

@@ -423,11 +423,20 @@ impl SseDecoder for ChunkDecoder {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(map_finish_reason(reason));
         }
+        // Finished with its usage: nothing else is needed, `[DONE]` or not.
+        if self.finish_reason.is_some() && self.usage.is_some() {
+            self.complete(out)?;
+            return Ok(true);
+        }
         Ok(false)
     }
 
     fn on_eof(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), LlmError> {
         self.complete(out)
+    }
+
+    fn finished_message(&self) -> bool {
+        self.finish_reason.is_some()
     }
 }
 
@@ -479,6 +488,34 @@ mod tests {
             data: data.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn finish_with_usage_completes_without_done() {
+        let mut d = ChunkDecoder::default();
+        let mut out = VecDeque::new();
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#;
+        assert_eq!(d.on_event(&ev(chunk), &mut out), Ok(true));
+        assert!(matches!(out.back(), Some(StreamEvent::Completed { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_finished_message_whose_stream_never_ends_is_accepted_promptly() {
+        use futures_util::StreamExt;
+        let chunk =
+            r#"{"choices":[{"index":0,"delta":{"content":"all of it"},"finish_reason":"stop"}]}"#;
+        let events = futures_util::stream::iter([Ok(ev(chunk))])
+            .chain(futures_util::stream::pending())
+            .boxed();
+        let started = std::time::Instant::now();
+        let got: Vec<_> = http::decode_sse(events, ChunkDecoder::default())
+            .collect()
+            .await;
+        assert!(started.elapsed() < http::AFTER_FINISH_WAIT * 2);
+        assert!(
+            matches!(got.last(), Some(Ok(StreamEvent::Completed { .. }))),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
-use crate::db::{self, models::conversation, models::message};
+use crate::db::{self, models::conversation, models::message, models::turn};
 use crate::error::ApiError;
 use crate::extract::{Json, JsonOrDefault};
 use crate::state::AppState;
@@ -125,8 +125,11 @@ async fn get(
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     let messages = message::list(&mut conn, conv.id).await?;
+    let active = turn::active_turn(&mut conn, conv.id).await?;
     let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
     body["messages"] = serde_json::to_value(messages).map_err(ApiError::internal)?;
+    // A reloaded page learns that a reply is still being generated.
+    body["active_turn"] = active.map_or(json!(null), |id| json!({"id": id, "status": "running"}));
     Ok(HttpResponse::Ok().json(body))
 }
 

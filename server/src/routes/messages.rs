@@ -6,19 +6,20 @@ use actix_web::{web, HttpRequest, HttpResponse, Responder};
 use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
+use std::time::Duration;
 use tokio::sync::mpsc;
-use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::agent::TurnEvent;
+use crate::agent::{cancel, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
+use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
 
-/// Events buffered per stream before the turn waits for a slow client.
-const EVENT_BUFFER: usize = 256;
+/// How long `cancel` waits to see a turn running on another process let go.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/conversations/{id}/messages", web::post().to(post_message))
@@ -38,41 +39,18 @@ async fn post_message(
     id: web::Path<Uuid>,
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let prepared = state.agent.prepare(token, *id, &body.content).await?;
-    let (control, guard) = state
-        .turns
-        .register(prepared.conversation_id, prepared.turn_id);
-    let (tx, mut rx) = mpsc::channel(EVENT_BUFFER);
-    let agent = state.agent.clone();
-    let (turn_id, conversation_id) = (prepared.turn_id, prepared.conversation_id);
-    let outstanding = prepared.outstanding.clone();
-    let span = tracing::info_span!(
-        "invoke_agent",
-        otel.name = "invoke_agent",
-        otel.kind = "internal",
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.provider.name = agent.llm.provider_name(),
-        gen_ai.request.model = %prepared.model,
-        gen_ai.conversation.id = %conversation_id,
-    );
-    let running = tokio::spawn(
-        async move {
-            let _guard = guard;
-            agent.run(prepared, tx, control).await;
+    let key = idempotency_key(&req, *id, &body.content)?;
+    let duplicate = match &key {
+        Some(k) => state.agent.replay_duplicate(token.user_id, *id, k).await?,
+        None => None,
+    };
+    let mut rx = match duplicate {
+        Some(events) => replayed(events),
+        None => {
+            let prepared = state.agent.prepare(token, *id, &body.content, key).await?;
+            state.agent.start(prepared)
         }
-        .instrument(span),
-    );
-    let agent = state.agent.clone();
-    tokio::spawn(async move {
-        if let Err(e) = running.await {
-            if e.is_panic() {
-                tracing::error!(%conversation_id, "a turn panicked; releasing its budget and conversation");
-                let hold = outstanding.lock().ok().and_then(|mut o| o.take());
-                agent.abandon(turn_id, conversation_id, hold).await;
-            }
-        }
-    });
-
+    };
     if wants_json(&req) {
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -81,8 +59,11 @@ async fn post_message(
         return Ok(HttpResponse::Ok().json(summarise(events)));
     }
     let open = StreamGauge::open(state.metrics.active_streams.clone());
-    let stream = futures_util::stream::unfold((rx, open), |(mut rx, open)| async move {
-        rx.recv().await.map(|e| (to_sse(&e), (rx, open)))
+    // Every event carries its sequence number in the turn as its SSE `id`.
+    let stream = futures_util::stream::unfold((rx, open, 0u64), |(mut rx, open, n)| async move {
+        rx.recv()
+            .await
+            .map(|e| (to_sse(&e, n + 1), (rx, open, n + 1)))
     });
     Ok(sse::Sse::from_infallible_stream(stream)
         .with_keep_alive(state.settings.sse_keep_alive)
@@ -104,11 +85,63 @@ async fn cancel(
     {
         return Err(ApiError::not_found("conversation"));
     }
-    if state.turns.cancel(*id) {
+    if state.agent.turns.cancel(*id) {
         return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
     }
-    let running_elsewhere = turn::is_active(&mut conn, *id).await?;
-    Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": running_elsewhere})))
+    // Not here: ask every process, then watch the claim go (a turn stores what it has and
+    // releases the conversation within moments of being told).
+    let Some(turn_id) = turn::active_turn(&mut conn, *id).await? else {
+        return Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": false})));
+    };
+    cancel::broadcast(&mut conn, cancel::Stop::Turn(turn_id)).await?;
+    drop(conn);
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < CANCEL_WAIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut conn = db::conn(&state.pool).await?;
+        if turn::active_turn(&mut conn, *id).await? != Some(turn_id) {
+            return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
+        }
+    }
+    // Told, but not stopped yet (its process may be unreachable; a dead one's turns are
+    // ended once its heartbeat is stale).
+    Ok(HttpResponse::Accepted()
+        .json(json!({"cancelled": false, "running": true, "requested": true})))
+}
+
+/// Longest accepted `Idempotency-Key`.
+const MAX_IDEMPOTENCY_KEY: usize = 200;
+
+/// The request's `Idempotency-Key` (400 when it is not 1–200 visible ASCII characters).
+fn idempotency_key(
+    req: &HttpRequest,
+    conversation_id: Uuid,
+    content: &str,
+) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(v) = req.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(k)
+            if (1..=MAX_IDEMPOTENCY_KEY).contains(&k.len())
+                && k.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Ok(Some(IdempotencyKey::new(k, conversation_id, content)))
+        }
+        _ => Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            format!("Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"),
+        )),
+    }
+}
+
+/// A finished turn's replayed events as a closed channel, answered like a live turn.
+fn replayed(events: Vec<TurnEvent>) -> mpsc::Receiver<TurnEvent> {
+    let (tx, rx) = mpsc::channel(events.len().max(1));
+    for e in events {
+        let _ = tx.try_send(e);
+    }
+    rx
 }
 
 /// Counts an open SSE stream until the response body is dropped (finished or client gone).
@@ -134,8 +167,12 @@ fn wants_json(req: &HttpRequest) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
 }
 
-fn to_sse(e: &TurnEvent) -> sse::Event {
-    sse::Event::Data(sse::Data::new(e.to_json()).event(e.name()))
+fn to_sse(e: &TurnEvent, seq: u64) -> sse::Event {
+    sse::Event::Data(
+        sse::Data::new(e.to_json())
+            .event(e.name())
+            .id(seq.to_string()),
+    )
 }
 
 /// The finished turn as one document: the final answer, the finish reason, and every event.

@@ -125,6 +125,8 @@ pub struct ReserveAsk {
     pub need: i64,
     pub now: DateTime<Utc>,
     pub hold_ttl: Duration,
+    /// The server process running the turn: its holds are freed when it dies.
+    pub process_id: Uuid,
 }
 
 /// Holds up to `want` tokens (at least `need`) for one model call.
@@ -161,8 +163,8 @@ pub fn try_reserve(
              FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
                AND b.period_start = cur.period_start AND cur.g >= $6 \
              RETURNING cur.g AS g) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at) \
-         SELECT $7, $1, $2, $3, g, $8 FROM upd RETURNING amount")
+         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id) \
+         SELECT $7, $1, $2, $3, g, $8, $9 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
@@ -171,6 +173,7 @@ pub fn try_reserve(
     .bind::<BigInt, _>(ask.need)
     .bind::<SqlUuid, _>(hold_id)
     .bind::<Timestamptz, _>(expires)
+    .bind::<SqlUuid, _>(ask.process_id)
     .get_result::<Granted>(conn)
     .map(move |r| {
         r.optional_row().map(|g| {
@@ -215,6 +218,12 @@ pub async fn reserve_after(
     let mut current = totals(conn, ask.user_id, ask.limit.period, start).await?;
     if current.is_none() {
         ensure_row(conn, ask.user_id, ask.limit.period, start).await?;
+    }
+    // Try once more when enough looks free: the period's row may have been created by a
+    // concurrent turn since the first try (the first turns of every new period race for
+    // it), or holds may have been released.
+    let free = |t: &Option<Totals>| t.as_ref().map_or(tokens, |t| tokens - t.spent - t.reserved);
+    if free(&current) >= ask.need {
         if let Some(hold) = try_reserve(conn, ask).await? {
             return Ok(Reserve::Granted(hold));
         }

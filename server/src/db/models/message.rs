@@ -181,3 +181,15 @@ pub fn insert_many(
     .map(|r| r.map(|_| ()))
     .boxed()
 }
+
+/// Which of these message ids are stored (after a commit whose answer was lost).
+pub async fn existing(conn: &mut AsyncPgConnection, ids: &[Uuid]) -> QueryResult<Vec<Uuid>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    messages::table
+        .filter(messages::id.eq_any(ids.to_vec()))
+        .select(messages::id)
+        .load(conn)
+        .await
+}

@@ -4,6 +4,8 @@ pub mod audit;
 pub mod budget;
 pub mod conversation;
 pub mod custom_tool;
+pub mod idempotency;
+pub mod liveness;
 pub mod message;
 pub mod refresh_token;
 pub mod role;

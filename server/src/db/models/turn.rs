@@ -41,6 +41,10 @@ pub struct Claim {
     pub turn_id: Uuid,
     /// A claim older than this belongs to a dead process and may be taken over.
     pub stale_after: Duration,
+    /// The server process running the turn (see [`super::liveness`]).
+    pub process_id: Uuid,
+    /// The request's `Idempotency-Key`, recorded with the user message.
+    pub idempotency: Option<super::idempotency::IdempotencyKey>,
 }
 
 /// Budget wanted for the first model call.
@@ -167,9 +171,11 @@ fn claim_conversation(
     user_id: Uuid,
     turn_id: Uuid,
     stale: DateTime<Utc>,
+    process_id: Uuid,
 ) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
     sql("UPDATE conversations \
-            SET active_turn_id = $3, active_turn_at = now(), updated_at = now() \
+            SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
+                active_process_id = $5 \
           WHERE id = $1 AND user_id = $2 \
             AND (active_turn_id IS NULL OR active_turn_at < $4) \
          RETURNING id, user_id, title, model, created_at, updated_at")
@@ -177,6 +183,7 @@ fn claim_conversation(
     .bind::<SqlUuid, _>(user_id)
     .bind::<SqlUuid, _>(turn_id)
     .bind::<Timestamptz, _>(stale)
+    .bind::<SqlUuid, _>(process_id)
     .get_result(conn)
     .map(|r| r.optional())
     .boxed()
@@ -208,6 +215,8 @@ where
         token_version,
         turn_id,
         stale_after,
+        process_id,
+        idempotency,
     } = claim;
     let stale =
         ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
@@ -216,7 +225,14 @@ where
 
     let reads = futures_util::future::try_join4(
         access(tx.conn(), user_id),
-        claim_conversation(tx.conn(), conversation_id, user_id, turn_id, stale),
+        claim_conversation(
+            tx.conn(),
+            conversation_id,
+            user_id,
+            turn_id,
+            stale,
+            process_id,
+        ),
         custom_tool::list(tx.conn()),
         message::list_recent(tx.conn(), conversation_id, history_room),
     );
@@ -251,8 +267,25 @@ where
         need: input_estimate + ask.min_output,
         now: ask.now,
         hold_ttl: ask.hold_ttl,
+        process_id,
     };
     let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
+    let insert = match &idempotency {
+        None => insert,
+        Some(key) => {
+            let recorded = super::idempotency::record(
+                tx.conn(),
+                user_id,
+                key,
+                conversation_id,
+                turn_id,
+                user_message.id,
+            );
+            futures_util::future::try_join(insert, recorded)
+                .map(|r| r.map(drop))
+                .boxed()
+        }
+    };
     let (hold, committing) = if reserve_ask.limit.tokens.is_none() {
         (
             budget::unlimited_hold(&reserve_ask),
@@ -294,16 +327,21 @@ async fn abort_with<T>(tx: Pipelined<'_>, outcome: QueryResult<T>) -> QueryResul
     outcome.and_then(|v| rolled_back.map(|()| v))
 }
 
-/// Between two model calls of a turn.
+/// Between two model calls of a turn: the finished step and the next call's ask.
 #[derive(Debug)]
 pub struct Step {
     pub settle: Option<(Hold, i64)>,
+    /// The step's messages (the model's, with its tool calls, then their results).
+    pub messages: Vec<NewMessage>,
+    /// Usage rows of the step's model call.
+    pub usage: Vec<NewUsage>,
     /// Audit rows of the tool calls since the last commit.
     pub audit: Vec<NewAudit>,
     pub want: i64,
     pub need: i64,
     pub now: DateTime<Utc>,
     pub hold_ttl: Duration,
+    pub process_id: Uuid,
 }
 
 /// What [`next_call`] stored and found.
@@ -316,13 +354,14 @@ pub struct NextCall {
     pub allowed_tools: Vec<String>,
 }
 
-/// Settles the previous call's hold, stores the audit rows of its tool calls, re-reads the
+/// Stores the finished step (its messages and usage), settles the previous call's hold,
+/// stores the audit rows of its tool calls, re-reads the
 /// user's allowed tools and budget rule (admin changes apply to the next call) and reserves
 /// for the next call, in one commit. A refused reservation still commits the rest. `Err`:
 /// nothing was committed (unless the connection broke while the COMMIT was on its way).
 ///
-/// Round trips: BEGIN with the settlement, the audit rows and the read; then the reservation
-/// with COMMIT behind it.
+/// Round trips: BEGIN with the step, the settlement, the audit rows and the read; then the
+/// reservation with COMMIT behind it.
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
@@ -333,13 +372,15 @@ pub async fn next_call(
         Some((hold, actual)) => budget::settle(tx.conn(), hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
-    let first = futures_util::future::try_join3(
+    let first = futures_util::future::try_join5(
+        message::insert_many(tx.conn(), &step.messages),
+        usage::insert_many(tx.conn(), &step.usage),
         settle,
         audit::insert_many(tx.conn(), &step.audit),
         access(tx.conn(), user_id),
     );
     let access = match tx.begin_with(first).await {
-        Ok((_, (), access)) => access,
+        Ok(((), (), _, (), access)) => access,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
     let Some(access) = access else {
@@ -356,6 +397,7 @@ pub async fn next_call(
         need: step.need,
         now: step.now,
         hold_ttl: step.hold_ttl,
+        process_id: step.process_id,
     };
     let reserve = budget::try_reserve(tx.conn(), &reserve_ask);
     let first = tx.commit_with(reserve).await?;
@@ -381,8 +423,10 @@ pub async fn finish(
     let mut tx = Pipelined::open(conn);
     let c = tx.conn();
     // The conversation row is locked before the budget row, as in `begin`: two transactions
-    // taking them in opposite orders could deadlock.
-    let released = release(c, conversation_id, turn_id);
+    // taking them in opposite orders could deadlock. A turn that no longer holds its claim
+    // (it was ended as interrupted while this process could not reach the database) stores
+    // nothing: the release fails the transaction ([`is_claim_lost`]).
+    let released = release_own(c, conversation_id, turn_id);
     let settled = match &settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
@@ -395,6 +439,58 @@ pub async fn finish(
         audit::insert_many(c, &audit_rows),
     );
     tx.run(work).await.map(|_| ())
+}
+
+#[derive(QueryableByName)]
+struct One {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    #[allow(dead_code)]
+    n: i64,
+}
+
+/// Releases the claim of `turn_id`, failing the transaction (division by zero) when the
+/// conversation is not claimed by it.
+fn release_own(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+) -> BoxFuture<'static, QueryResult<usize>> {
+    sql("WITH r AS (UPDATE conversations \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                updated_at = now() \
+          WHERE id = $1 AND active_turn_id = $2 RETURNING 1) \
+         SELECT (1 / count(*))::BIGINT AS n FROM r")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .get_result::<One>(conn)
+    .map(|r| r.map(|_| 1))
+    .boxed()
+}
+
+/// Whether [`finish`] failed because the turn no longer holds its conversation.
+pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
+    matches!(e, diesel::result::Error::DatabaseError(_, info) if info.message().contains("division by zero"))
+}
+
+/// Releases the claim of a turn that could not be stored, charging its last hold what the
+/// model used (and recording that usage: the ledger matches the budget).
+pub async fn release_with(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+    settle: Option<(Hold, i64)>,
+    usage_rows: &[NewUsage],
+) -> QueryResult<()> {
+    let mut tx = Pipelined::open(conn);
+    let released = release(tx.conn(), conversation_id, turn_id);
+    let settled = match &settle {
+        Some((h, actual)) => budget::settle(tx.conn(), h, *actual),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let recorded = usage::insert_many(tx.conn(), usage_rows);
+    tx.run(futures_util::future::try_join3(released, settled, recorded))
+        .await
+        .map(|_| ())
 }
 
 /// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).
@@ -421,7 +517,8 @@ fn release(
     turn_id: Uuid,
 ) -> BoxFuture<'static, QueryResult<usize>> {
     sql("UPDATE conversations \
-            SET active_turn_id = NULL, active_turn_at = NULL, updated_at = now() \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                updated_at = now() \
           WHERE id = $1 AND active_turn_id = $2")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(turn_id)
@@ -429,11 +526,23 @@ fn release(
     .boxed()
 }
 
-/// Whether a turn is running in the conversation (on any replica).
-pub async fn is_active(conn: &mut AsyncPgConnection, conversation_id: Uuid) -> QueryResult<bool> {
+/// The turn running in the conversation (on any replica), if any.
+pub async fn active_turn(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+) -> QueryResult<Option<Uuid>> {
     conv::conversations
         .find(conversation_id)
-        .select(conv::active_turn_id.is_not_null())
-        .first(conn)
+        .select(conv::active_turn_id)
+        .first::<Option<Uuid>>(conn)
         .await
+        .optional()
+        .map(Option::flatten)
+}
+
+/// Whether a turn is running in the conversation (on any replica).
+pub async fn is_active(conn: &mut AsyncPgConnection, conversation_id: Uuid) -> QueryResult<bool> {
+    active_turn(conn, conversation_id)
+        .await
+        .map(|t| t.is_some())
 }

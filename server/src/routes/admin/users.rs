@@ -98,13 +98,23 @@ async fn update(
             ));
         }
     }
+    // A disabled or re-roled user's running turns stop, on whichever process runs them.
+    let revokes = body.disabled == Some(true) || body.role.is_some();
     let changes = user::UserChanges {
         role: body.role,
         disabled: body.disabled,
         token_budget: body.token_budget,
     };
     match user::update(&mut conn, *id, changes).await {
-        Ok(u) => Ok(HttpResponse::Ok().json(user::UserView::from(u))),
+        Ok(u) => {
+            if revokes {
+                let stop = crate::agent::cancel::Stop::User(*id);
+                if let Err(e) = crate::agent::cancel::broadcast(&mut conn, stop).await {
+                    tracing::warn!(error = %e, "could not ask the processes to stop the user's turns");
+                }
+            }
+            Ok(HttpResponse::Ok().json(user::UserView::from(u)))
+        }
         Err(user::UserChangeError::NotFound) => Err(ApiError::not_found("user")),
         Err(user::UserChangeError::LastAdmin) => Err(ApiError::conflict(
             "last_admin",

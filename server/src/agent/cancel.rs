@@ -1,0 +1,119 @@
+//! Cancel anywhere: `POST .../cancel` on any process, or an admin disabling or re-roling a
+//! user, stops the turn wherever it runs. The request is a Postgres NOTIFY on one channel;
+//! every process LISTENs on a connection of its own and stops the turns it runs.
+
+use std::time::Duration;
+
+use diesel::sql_types::Text;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::StreamExt;
+use uuid::Uuid;
+
+use super::active::ActiveTurns;
+use super::control::StopReason;
+use crate::db::prepared::sql;
+
+/// The channel every process listens on.
+const CHANNEL: &str = "agentchat_turns";
+
+/// What a notification asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Cancel one turn.
+    Turn(Uuid),
+    /// Stop every turn of a user (disabled, or their role changed).
+    User(Uuid),
+}
+
+impl Stop {
+    fn payload(self) -> String {
+        match self {
+            Self::Turn(id) => format!("turn:{id}"),
+            Self::User(id) => format!("user:{id}"),
+        }
+    }
+
+    fn parse(payload: &str) -> Option<Self> {
+        let (kind, id) = payload.split_once(':')?;
+        let id = Uuid::parse_str(id).ok()?;
+        match kind {
+            "turn" => Some(Self::Turn(id)),
+            "user" => Some(Self::User(id)),
+            _ => None,
+        }
+    }
+}
+
+/// Asks every process (this one included) to stop the turn or the user's turns.
+pub async fn broadcast(conn: &mut AsyncPgConnection, stop: Stop) -> diesel::QueryResult<()> {
+    sql("SELECT pg_notify('agentchat_turns', $1)")
+        .bind::<Text, _>(stop.payload())
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Stops what a notification names among this process's turns.
+pub fn apply(turns: &ActiveTurns, stop: Stop) {
+    match stop {
+        Stop::Turn(id) => {
+            turns.cancel_turn(id);
+        }
+        Stop::User(id) => turns.stop_user(id, StopReason::Revoked),
+    }
+}
+
+/// Listens for stop requests for as long as the process runs, reconnecting after an outage.
+pub fn spawn_listener(database_url: String, turns: ActiveTurns) {
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = listen(&database_url, &turns).await {
+                tracing::warn!(error = %e, "the cancel listener lost its connection; reconnecting");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}
+
+async fn listen(url: &str, turns: &ActiveTurns) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(m) = messages.next().await {
+            match m {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    if tx.send(n.payload().to_owned()).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    });
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    while let Some(payload) = rx.recv().await {
+        if let Some(stop) = Stop::parse(&payload) {
+            apply(turns, stop);
+        }
+    }
+    drop(client);
+    driver.await.unwrap_or(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip() {
+        let id = Uuid::new_v4();
+        for stop in [Stop::Turn(id), Stop::User(id)] {
+            assert_eq!(Stop::parse(&stop.payload()), Some(stop));
+        }
+        assert_eq!(Stop::parse("turn:nope"), None);
+        assert_eq!(Stop::parse("other:1"), None);
+    }
+}
