@@ -34,6 +34,8 @@ pub struct Settings {
     pub metrics_token: Option<SecretString>,
     /// Where ops find the Grafana dashboard (linked from the usage view).
     pub grafana_url: Option<String>,
+    /// MCP tool servers from the config file (`[[mcp_servers]]`); stdio ones only come from here.
+    pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
 }
 
 /// Settings of the built-in tools.
@@ -263,6 +265,7 @@ impl Default for Settings {
             },
             metrics_token: None,
             grafana_url: None,
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -283,6 +286,8 @@ struct FileSettings {
     max_body_bytes: Option<usize>,
     log_format: Option<LogFormat>,
     llm: Option<FileLlm>,
+    #[serde(default)]
+    mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -421,6 +426,9 @@ impl Settings {
         if let Some(v) = env("AGENTCHAT_HTTP_ALLOW_PRIVATE_HOST_PORTS") {
             s.tools.http.allow_private_host_ports = split_list(&v);
         }
+        // --- MCP servers (issue 18): from the file only; checked in `validate`.
+        s.mcp_servers = file.mcp_servers;
+        // --- end MCP servers
         s.validate()?;
         Ok(s)
     }
@@ -438,6 +446,12 @@ impl Settings {
                     ),
                 });
             }
+        }
+        if let Err(reason) = crate::tools::mcp::config::validate_all(&self.mcp_servers) {
+            return Err(ConfigError::Invalid {
+                name: "mcp_servers",
+                reason,
+            });
         }
         if url::Url::parse(self.database.url.expose()).is_err() {
             return Err(ConfigError::Invalid {

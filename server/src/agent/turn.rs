@@ -93,6 +93,8 @@ pub struct Agent {
     /// Limits and SSRF rules for admin-defined HTTP tools.
     pub http: crate::tools::HttpToolConfig,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// MCP servers; the tools of those that are up join each turn's registry.
+    pub mcp: crate::tools::mcp::McpManager,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).
@@ -762,7 +764,7 @@ impl Agent {
             async move {
                 let ids = crate::telemetry::current_trace_ids();
                 let known = tools.get(&call.name).is_some();
-                let result = if known && !allowed.iter().any(|a| a == &call.name) {
+                let result = if known && !crate::tools::policy::allows(allowed, &call.name) {
                     refused(&call.name)
                 } else {
                     tools.execute(ctx, &call.name, &call.arguments).await

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod budget;
 pub mod conversation;
 pub mod custom_tool;
+pub mod mcp_server;
 pub mod message;
 pub mod refresh_token;
 pub mod role;
