@@ -44,13 +44,20 @@ after(async () => {
 test('MCP servers page: state, tools with annotations, add an HTTP server that is down', async () => {
   await page.goto(`${server.url}/admin/mcp`);
   const card = page.locator('.mcp-server[data-server="time"]');
-  // The first connection may still be under way: refresh until it is up.
-  for (let i = 0; i < 40; i += 1) {
+  // The first connection may still be under way (a Python interpreter starting on a busy CI
+  // machine): reload until it is up.
+  for (let i = 0; i < 90; i += 1) {
     if (await card.locator('.mcp-state[data-state="connected"]').count()) break;
-    await page.waitForTimeout(500);
+    await page.waitForTimeout(1000);
     await page.reload();
   }
-  await card.locator('.mcp-state[data-state="connected"]').waitFor();
+  try {
+    await card.locator('.mcp-state[data-state="connected"]').waitFor({ timeout: 5000 });
+  } catch (e) {
+    await page.screenshot({ path: artifact('debug-mcp.png'), fullPage: true });
+    console.log('MCP PAGE', (await page.locator('main').innerHTML()).slice(0, 2000), JSON.stringify(page.errors));
+    throw e;
+  }
   await card.locator('[data-tool="time__get_current_time"]').waitFor();
   await card.getByText('config file').waitFor();
   assert.equal(await card.getByRole('button', { name: 'Remove time' }).count(), 0, 'config servers are read-only');
