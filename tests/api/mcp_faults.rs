@@ -162,3 +162,92 @@ async fn forwarded_identity_is_a_short_lived_jwt_the_server_verifies_with_our_jw
         "{r}"
     );
 }
+
+#[tokio::test]
+async fn an_mcp_call_is_an_extension_span_whose_trace_context_reaches_the_server() {
+    let Some(peers) = Peers::get() else { return };
+    let exporter = crate::observability::exporter();
+    let fake = FakeUpstream::start().await;
+    let app = app_with_mcp(&fake, vec![]).await;
+    let admin = app.signed_up("boss").await;
+    let (_ident, url) = peers
+        .own_http(&[
+            "--jwks-url".into(),
+            app.url("/.well-known/jwks.json"),
+            "--audience".into(),
+            "traced".into(),
+        ])
+        .await;
+    let r = app
+        .post_as(&admin.access, "/api/admin/mcp-servers")
+        .json(&json!({"name": "traced", "url": url, "forward_identity": true, "timeout_ms": 10000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    app.wait_mcp(&admin.access, "traced", "connected", Some("traced__whoami"))
+        .await;
+    let ok = app
+        .put_role(&admin.access, "admin", json!({"tools": ["traced__*"]}))
+        .await;
+    assert_eq!(ok.status(), 200);
+    fake.push(agentchat_tests::fake_upstream::Reply::tool_call(
+        "c1",
+        "traced__whoami",
+        "{}",
+    ));
+    fake.push(agentchat_tests::fake_upstream::Reply::text("done"));
+    let conv = app.new_conversation(&admin.access).await;
+    let parent_trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let body = app
+        .post_as(
+            &admin.access,
+            &format!("/api/conversations/{conv}/messages"),
+        )
+        .header(
+            "traceparent",
+            format!("00-{parent_trace}-00f067aa0ba902b7-01"),
+        )
+        .json(&json!({"content": "who am I"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events = agentchat_tests::parse_sse(&body);
+    let result = &events
+        .iter()
+        .find(|e| e.event == "tool_result")
+        .unwrap()
+        .data;
+    assert_eq!(result["success"], true, "{result}");
+    let c = claims(result);
+    let sent = c["traceparent_header"].as_str().unwrap_or_default();
+    assert!(sent.starts_with(&format!("00-{parent_trace}-")), "{c}");
+    let trace_id = opentelemetry::trace::TraceId::from_hex(parent_trace).unwrap();
+    let mut span = None;
+    for _ in 0..50 {
+        span = exporter
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .find(|s| {
+                s.span_context.trace_id() == trace_id && s.name == "execute_tool traced__whoami"
+            });
+        if span.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let span = span.expect("an execute_tool span");
+    assert_eq!(
+        crate::observability::attr(&span, "gen_ai.tool.type").as_deref(),
+        Some("extension")
+    );
+    // The header names this very span as the parent.
+    assert!(
+        sent.contains(&span.span_context.span_id().to_string()),
+        "{sent}"
+    );
+}

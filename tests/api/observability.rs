@@ -10,7 +10,7 @@ use opentelemetry_sdk::export::trace::SpanData;
 use opentelemetry_sdk::testing::trace::InMemorySpanExporter;
 use serde_json::{json, Value};
 
-fn exporter() -> &'static InMemorySpanExporter {
+pub(crate) fn exporter() -> &'static InMemorySpanExporter {
     static EXPORTER: OnceLock<InMemorySpanExporter> = OnceLock::new();
     EXPORTER.get_or_init(|| {
         let exporter = InMemorySpanExporter::default();
@@ -22,7 +22,7 @@ fn exporter() -> &'static InMemorySpanExporter {
     })
 }
 
-fn attr(span: &SpanData, key: &str) -> Option<String> {
+pub(crate) fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes
         .iter()
         .find(|kv| kv.key.as_str() == key)
