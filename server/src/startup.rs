@@ -23,6 +23,7 @@ use crate::llm;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
+use crate::tools::mcp::{self, IdentityContext, IdentitySigner, McpManager};
 use crate::tools::{BuiltinConfig, Registry, WorkspaceStore};
 
 /// A bound, not yet running server.
@@ -58,7 +59,9 @@ impl Application {
         let metrics = Arc::new(Metrics::new().context("registering metrics")?);
         let liveness = Liveness::new(settings.durable.replica_timeout);
         let turns = ActiveTurns::default();
+        let mcp = mcp_manager(&settings, &pool).await?;
         let agent = Agent {
+            mcp,
             turns: turns.clone(),
             process_id: liveness.process_id,
             durable: Arc::new(settings.durable.clone()),
@@ -251,6 +254,41 @@ fn provider_label(p: crate::config::ProviderKind) -> &'static str {
         crate::config::ProviderKind::Anthropic => "anthropic",
         crate::config::ProviderKind::Demo => "demo",
     }
+}
+
+/// The MCP servers: the identity key (generated once, kept in the database), then every
+/// server of the config file and of the admin API, each connecting in the background.
+async fn mcp_manager(settings: &Settings, pool: &db::Pool) -> anyhow::Result<McpManager> {
+    let generated = IdentitySigner::generate_pkcs8().map_err(anyhow::Error::msg)?;
+    let mut conn = pool
+        .get()
+        .await
+        .context("connecting for the MCP identity key")?;
+    let der = db::models::secret::get_or_create(&mut conn, mcp::identity::SECRET_NAME, generated)
+        .await
+        .context("loading the MCP identity key")?;
+    let signer = IdentitySigner::from_pkcs8(&der).map_err(anyhow::Error::msg)?;
+    let manager = McpManager::new(
+        Some(IdentityContext {
+            signer,
+            pool: pool.clone(),
+        }),
+        settings.llm.tool_output_cap_bytes,
+    );
+    for server in &settings.mcp_servers {
+        manager.upsert(server.clone(), mcp::Source::Config);
+    }
+    let stored = db::models::mcp_server::list(&mut conn)
+        .await
+        .context("loading the MCP servers")?;
+    for row in stored {
+        if manager.server(&row.name).is_some() {
+            tracing::warn!(mcp_server = %row.name, "an MCP server of the admin API has the name of a configured one; the config file wins");
+            continue;
+        }
+        manager.upsert(row.to_config(), mcp::Source::Api);
+    }
+    Ok(manager)
 }
 
 /// Frees budget holds whose process died, and forgets day-old idempotency keys, every `every`.

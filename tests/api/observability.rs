@@ -22,7 +22,7 @@ pub(crate) fn exporter() -> &'static InMemorySpanExporter {
     })
 }
 
-fn attr(span: &SpanData, key: &str) -> Option<String> {
+pub(crate) fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes
         .iter()
         .find(|kv| kv.key.as_str() == key)

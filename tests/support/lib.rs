@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_upstream;
+pub mod mcp_peers;
 pub mod pg_cluster;
 pub mod tiny_server;
 

@@ -3,11 +3,13 @@
 import { h, clear, field, fmtDate, fmtDuration, fmtBytes, fmtNumber, toast } from './dom.js';
 import * as api from './api.js';
 import { renderUsage } from './usage_view.js';
+import { renderMcpServers } from './mcp_view.js';
 
 const SECTIONS = [
   ['users', 'Users'],
   ['roles', 'Roles & tools'],
   ['tools', 'Custom tools'],
+  ['mcp', 'MCP servers'],
   ['audit', 'Audit log'],
   ['usage', 'Usage'],
 ];
@@ -19,7 +21,7 @@ export function renderAdmin(main, section) {
   const body = h('div', { class: 'admin-body' });
   main.append(h('div', { class: 'admin' },
     h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
-  const renderers = { users: renderUsers, roles: renderRoles, tools: renderCustomTools, audit: renderAudit, usage: renderUsage };
+  const renderers = { users: renderUsers, roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers, audit: renderAudit, usage: renderUsage };
   renderers[section](body);
 }
 
@@ -138,7 +140,9 @@ async function renderRoles(body) {
   l.remove();
   const roleList = (roles.items || []).map((r) => ({ ...r, tools: [...(r.tools || [])], dirty: false }));
   const toolItems = Array.isArray(tools) ? tools : (tools.items || []);
-  const toolNames = [...new Set([...toolItems.map((t) => t.name), ...roleList.flatMap((r) => r.tools)])].sort();
+  // Each MCP server also gets a `{server}__*` row: every tool of that server, present and future.
+  const servers = [...new Set(toolItems.filter((t) => t.kind === 'mcp').map((t) => `${t.server}__*`))];
+  const toolNames = [...new Set([...toolItems.map((t) => t.name), ...servers, ...roleList.flatMap((r) => r.tools)])].sort();
   const toolInfo = new Map(toolItems.map((t) => [t.name, t]));
 
   const saveBtn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true }, 'Save changes');
@@ -157,6 +161,8 @@ async function renderRoles(body) {
       tbody.append(h('tr', null,
         h('th', { scope: 'row' }, h('span', { class: 'tool-name' }, t),
           info?.kind === 'custom' ? h('span', { class: 'pill' }, 'custom') : null,
+          info?.kind === 'mcp' ? h('span', { class: 'pill', title: 'MCP server' }, `MCP: ${info.server}`) : null,
+          t.endsWith('__*') ? h('span', { class: 'pill' }, 'all tools of the server') : null,
           info?.description ? h('span', { class: 'tool-desc' }, info.description) : null),
         roleList.map((r) => {
           const cb = h('input', { type: 'checkbox', checked: r.tools.includes(t), 'aria-label': `Allow ${t} for ${r.name}` });

@@ -37,6 +37,15 @@ function summarizeArgs(args) {
   return s.length > 60 ? `${s.slice(0, 59)}…` : s;
 }
 
+/** The tool's name; an MCP tool (`{server}__{tool}`) shows its server as a badge. */
+function toolLabel(name) {
+  const at = (name || '').indexOf('__');
+  if (at <= 0) return [h('span', { class: 'tool-name' }, name || 'tool')];
+  const server = name.slice(0, at);
+  return [h('span', { class: 'tool-server pill', title: `From the MCP server ${server}` }, server),
+    h('span', { class: 'tool-name' }, name.slice(at + 2))];
+}
+
 /** A collapsible card for one tool call. */
 export class ToolCard {
   constructor({ id, name, arguments: args }) {
@@ -49,7 +58,7 @@ export class ToolCard {
     this.el = h('details', { class: 'tool-card', dataset: { toolId: id || '', tool: name || '' } },
       h('summary', null,
         h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon('tool')),
-        h('span', { class: 'tool-name' }, name || 'tool'),
+        ...toolLabel(name),
         argsSummary ? h('span', { class: 'tool-args-summary' }, argsSummary) : null,
         this.statusEl,
         this.durEl),

@@ -158,9 +158,12 @@ impl Agent {
     }
 
     /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and
-    /// logged rather than failing the turn).
+    /// logged rather than failing the turn) plus the tools of the MCP servers that are up.
     pub fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
         let mut registry = self.tools.clone();
+        for clash in registry.merge(&self.mcp.registry()) {
+            tracing::warn!(tool = %clash, "an MCP tool has the name of a built-in tool; skipped");
+        }
         for row in custom {
             let def = custom_http::CustomToolDef {
                 name: row.name.clone(),

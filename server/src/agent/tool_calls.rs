@@ -142,7 +142,7 @@ impl Agent {
             async move {
                 let ids = crate::telemetry::current_trace_ids();
                 let known = tools.get(&call.name).is_some();
-                let result = if known && !allowed.iter().any(|a| a == &call.name) {
+                let result = if known && !crate::tools::policy::allows(allowed, &call.name) {
                     refused(&call.name)
                 } else {
                     tools.execute(ctx, &call.name, &call.arguments).await

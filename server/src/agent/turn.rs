@@ -42,6 +42,8 @@ pub struct Agent {
     /// This server process (its heartbeat row; its turns' claims and holds name it).
     pub process_id: Uuid,
     pub durable: Arc<super::liveness::DurableSettings>,
+    /// MCP servers; the tools of those that are up join each turn's registry.
+    pub mcp: crate::tools::mcp::McpManager,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).

@@ -41,7 +41,6 @@ const fn list(name: &'static str, key: &'static str) -> EnvVar {
     }
 }
 
-#[allow(dead_code)] // for settings that are lists of tables
 const fn json(name: &'static str, key: &'static str) -> EnvVar {
     EnvVar {
         name,
@@ -179,6 +178,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_SHUTDOWN_GRACE_SECS",
         "durable.shutdown_grace_secs",
     ),
+    json("AGENTCHAT_MCP_SERVERS", "mcp_servers"),
 ];
 
 /// `AGENTCHAT_` variables that are not settings but are read elsewhere.

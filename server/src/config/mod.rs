@@ -55,6 +55,10 @@ pub struct Settings {
     pub security: crate::security::SecuritySettings,
     /// Durable turns: replica liveness, shutdown drain.
     pub durable: crate::agent::liveness::DurableSettings,
+    /// MCP tool servers (`[[mcp_servers]]`); stdio ones come only from here, never from the
+    /// admin API. Header and environment values are shown hidden.
+    #[serde(serialize_with = "serde_util::mcp_servers_hidden")]
+    pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
 }
 
 impl Default for Settings {
@@ -71,6 +75,7 @@ impl Default for Settings {
             telemetry: TelemetrySettings::default(),
             security: crate::security::SecuritySettings::default(),
             durable: crate::agent::liveness::DurableSettings::default(),
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -164,7 +169,9 @@ impl Settings {
         self.tools.validate()?;
         self.telemetry.validate()?;
         self.security.validate()?;
-        self.durable.validate()
+        self.durable.validate()?;
+        crate::tools::mcp::config::validate_all(&self.mcp_servers)
+            .map_err(|reason| ConfigError::invalid("mcp_servers", reason))
     }
 
     /// The address users open: `public_url`, or one made from `bind` (a wildcard host

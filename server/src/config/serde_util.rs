@@ -71,3 +71,19 @@ pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
         .filter(|s| !s.is_empty())
         .collect())
 }
+
+/// MCP servers as shown (`config check`): header and environment values are secrets.
+pub fn mcp_servers_hidden<S: Serializer>(
+    servers: &[crate::tools::mcp::McpServerConfig],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(servers.iter().map(|server| {
+        let mut shown = server.clone();
+        shown
+            .headers
+            .values_mut()
+            .for_each(|v| *v = HIDDEN.to_owned());
+        shown.env.values_mut().for_each(|v| *v = HIDDEN.to_owned());
+        shown
+    }))
+}

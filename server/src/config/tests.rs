@@ -277,24 +277,41 @@ fn the_example_file_lists_every_setting_with_its_default() {
         "agentchat.example.toml does not load to the built-in defaults"
     );
     // Settings without a default are listed commented out (`# key = example`).
+    // A commented `# [[name]]` block is an example of a list of tables: its lines stay
+    // comments, and the list counts as listed.
     let text = std::fs::read_to_string(&path).unwrap();
-    let uncommented: String = text
-        .lines()
-        .map(|l| match l.strip_prefix("# ") {
-            Some(rest)
-                if rest.split_once(" = ").is_some_and(|(k, _)| {
-                    !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                }) =>
-            {
-                rest
+    let mut in_example_block = false;
+    let mut table_lists = Vec::new();
+    let mut kept = Vec::new();
+    for l in text.lines() {
+        if let Some(name) = l.strip_prefix("# [[").and_then(|r| r.strip_suffix("]]")) {
+            in_example_block = true;
+            if !table_lists.iter().any(|t| t == name) {
+                table_lists.push(name.to_owned());
             }
-            _ => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+            kept.push(l);
+            continue;
+        }
+        if in_example_block {
+            in_example_block = l.starts_with('#');
+            kept.push(l);
+            continue;
+        }
+        let setting = l.strip_prefix("# ").filter(|rest| {
+            rest.split_once(" = ").is_some_and(|(k, _)| {
+                !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            })
+        });
+        kept.push(setting.unwrap_or(l));
+    }
+    let uncommented = kept.join("\n");
     let listed: toml::Table = uncommented.parse().unwrap();
     let listed = report::leaves(&serde_json::to_value(listed).unwrap());
-    let mut listed: Vec<String> = listed.into_iter().map(|(k, _)| k).collect();
+    let mut listed: Vec<String> = listed
+        .into_iter()
+        .map(|(k, _)| k)
+        .chain(table_lists)
+        .collect();
     let mut code: Vec<String> = default_leaves().into_iter().map(|(k, _)| k).collect();
     listed.sort();
     code.sort();
@@ -367,4 +384,42 @@ fn security_settings_come_from_the_file_or_the_environment() {
         bad.to_string().contains("AGENTCHAT_TRUSTED_PROXIES"),
         "{bad}"
     );
+}
+
+#[test]
+fn mcp_servers_come_from_the_file_or_the_environment_and_their_secrets_stay_hidden() {
+    let toml = r#"
+[[mcp_servers]]
+name = "time"
+command = "mcp-server-time"
+env = { TOKEN = "stdio-env-canary" }
+
+[[mcp_servers]]
+name = "tickets"
+url = "http://127.0.0.1:9/mcp"
+headers = { Authorization = "Bearer header-canary" }
+forward_identity = true
+"#;
+    let s = load_file_env(Some(toml), &[]).unwrap();
+    assert_eq!(s.mcp_servers.len(), 2);
+    assert!(s.mcp_servers[1].forward_identity);
+    let report = report::render(&report::entries(&s, None, |_| None));
+    for canary in ["stdio-env-canary", "header-canary"] {
+        assert!(!report.contains(canary), "{report}");
+        assert!(!format!("{s:?}").contains(canary));
+    }
+    let env = load(&[(
+        "AGENTCHAT_MCP_SERVERS",
+        r#"[{"name": "docs", "url": "http://127.0.0.1:9/mcp"}]"#,
+    )])
+    .unwrap();
+    assert_eq!(env.mcp_servers[0].name, "docs");
+    let bad = load(&[("AGENTCHAT_MCP_SERVERS", "[{")]).unwrap_err();
+    assert!(bad.to_string().contains("AGENTCHAT_MCP_SERVERS"), "{bad}");
+    let twice = load_file_env(
+        Some("[[mcp_servers]]\nname = \"a\"\nurl = \"http://x/\"\n[[mcp_servers]]\nname = \"a\"\nurl = \"http://y/\"\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(twice.to_string().contains("twice"), "{twice}");
 }

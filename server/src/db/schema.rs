@@ -186,3 +186,16 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    mcp_servers (name) {
+        name -> Text,
+        url -> Text,
+        headers -> Jsonb,
+        enabled -> Bool,
+        timeout_ms -> Int8,
+        forward_identity -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}

@@ -17,10 +17,22 @@ async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, A
     let account = user::find(&mut conn, who.id)
         .await?
         .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?;
-    let tools = role::find(&mut conn, &account.role)
+    let listed = role::find(&mut conn, &account.role)
         .await?
         .map(|r| r.tools)
         .unwrap_or_default();
+    // Server wildcards (`{server}__*`) become the tools they allow right now.
+    let mut tools: Vec<String> = listed
+        .iter()
+        .filter(|t| crate::tools::policy::server_pattern(t).is_none())
+        .cloned()
+        .collect();
+    let mcp = state.agent.mcp.registry();
+    for spec in mcp.specs() {
+        if crate::tools::policy::allows(&listed, &spec.name) && !tools.contains(&spec.name) {
+            tools.push(spec.name);
+        }
+    }
     let budget = budget::status(&mut conn, who.id, (state.agent.clock)()).await?;
     Ok(HttpResponse::Ok().json(json!({
         "id": account.id,

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod conversations;
 pub mod files;
 pub mod health;
+pub mod jwks;
 pub mod me;
 pub mod messages;
 pub mod metrics;
@@ -17,6 +18,7 @@ use actix_web::web as aweb;
 /// Registers every API route.
 pub fn configure(cfg: &mut aweb::ServiceConfig) {
     cfg.configure(health::configure)
+        .configure(jwks::configure)
         .configure(metrics::configure)
         .service(
             aweb::scope("/api")

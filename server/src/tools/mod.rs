@@ -17,7 +17,9 @@
 pub mod builtin;
 pub mod custom_http;
 pub mod html_text;
+pub mod mcp;
 pub mod net;
+pub mod policy;
 pub mod registry;
 pub mod validate;
 pub mod workspace;

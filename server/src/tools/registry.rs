@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use super::validate::ArgsValidator;
 use super::{builtin, truncate_chars, Tool, ToolContext, ToolError, ToolOutput};
@@ -224,8 +225,26 @@ impl Registry {
         self.inner
             .tools
             .values()
-            .filter(|e| allowed.iter().any(|a| a == &e.spec.name))
+            .filter(|e| super::policy::allows(allowed, &e.spec.name))
             .map(|e| (&e.spec, e.schema_chars))
+    }
+
+    /// Adds every tool of `other` not already here (MCP tools next to the built-ins); their
+    /// compiled schemas are shared, not recompiled. Returns the names that clashed.
+    pub fn merge(&mut self, other: &Registry) -> Vec<String> {
+        let mut clashes = Vec::new();
+        if other.inner.tools.is_empty() {
+            return clashes;
+        }
+        let inner = Arc::make_mut(&mut self.inner);
+        for (name, entry) in &other.inner.tools {
+            if inner.tools.contains_key(name) {
+                clashes.push(name.clone());
+            } else {
+                inner.tools.insert(name.clone(), entry.clone());
+            }
+        }
+        clashes
     }
 
     /// Number of registered tools.
@@ -320,7 +339,10 @@ impl Registry {
         let cap = tool.output_cap_bytes().unwrap_or(self.inner.output_cap);
         let timeout = tool.timeout();
         let task_ctx = ctx.clone();
-        let handle = tokio::spawn(async move { tool.call(&task_ctx, args).await });
+        // The call keeps the caller's span (`execute_tool`), so what it sends carries its trace.
+        let handle = tokio::spawn(
+            async move { tool.call(&task_ctx, args).await }.instrument(tracing::Span::current()),
+        );
         let abort = handle.abort_handle();
         match tokio::time::timeout(timeout, handle).await {
             Err(_elapsed) => {

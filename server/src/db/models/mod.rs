@@ -6,6 +6,7 @@ pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;
 pub mod liveness;
+pub mod mcp_server;
 pub mod message;
 pub mod refresh_token;
 pub mod role;

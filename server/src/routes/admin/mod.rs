@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod custom_tools;
+pub mod mcp_servers;
 pub mod roles;
 pub mod tools;
 pub mod usage;
@@ -15,6 +16,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(users::configure)
             .configure(audit::configure)
             .configure(custom_tools::configure)
+            .configure(mcp_servers::configure)
             .configure(roles::configure)
             .configure(tools::configure)
             .configure(usage::configure),

@@ -53,8 +53,18 @@ async fn put(
     let mut conn = db::conn(&state.pool).await?;
     let custom = crate::db::models::custom_tool::list(&mut conn).await?;
     let known = state.agent.tools.specs();
-    let is_known =
-        |t: &String| known.iter().any(|s| &s.name == t) || custom.iter().any(|c| &c.name == t);
+    // An MCP tool or `{server}__*` is accepted for any configured server, even one that is
+    // down right now (its tools come back with it).
+    let mcp = state.agent.mcp.names();
+    let is_mcp = |t: &String| {
+        mcp.iter().any(|server| {
+            t.strip_prefix(server.as_str())
+                .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
+        })
+    };
+    let is_known = |t: &String| {
+        known.iter().any(|s| &s.name == t) || custom.iter().any(|c| &c.name == t) || is_mcp(t)
+    };
     if let Some(unknown) = body.tools.iter().find(|t| !is_known(t)) {
         return Err(ApiError::unprocessable(
             "unknown_tool",

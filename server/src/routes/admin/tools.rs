@@ -1,4 +1,5 @@
-//! `GET /api/admin/tools`: every registered tool with its parameter schema.
+//! `GET /api/admin/tools`: every tool with its parameter schema: built-in, MCP (those its
+//! server lists now, with `server` and `annotations`) and custom.
 
 use actix_web::{web, HttpResponse};
 use serde_json::json;
@@ -29,6 +30,18 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
             })
         })
         .collect();
+    for server in state.agent.mcp.servers() {
+        for t in server.tools() {
+            items.push(json!({
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "kind": "mcp",
+                "server": server.config.name,
+                "annotations": t.annotations,
+            }));
+        }
+    }
     items.extend(custom.into_iter().map(|c| {
         json!({
             "name": c.name,

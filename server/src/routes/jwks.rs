@@ -1,0 +1,16 @@
+//! `GET /.well-known/jwks.json`: the public keys of the identity tokens sent to MCP servers
+//! with `forward_identity`, so they can verify who the call is for.
+
+use actix_web::{web, HttpResponse};
+
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/.well-known/jwks.json", web::get().to(jwks));
+}
+
+async fn jwks(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(("Cache-Control", "public, max-age=300"))
+        .json(state.agent.mcp.jwks())
+}

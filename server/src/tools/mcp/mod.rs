@@ -1,0 +1,22 @@
+//! MCP (Model Context Protocol) tool servers, as a client built on rmcp.
+//!
+//! - [`config`]: the server definitions (config file `[[mcp_servers]]`, admin API);
+//! - [`connection`]: one session over stdio or Streamable HTTP ([`http_client`] lifts the
+//!   per-call identity and trace headers out of `_meta`);
+//! - [`manager`]: the servers, their state and the snapshot of offered tools; [`supervisor`]:
+//!   a task per server (reconnect with backoff, tool list refreshes);
+//! - [`tool`]: an MCP tool as a [`crate::tools::Tool`], mapped by [`result`];
+//! - [`identity`]: the signed per-user tokens and their JWKS.
+
+pub mod config;
+pub mod connection;
+pub mod http_client;
+pub mod identity;
+pub mod manager;
+pub mod result;
+pub mod supervisor;
+pub mod tool;
+
+pub use config::{McpServerConfig, TransportKind};
+pub use identity::IdentitySigner;
+pub use manager::{IdentityContext, McpManager, ServerShared, Source, State};

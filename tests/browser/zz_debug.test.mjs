@@ -1,0 +1,22 @@
+import { test } from 'node:test';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startServer, launchBrowser, newPage, registerViaUi, FakeUpstream } from '/work/wt-mcp/tests/browser/harness.mjs';
+const peers = '/work/wt-mcp/tests/mcp';
+test('debug', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'x-'));
+  const config = path.join(dir, 'a.toml');
+  writeFileSync(config, `[[mcp_servers]]\nname = "time"\ncommand = ${JSON.stringify(peers + '/.venv/bin/mcp-server-time')}\nargs = ["--local-timezone", "UTC"]\n`);
+  const upstream = await new FakeUpstream().start();
+  const server = await startServer({ upstream, env: { AGENTCHAT_CONFIG: config } });
+  const browser = await launchBrowser();
+  const page = await newPage(browser);
+  await registerViaUi(page, server.url, 'root');
+  await page.waitForTimeout(8000);
+  await page.goto(`${server.url}/admin/mcp`);
+  await page.waitForTimeout(3000);
+  process.stderr.write("\n" + (await page.locator('.admin-body').innerHTML()).slice(0, 3000) + "\n");
+  process.stderr.write("\n" + 'ERRORS', JSON.stringify(page.errors));
+  await browser.close(); await server.stop(); await upstream.stop();
+});
