@@ -10,6 +10,7 @@ pub mod extract;
 pub mod llm;
 pub mod metrics;
 pub mod observe;
+pub mod openapi;
 pub mod routes;
 pub mod shard;
 pub mod startup;

@@ -12,6 +12,7 @@ mod database;
 mod health;
 mod llm_adapters;
 mod observability;
+mod openapi;
 mod tokens;
 mod tools;
 

@@ -29,7 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Where the refresh token goes.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum SessionMode {
     #[default]
@@ -37,14 +37,14 @@ enum SessionMode {
     Cookie,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct Credentials {
     username: String,
     password: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct LoginBody {
     username: String,
@@ -53,13 +53,18 @@ struct LoginBody {
     session: SessionMode,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RefreshBody {
     /// Absent: the cookie is used.
     refresh_token: Option<String>,
 }
 
+/// Creates an account: the first one becomes `admin`, later ones `member`.
+#[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = Credentials, responses(
+    (status = 201, description = "Created", body = crate::openapi::schemas::Registered),
+    (status = 403, description = "Self-registration is closed", body = crate::error::ErrorBody),
+    (status = 409, description = "The username is taken", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn register(
     state: web::Data<AppState>,
@@ -82,6 +87,12 @@ async fn register(
     })))
 }
 
+/// Signs in: an access token, and a refresh token in the body or (browsers) in a cookie.
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody, responses(
+    (status = 200, description = "Signed in", body = crate::auth::session::TokenPair),
+    (status = 401, description = "Unknown user or wrong password", body = crate::error::ErrorBody),
+    (status = 403, description = "The account is disabled", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many failed attempts", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn login(
     req: HttpRequest,
@@ -93,6 +104,11 @@ async fn login(
     Ok(respond(&state, pair, body.session))
 }
 
+/// Rotates the refresh token (from the body, else the cookie) for a new pair.
+#[utoipa::path(post, path = "/api/auth/refresh", tag = "auth",
+    request_body(content = Option<RefreshBody>, description = "Empty: the cookie is used"), responses(
+    (status = 200, description = "A new pair", body = crate::auth::session::TokenPair),
+    (status = 401, description = "No, an expired or a revoked refresh token", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn refresh(
     req: HttpRequest,
@@ -113,6 +129,11 @@ async fn refresh(
     }
 }
 
+/// Ends the session of that refresh token.
+#[utoipa::path(post, path = "/api/auth/logout", tag = "auth",
+    request_body(content = Option<RefreshBody>, description = "Empty: the cookie is used"), responses(
+    (status = 204, description = "Signed out"),
+    (status = 401, description = "No, an expired or a revoked refresh token", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn logout(
     req: HttpRequest,

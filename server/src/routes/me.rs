@@ -12,6 +12,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/me", web::get().to(me));
 }
 
+/// Who the caller is, which tools they may use, what budget is left.
+#[utoipa::path(get, path = "/api/me", tag = "me",
+    responses((status = 200, description = "The caller", body = crate::openapi::schemas::Me)))]
 async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let account = user::find(&mut conn, who.id)
