@@ -7,6 +7,8 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod llm;
 pub mod metrics;
 pub mod observe;

@@ -36,7 +36,10 @@ async fn openapi_description_is_served_and_well_formed() {
     let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
     assert_eq!(schemes["bearer"]["scheme"], "bearer");
     let error = &doc["components"]["schemas"]["ErrorBody"];
-    assert_eq!(error["properties"]["error"]["$ref"], "#/components/schemas/ErrorDetail");
+    assert_eq!(
+        error["properties"]["error"]["$ref"],
+        "#/components/schemas/ErrorDetail"
+    );
 
     let mut refs = Vec::new();
     collect_refs(&doc, &mut refs);
@@ -107,11 +110,20 @@ async fn openapi_describes_every_registered_route() {
         })
         .collect();
     let registered = registered_routes();
-    assert!(registered.len() >= 30, "the scan found too little: {registered:?}");
+    assert!(
+        registered.len() >= 30,
+        "the scan found too little: {registered:?}"
+    );
     let missing: Vec<_> = registered.difference(&described).collect();
-    assert!(missing.is_empty(), "routes not in the description: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "routes not in the description: {missing:?}"
+    );
     let invented: Vec<_> = described.difference(&registered).collect();
-    assert!(invented.is_empty(), "described but not registered: {invented:?}");
+    assert!(
+        invented.is_empty(),
+        "described but not registered: {invented:?}"
+    );
 }
 
 fn collect_refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
@@ -143,12 +155,15 @@ fn registered_routes() -> BTreeSet<(String, String)> {
         for e in std::fs::read_dir(src.join(dir)).unwrap() {
             let p = e.unwrap().path();
             let name = p.file_name().unwrap().to_str().unwrap().to_owned();
-            if p.extension().is_some_and(|x| x == "rs") && !["mod.rs", "web.rs"].contains(&name.as_str()) {
-                let prefix = if ["health.rs", "metrics.rs"].contains(&name.as_str()) && dir == "routes" {
-                    ""
-                } else {
-                    prefix
-                };
+            if p.extension().is_some_and(|x| x == "rs")
+                && !["mod.rs", "web.rs"].contains(&name.as_str())
+            {
+                let prefix =
+                    if ["health.rs", "metrics.rs"].contains(&name.as_str()) && dir == "routes" {
+                        ""
+                    } else {
+                        prefix
+                    };
                 files.push((p, prefix));
             }
         }
@@ -173,7 +188,12 @@ fn scan_configure(body: &str, prefix: &str, out: &mut BTreeSet<(String, String)>
     let mut scope = String::new();
     let mut resource = String::new();
     let mut rest = body;
-    let patterns = ["web::scope(\"", "web::resource(\"", ".route(\"", ".route(web::"];
+    let patterns = [
+        "web::scope(\"",
+        "web::resource(\"",
+        ".route(\"",
+        ".route(web::",
+    ];
     while let Some((at, pat)) = patterns
         .iter()
         .filter_map(|p| rest.find(p).map(|i| (i, *p)))

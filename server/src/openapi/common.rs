@@ -60,11 +60,11 @@ fn add_common(path: &str, op: &mut Operation) {
     if path.starts_with("/api/admin/") {
         add(op, 403, "The caller is not an admin");
     }
-    if op.request_body.as_ref().is_some_and(|b| {
-        b.content
-            .keys()
-            .any(|c| c.as_str() == "application/json")
-    }) {
+    if op
+        .request_body
+        .as_ref()
+        .is_some_and(|b| b.content.keys().any(|c| c.as_str() == "application/json"))
+    {
         add(op, 400, "The body is malformed or a field is invalid");
         add(op, 413, "The body is larger than the server accepts");
         add(op, 415, "The body is not `application/json`");
