@@ -37,8 +37,8 @@ pub enum TurnEvent {
     TextDelta {
         text: String,
     },
-    /// Boxed, like `ToolResult` and `Error`: the rare large variants would otherwise size
-    /// every slot of every turn's event channel (a 32-slot block per open stream).
+    // Boxed, like `ToolResult` and `Error`: the rare large variants would otherwise size
+    // every slot of every turn's event channel (a 32-slot block per open stream).
     ToolCall(Box<ToolCallEvent>),
     ToolResult(Box<ToolResultEvent>),
     Usage {
