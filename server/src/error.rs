@@ -18,13 +18,15 @@ pub struct ApiError {
     source: Option<anyhow::Error>,
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// The body of every error answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
 }
 
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
+/// A stable snake_case `code` for programs, a `message` for people.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail<'a> {
     code: &'a str,
     message: &'a str,
 }

@@ -8,9 +8,12 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod llm;
 pub mod metrics;
 pub mod observe;
+pub mod openapi;
 pub mod routes;
 pub mod security;
 pub mod shard;

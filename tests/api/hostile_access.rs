@@ -76,6 +76,9 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         (_, p) if p.starts_with("/api/admin/tools/custom") => json!({
             "name": "victimtool", "description": "x", "parameters": {"type": "object"},
             "method": "GET", "url_template": "https://example.com/x"}),
+        (_, p) if p.starts_with("/api/admin/mcp-servers") => {
+            json!({"name": "intruder", "url": "http://127.0.0.1:9/mcp"})
+        }
         ("POST", "/api/me/password") => {
             json!({"current_password": "password-of-victim", "new_password": "new-password-1"})
         }

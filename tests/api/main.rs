@@ -22,6 +22,7 @@ mod mcp;
 mod mcp_faults;
 mod mcp_perf;
 mod observability;
+mod openapi;
 mod security_fixes;
 mod security_sessions;
 mod tokens;

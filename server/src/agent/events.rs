@@ -5,7 +5,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// Why a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Stop,
@@ -28,7 +28,7 @@ impl FinishReason {
 }
 
 /// One event of a turn, in the order the contract gives.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TurnEvent {
     TurnStart {
@@ -37,8 +37,8 @@ pub enum TurnEvent {
     TextDelta {
         text: String,
     },
-    /// Boxed, like `ToolResult` and `Error`: the rare large variants would otherwise size
-    /// every slot of every turn's event channel (a 32-slot block per open stream).
+    // Boxed, like `ToolResult` and `Error`: the rare large variants would otherwise size
+    // every slot of every turn's event channel (a 32-slot block per open stream).
     ToolCall(Box<ToolCallEvent>),
     ToolResult(Box<ToolResultEvent>),
     Usage {
@@ -53,14 +53,14 @@ pub enum TurnEvent {
 }
 
 /// The turn failed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ErrorEvent {
     pub code: String,
     pub message: String,
 }
 
 /// The model asked for a tool.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ToolCallEvent {
     pub id: String,
     pub name: String,
@@ -68,7 +68,7 @@ pub struct ToolCallEvent {
 }
 
 /// A tool call finished.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ToolResultEvent {
     pub id: String,
     pub name: String,

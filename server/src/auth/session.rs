@@ -16,9 +16,11 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// What a successful sign-in or refresh returns.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenPair {
     pub access_token: String,
+    /// Absent when the session is kept in the cookie (`"session": "cookie"`).
+    #[schema(required = false)]
     pub refresh_token: String,
     pub token_type: &'static str,
     pub expires_in: u64,

@@ -320,7 +320,7 @@ struct PartialToolUse {
 
 /// Assembles Messages API stream events.
 #[derive(Debug, Default)]
-struct MessageDecoder {
+pub(crate) struct MessageDecoder {
     /// Tool-use blocks in the order they started (the tool-call index).
     tools: Vec<PartialToolUse>,
     /// Anthropic content block index -> position in `tools`.

@@ -298,7 +298,7 @@ struct PartialCall {
 
 /// Assembles `chat.completion.chunk` events.
 #[derive(Debug, Default)]
-struct ChunkDecoder {
+pub(crate) struct ChunkDecoder {
     calls: BTreeMap<usize, PartialCall>,
     finish_reason: Option<FinishReason>,
     usage: Option<Usage>,

@@ -25,27 +25,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route("/login", web::post().to(login))
             .route("/refresh", web::post().to(refresh))
             .route("/logout", web::post().to(logout)),
-    )
-    .route("/me/password", web::post().to(change_password));
+    );
 }
 
 /// Where the refresh token goes.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-enum SessionMode {
+pub(crate) enum SessionMode {
     #[default]
     Body,
     Cookie,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct Credentials {
     username: String,
     password: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct LoginBody {
     username: String,
@@ -54,9 +53,9 @@ struct LoginBody {
     session: SessionMode,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PasswordChange {
+pub(crate) struct PasswordChange {
     current_password: String,
     new_password: String,
     /// Where the new refresh token goes (as for login).
@@ -64,13 +63,18 @@ struct PasswordChange {
     session: SessionMode,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RefreshBody {
     /// Absent: the cookie is used.
     refresh_token: Option<String>,
 }
 
+/// Creates an account: the first one becomes `admin`, later ones `member`.
+#[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = Credentials, responses(
+    (status = 201, description = "Created", body = crate::openapi::schemas::Registered),
+    (status = 403, description = "Self-registration is closed", body = crate::error::ErrorBody),
+    (status = 409, description = "The username is taken", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn register(
     state: web::Data<AppState>,
@@ -93,6 +97,12 @@ async fn register(
     })))
 }
 
+/// Signs in: an access token, and a refresh token in the body or (browsers) in a cookie.
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody, responses(
+    (status = 200, description = "Signed in", body = crate::auth::session::TokenPair),
+    (status = 401, description = "Unknown user or wrong password", body = crate::error::ErrorBody),
+    (status = 403, description = "The account is disabled", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many failed attempts", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn login(
     req: HttpRequest,
@@ -105,9 +115,15 @@ async fn login(
     Ok(respond(&state, pair, body.session))
 }
 
-/// `POST /api/me/password`: ends every other session and returns a new pair.
+/// `POST /api/me/password`: ends every other session and returns a new pair (registered
+/// with the other `/me` routes).
+#[utoipa::path(post, path = "/api/me/password", tag = "me",
+    request_body = PasswordChange, responses(
+    (status = 200, description = "Changed; a new pair for this session", body = crate::auth::session::TokenPair),
+    (status = 403, description = "Wrong current password, or a foreign Origin", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many wrong passwords", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
-async fn change_password(
+pub(crate) async fn change_password(
     req: HttpRequest,
     state: web::Data<AppState>,
     who: crate::auth::AuthUser,
@@ -126,6 +142,11 @@ async fn change_password(
     Ok(respond(&state, pair, body.session))
 }
 
+/// Rotates the refresh token (from the body, else the cookie) for a new pair.
+#[utoipa::path(post, path = "/api/auth/refresh", tag = "auth",
+    request_body(content = Option<RefreshBody>, description = "Empty: the cookie is used"), responses(
+    (status = 200, description = "A new pair", body = crate::auth::session::TokenPair),
+    (status = 401, description = "No, an expired or a revoked refresh token", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn refresh(
     req: HttpRequest,
@@ -147,6 +168,11 @@ async fn refresh(
     }
 }
 
+/// Ends the session of that refresh token.
+#[utoipa::path(post, path = "/api/auth/logout", tag = "auth",
+    request_body(content = Option<RefreshBody>, description = "Empty: the cookie is used"), responses(
+    (status = 204, description = "Signed out"),
+    (status = 401, description = "No, an expired or a revoked refresh token", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn logout(
     req: HttpRequest,

@@ -30,21 +30,23 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// Page size, 1 to 200 (default 50).
     limit: Option<i64>,
     /// Opaque cursor from the previous page's `next_cursor`.
     cursor: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
     title: Option<String>,
     model: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RenameBody {
     title: String,
@@ -78,6 +80,9 @@ fn decode_cursor(s: &str) -> Result<conversation::PageCursor, ApiError> {
     Ok((at, Uuid::parse_str(id).map_err(|_| bad())?))
 }
 
+/// The caller's conversations, most recently active first.
+#[utoipa::path(get, path = "/api/conversations", tag = "conversations", params(ListQuery),
+    responses((status = 200, description = "A page", body = crate::openapi::schemas::ConversationPage)))]
 async fn list(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -93,6 +98,11 @@ async fn list(
     Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": next_cursor})))
 }
 
+/// Starts a conversation.
+#[utoipa::path(post, path = "/api/conversations", tag = "conversations",
+    request_body(content = Option<CreateBody>, description = "Empty: default title and model"), responses(
+    (status = 201, description = "Created", body = crate::db::models::conversation::Conversation),
+    (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -115,6 +125,9 @@ async fn create(
     Ok(HttpResponse::Created().json(created))
 }
 
+/// One conversation with its messages.
+#[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
+    responses((status = 200, description = "The conversation", body = crate::openapi::schemas::ConversationDetail)))]
 async fn get(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -133,6 +146,10 @@ async fn get(
     Ok(HttpResponse::Ok().json(body))
 }
 
+/// Renames a conversation.
+#[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
+    request_body = RenameBody,
+    responses((status = 200, description = "Renamed", body = crate::db::models::conversation::Conversation)))]
 async fn rename(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -147,6 +164,9 @@ async fn rename(
     Ok(HttpResponse::Ok().json(conv))
 }
 
+/// Deletes a conversation and its messages.
+#[utoipa::path(delete, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
+    responses((status = 204, description = "Deleted")))]
 async fn delete(
     state: web::Data<AppState>,
     who: AuthUser,

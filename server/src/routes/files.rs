@@ -40,6 +40,9 @@ fn workspace_error(e: WorkspaceError) -> ApiError {
     }
 }
 
+/// The caller's files and quota use.
+#[utoipa::path(get, path = "/api/files", tag = "files",
+    responses((status = 200, description = "The files", body = crate::openapi::schemas::FileListing)))]
 async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     let items = state
         .workspaces
@@ -59,6 +62,11 @@ async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse,
     })))
 }
 
+/// A file's bytes, as an attachment.
+#[utoipa::path(get, path = "/api/files/{path}", tag = "files", params(("path" = String, Path, description = "`/`-separated, relative to the workspace")),
+    responses(
+    (status = 200, description = "The file", content_type = "application/octet-stream", body = Vec<u8>),
+    (status = 400, description = "The path is not a valid workspace path", body = crate::error::ErrorBody)))]
 async fn download(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -85,6 +93,13 @@ async fn download(
 }
 
 /// Upload the raw request body; replaces an existing file.
+#[utoipa::path(put, path = "/api/files/{path}", tag = "files", params(("path" = String, Path, description = "`/`-separated, relative to the workspace")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses(
+    (status = 201, description = "Created", body = crate::tools::workspace::Written),
+    (status = 200, description = "Replaced", body = crate::tools::workspace::Written),
+    (status = 400, description = "The path is not a valid workspace path", body = crate::error::ErrorBody),
+    (status = 409, description = "A directory or file is in the way", body = crate::error::ErrorBody),
+    (status = 413, description = "The file or the workspace quota is too large", body = crate::error::ErrorBody)))]
 async fn upload(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -133,6 +148,11 @@ async fn upload(
     Ok(HttpResponse::build(status).json(written))
 }
 
+/// Deletes a file.
+#[utoipa::path(delete, path = "/api/files/{path}", tag = "files", params(("path" = String, Path, description = "`/`-separated, relative to the workspace")),
+    responses(
+    (status = 204, description = "Deleted"),
+    (status = 400, description = "The path is not a valid workspace path", body = crate::error::ErrorBody)))]
 async fn delete(
     state: web::Data<AppState>,
     who: AuthUser,

@@ -14,11 +14,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process is up", body = crate::openapi::schemas::Health)))]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
 /// The database answers; 503 otherwise.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
+    (status = 200, description = "The database answers", body = crate::openapi::schemas::Readiness),
+    (status = 503, description = "The database is unreachable", body = crate::openapi::schemas::Readiness)))]
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     if db::is_ready(&state.pool, Duration::from_secs(2)).await {
         HttpResponse::Ok().json(json!({"status": "ready", "database": "ok"}))

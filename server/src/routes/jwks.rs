@@ -9,7 +9,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/.well-known/jwks.json", web::get().to(jwks));
 }
 
-async fn jwks(state: web::Data<AppState>) -> HttpResponse {
+#[utoipa::path(get, path = "/.well-known/jwks.json", tag = "operations", security(()),
+    responses((status = 200, description = "The public keys", body = crate::openapi::schemas::Jwks)))]
+pub(crate) async fn jwks(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header(("Cache-Control", "public, max-age=300"))
         .json(state.agent.mcp.jwks())

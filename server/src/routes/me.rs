@@ -9,9 +9,13 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/me", web::get().to(me));
+    cfg.route("/me", web::get().to(me))
+        .route("/me/password", web::post().to(super::auth::change_password));
 }
 
+/// Who the caller is, which tools they may use, what budget is left.
+#[utoipa::path(get, path = "/api/me", tag = "me",
+    responses((status = 200, description = "The caller", body = crate::openapi::schemas::Me)))]
 async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let account = user::find(&mut conn, who.id)

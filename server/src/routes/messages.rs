@@ -26,12 +26,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/conversations/{id}/cancel", web::post().to(cancel));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct MessageBody {
     content: String,
 }
 
+/// Runs one agent turn: a `text/event-stream` of turn events (`turn_start`, `text_delta`,
+/// `tool_call`, `tool_result`, `usage`, `done`, `error`; each `data:` is the event's JSON),
+/// or with `Accept: application/json` the finished turn as one document.
+#[utoipa::path(post, path = "/api/conversations/{id}/messages", tag = "conversations",
+    params(("id" = Uuid, Path)), request_body = MessageBody, responses(
+    (status = 200, description = "The turn's events as they happen, or its summary",
+        content((crate::agent::TurnEvent = "text/event-stream"), (crate::openapi::schemas::TurnSummary = "application/json"))),
+    (status = 409, description = "A turn already runs in this conversation", body = crate::error::ErrorBody),
+    (status = 429, description = "The token budget is used up or held by running turns", body = crate::error::ErrorBody)))]
 async fn post_message(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -73,6 +82,11 @@ async fn post_message(
         .map_into_boxed_body())
 }
 
+/// Stops the conversation's running turn.
+#[utoipa::path(post, path = "/api/conversations/{id}/cancel", tag = "conversations", params(("id" = Uuid, Path)),
+    responses(
+    (status = 202, description = "The running turn was told to stop", body = crate::openapi::schemas::CancelOutcome),
+    (status = 200, description = "No turn runs in this process", body = crate::openapi::schemas::CancelOutcome)))]
 async fn cancel(
     state: web::Data<AppState>,
     who: AuthUser,

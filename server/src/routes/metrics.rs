@@ -24,6 +24,11 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
         == 0
 }
 
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "operations", security((), ("metrics_token" = [])),
+    responses(
+        (status = 200, description = "Prometheus text format", content_type = "text/plain", body = String),
+        (status = 401, description = "A metrics token is configured and was not presented", body = crate::error::ErrorBody)))]
 async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     if let Some(expected) = &state.settings.telemetry.metrics_token {
         let presented = req

@@ -22,6 +22,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
         .configure(metrics::configure)
         .service(
             aweb::scope("/api")
+                .configure(crate::openapi::configure)
                 .configure(auth::configure)
                 .configure(me::configure)
                 .configure(conversations::configure)

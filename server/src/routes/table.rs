@@ -69,6 +69,13 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/api/admin/tools/custom/{name}", Admin),
     r("GET", "/api/admin/usage", Admin),
     r("GET", "/api/admin/audit", Admin),
+    r("GET", "/api/admin/mcp-servers", Admin),
+    r("POST", "/api/admin/mcp-servers", Admin),
+    r("GET", "/api/admin/mcp-servers/{name}", Admin),
+    r("PUT", "/api/admin/mcp-servers/{name}", Admin),
+    r("DELETE", "/api/admin/mcp-servers/{name}", Admin),
+    r("POST", "/api/admin/mcp-servers/{name}/refresh", Admin),
+    r("GET", "/.well-known/jwks.json", Public),
     r("GET", "/", Public),
     r("GET", "/{path:.*}", Public),
 ];

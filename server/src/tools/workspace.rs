@@ -63,7 +63,7 @@ impl Default for Quota {
 }
 
 /// A file in a workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct FileEntry {
     /// Path relative to the workspace, `/`-separated.
     pub path: String,
@@ -74,7 +74,7 @@ pub struct FileEntry {
 }
 
 /// Result of [`WorkspaceStore::write`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Written {
     /// The normalised path written.
     pub path: String,

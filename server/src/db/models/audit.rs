@@ -47,7 +47,7 @@ pub fn capped_arguments(raw: &str) -> (serde_json::Value, bool) {
     )
 }
 
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = audit_log)]
 pub struct AuditRow {
     pub id: i64,
@@ -155,7 +155,7 @@ pub async fn list(conn: &mut AsyncPgConnection, f: &AuditFilter) -> QueryResult<
 }
 
 /// Calls and failures of one tool over a period.
-#[derive(Debug, Clone, Serialize, diesel::QueryableByName)]
+#[derive(Debug, Clone, Serialize, diesel::QueryableByName, utoipa::ToSchema)]
 pub struct ToolTally {
     #[diesel(sql_type = diesel::sql_types::Text)]
     pub tool: String,

@@ -64,7 +64,8 @@ pub enum Reserve {
 }
 
 /// Spending in the current period.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = BudgetStatus)]
 pub struct Status {
     pub limit: Option<i64>,
     pub used: i64,

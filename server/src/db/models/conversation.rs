@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::db::schema::conversations::{self, dsl};
 
-#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = conversations)]
 pub struct Conversation {
     pub id: Uuid,

@@ -14,7 +14,7 @@ use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
 use crate::llm;
 
-#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = messages)]
 pub struct Message {
     pub id: Uuid,

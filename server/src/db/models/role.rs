@@ -12,7 +12,7 @@ pub const MEMBER: &str = "member";
 /// The role with access to the admin API.
 pub const ADMIN: &str = "admin";
 
-#[derive(Debug, Clone, Queryable, Selectable, Serialize)]
+#[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = roles)]
 pub struct Role {
     pub name: String,

@@ -54,7 +54,7 @@ pub fn insert_many(
 }
 
 /// Tokens of one user with one model.
-#[derive(Debug, Clone, Serialize, QueryableByName)]
+#[derive(Debug, Clone, Serialize, QueryableByName, utoipa::ToSchema)]
 pub struct UserModelUsage {
     #[diesel(sql_type = SqlUuid)]
     pub user_id: Uuid,

@@ -28,7 +28,7 @@ pub struct User {
 }
 
 /// What the API shows of an account (never the hash).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct UserView {
     pub id: Uuid,
     pub username: String,

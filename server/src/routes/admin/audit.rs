@@ -13,7 +13,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/audit", web::get().to(list));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct AuditQuery {
     /// A user id or a username.
     user: Option<String>,
@@ -28,6 +29,9 @@ struct AuditQuery {
     before: Option<i64>,
 }
 
+/// Tool-call audit rows, newest first.
+#[utoipa::path(get, path = "/api/admin/audit", tag = "admin", params(AuditQuery),
+    responses((status = 200, description = "A page of audit rows", body = crate::openapi::schemas::AuditPage)))]
 async fn list(
     state: web::Data<AppState>,
     _admin: AdminUser,

@@ -28,7 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ToolBody {
     name: Option<String>,
@@ -149,12 +149,18 @@ fn has_headers(row: &CustomToolRow) -> bool {
     row.headers.as_object().is_some_and(|m| !m.is_empty())
 }
 
+/// Every custom tool.
+#[utoipa::path(get, path = "/api/admin/tools/custom", tag = "admin",
+    responses((status = 200, description = "Custom tools", body = crate::openapi::schemas::CustomToolList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let rows = custom_tool::list(&mut conn).await?;
     Ok(HttpResponse::Ok().json(json!({"items": rows.iter().map(view).collect::<Vec<_>>()})))
 }
 
+/// One custom tool.
+#[utoipa::path(get, path = "/api/admin/tools/custom/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 200, description = "The tool", body = crate::openapi::schemas::CustomTool)))]
 async fn get(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -167,6 +173,10 @@ async fn get(
     Ok(HttpResponse::Ok().json(view(&row)))
 }
 
+/// Defines a custom HTTP tool.
+#[utoipa::path(post, path = "/api/admin/tools/custom", tag = "admin", request_body = ToolBody, responses(
+    (status = 201, description = "Created", body = crate::openapi::schemas::CustomTool),
+    (status = 409, description = "A tool of that name exists", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -185,6 +195,12 @@ async fn create(
     Ok(HttpResponse::Created().json(view(&saved)))
 }
 
+/// Creates or replaces a custom tool; no `headers` keeps the stored ones.
+#[utoipa::path(put, path = "/api/admin/tools/custom/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = ToolBody, responses(
+    (status = 200, description = "Replaced", body = crate::openapi::schemas::CustomTool),
+    (status = 201, description = "Created", body = crate::openapi::schemas::CustomTool),
+    (status = 409, description = "A built-in tool has that name", body = crate::error::ErrorBody)))]
 async fn replace(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -224,6 +240,9 @@ async fn replace(
     Ok(HttpResponse::build(status).json(view(&saved)))
 }
 
+/// Deletes a custom tool.
+#[utoipa::path(delete, path = "/api/admin/tools/custom/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 204, description = "Deleted")))]
 async fn delete(
     state: web::Data<AppState>,
     _admin: AdminUser,

@@ -129,11 +129,15 @@ fn editable(s: &ServerShared) -> Result<(), ApiError> {
     }
 }
 
+#[utoipa::path(get, path = "/api/admin/mcp-servers", tag = "admin",
+    responses((status = 200, description = "MCP servers", body = crate::openapi::schemas::McpServerList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let items: Vec<Value> = state.agent.mcp.servers().iter().map(|s| view(s)).collect();
     Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": null})))
 }
 
+#[utoipa::path(get, path = "/api/admin/mcp-servers/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 200, description = "The server", body = crate::openapi::schemas::McpServer)))]
 async fn get(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -142,6 +146,11 @@ async fn get(
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
 }
 
+#[utoipa::path(post, path = "/api/admin/mcp-servers", tag = "admin",
+    request_body = crate::openapi::schemas::McpServerBody, responses(
+    (status = 201, description = "Created (and checked once)", body = crate::openapi::schemas::McpServer),
+    (status = 409, description = "A server of that name exists", body = crate::error::ErrorBody),
+    (status = 422, description = "Not an acceptable server", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -171,6 +180,11 @@ async fn create(
     Ok(HttpResponse::Created().json(view(find(&state, &name)?.as_ref())))
 }
 
+#[utoipa::path(put, path = "/api/admin/mcp-servers/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = crate::openapi::schemas::McpServerBody, responses(
+    (status = 200, description = "Replaced", body = crate::openapi::schemas::McpServer),
+    (status = 409, description = "It comes from the config file", body = crate::error::ErrorBody),
+    (status = 422, description = "Not an acceptable server", body = crate::error::ErrorBody)))]
 async fn replace(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -196,6 +210,9 @@ async fn replace(
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
 }
 
+#[utoipa::path(delete, path = "/api/admin/mcp-servers/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 204, description = "Deleted"),
+    (status = 409, description = "It comes from the config file", body = crate::error::ErrorBody)))]
 async fn delete(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -209,6 +226,8 @@ async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
+#[utoipa::path(post, path = "/api/admin/mcp-servers/{name}/refresh", tag = "admin", params(("name" = String, Path)),
+    responses((status = 200, description = "Reconnected and its tools re-read", body = crate::openapi::schemas::McpServer)))]
 async fn refresh(
     state: web::Data<AppState>,
     _admin: AdminUser,

@@ -17,21 +17,31 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/roles/{name}", web::put().to(put));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RoleBody {
     tools: Vec<String>,
     /// Absent: keep (or none for a new role); null: unlimited.
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<i64>)]
     token_budget: Option<Option<i64>>,
     budget_period: Option<String>,
 }
 
+/// Every role with its tools and budget.
+#[utoipa::path(get, path = "/api/admin/roles", tag = "admin",
+    responses((status = 200, description = "Roles", body = crate::openapi::schemas::RoleList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     Ok(HttpResponse::Ok().json(json!({"items": role::list(&mut conn).await?})))
 }
 
+/// Creates or replaces a role.
+#[utoipa::path(put, path = "/api/admin/roles/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = RoleBody, responses(
+    (status = 200, description = "Replaced", body = crate::db::models::role::Role),
+    (status = 201, description = "Created", body = crate::db::models::role::Role),
+    (status = 422, description = "A tool does not exist", body = crate::error::ErrorBody)))]
 async fn put(
     state: web::Data<AppState>,
     _admin: AdminUser,

@@ -13,6 +13,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/tools", web::get().to(list));
 }
 
+/// Every tool, built-in and custom, with its parameter schema.
+#[utoipa::path(get, path = "/api/admin/tools", tag = "admin",
+    responses((status = 200, description = "Tools", body = crate::openapi::schemas::ToolList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let custom = custom_tool::list(&mut conn).await?;

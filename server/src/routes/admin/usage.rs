@@ -15,11 +15,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/usage", web::get().to(report));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct UsageQuery {
+    /// `day`, `week`, `month` (default) or `total`.
     period: Option<String>,
 }
 
+/// Tokens per user and model, and tool calls, over a budget period.
+#[utoipa::path(get, path = "/api/admin/usage", tag = "admin", params(UsageQuery),
+    responses((status = 200, description = "The report", body = crate::openapi::schemas::UsageReport)))]
 async fn report(
     state: web::Data<AppState>,
     _admin: AdminUser,

@@ -21,13 +21,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(web::resource("/users/{id}").route(web::patch().to(update)));
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
     limit: Option<i64>,
     offset: Option<i64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
     username: String,
@@ -35,15 +36,20 @@ struct CreateBody {
     role: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateBody {
     role: Option<String>,
     disabled: Option<bool>,
+    /// Null: use the role's budget.
     #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<i64>)]
     token_budget: Option<Option<i64>>,
 }
 
+/// Accounts, oldest first.
+#[utoipa::path(get, path = "/api/admin/users", tag = "admin", params(ListQuery),
+    responses((status = 200, description = "Accounts", body = crate::openapi::schemas::UserList)))]
 async fn list(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -60,6 +66,11 @@ async fn list(
     Ok(HttpResponse::Ok().json(json!({"items": users})))
 }
 
+/// Creates an account with a role.
+#[utoipa::path(post, path = "/api/admin/users", tag = "admin", request_body = CreateBody, responses(
+    (status = 201, description = "Created", body = crate::db::models::user::UserView),
+    (status = 409, description = "The username is taken", body = crate::error::ErrorBody),
+    (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     _admin: AdminUser,
@@ -75,6 +86,12 @@ async fn create(
     Ok(HttpResponse::Created().json(user::UserView::from(created)))
 }
 
+/// Changes an account's role, disabled flag or own budget.
+#[utoipa::path(patch, path = "/api/admin/users/{id}", tag = "admin", params(("id" = Uuid, Path)),
+    request_body = UpdateBody, responses(
+    (status = 200, description = "Changed", body = crate::db::models::user::UserView),
+    (status = 409, description = "That would leave no enabled admin", body = crate::error::ErrorBody),
+    (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
     _admin: AdminUser,

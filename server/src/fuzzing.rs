@@ -1,0 +1,43 @@
+//! Entry points for the `cargo fuzz` targets in `fuzz/` (not an API): the streaming
+//! decoders are private to their adapters, so these run a whole byte stream through the
+//! same SSE parser and decoder the live adapters use.
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::{stream, FutureExt, StreamExt};
+
+use crate::llm::http::{decode_sse, SseDecoder};
+use crate::llm::{anthropic, openai, LlmError, StreamEvent};
+
+/// Decodes `body`, delivered in chunks of `chunk` bytes, as an OpenAI chat-completions stream.
+pub fn openai_sse(body: &[u8], chunk: usize) -> Vec<Result<StreamEvent, LlmError>> {
+    decode(body, chunk, openai::ChunkDecoder::default())
+}
+
+/// Decodes `body`, delivered in chunks of `chunk` bytes, as an Anthropic Messages stream.
+pub fn anthropic_sse(body: &[u8], chunk: usize) -> Vec<Result<StreamEvent, LlmError>> {
+    decode(body, chunk, anthropic::MessageDecoder::default())
+}
+
+fn decode<D: SseDecoder>(
+    body: &[u8],
+    chunk: usize,
+    decoder: D,
+) -> Vec<Result<StreamEvent, LlmError>> {
+    let chunks: Vec<Result<Vec<u8>, LlmError>> =
+        body.chunks(chunk.max(1)).map(|c| Ok(c.to_vec())).collect();
+    let events = stream::iter(chunks)
+        .eventsource()
+        .map(|item| {
+            item.map_err(|e| match e {
+                EventStreamError::Transport(err) => err,
+                EventStreamError::Utf8(err) => LlmError::Malformed(format!("utf-8: {err}")),
+                EventStreamError::Parser(err) => LlmError::Malformed(format!("sse: {err}")),
+            })
+        })
+        .boxed();
+    // Every chunk is already there, so the stream never waits: no runtime needed.
+    decode_sse(events, decoder)
+        .collect::<Vec<_>>()
+        .now_or_never()
+        .unwrap_or_default()
+}

@@ -1,0 +1,114 @@
+//! The OpenAPI 3.1 description of the whole API, generated from the handlers' `#[utoipa::path]`
+//! annotations and the wire structs' `ToSchema` derives, served at `GET /api/openapi.json`.
+//!
+//! Annotations name only what is particular to a route; [`CommonResponses`] adds what every
+//! route of a kind can answer (401 without a valid token, 403 for non-admins on `/api/admin`,
+//! 400/413/415 for bodies, 404 for unknown ids, 503 when the database is down), so the codes
+//! stay true without repeating them on every handler.
+
+pub mod common;
+pub mod schemas;
+
+use std::sync::OnceLock;
+
+use actix_web::{web, HttpResponse};
+use utoipa::OpenApi;
+
+use crate::routes;
+use common::CommonResponses;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "AgentChat API",
+        description = "Multi-user LLM agent chat server. Errors are `{\"error\": {\"code\", \"message\"}}`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        routes::health::healthz,
+        routes::health::readyz,
+        routes::metrics::metrics,
+        serve,
+        routes::auth::register,
+        routes::auth::login,
+        routes::auth::refresh,
+        routes::auth::logout,
+        routes::me::me,
+        routes::auth::change_password,
+        routes::jwks::jwks,
+        routes::models::list,
+        routes::conversations::list,
+        routes::conversations::create,
+        routes::conversations::get,
+        routes::conversations::rename,
+        routes::conversations::delete,
+        routes::messages::post_message,
+        routes::messages::cancel,
+        routes::files::list,
+        routes::files::download,
+        routes::files::upload,
+        routes::files::delete,
+        routes::admin::users::list,
+        routes::admin::users::create,
+        routes::admin::users::update,
+        routes::admin::roles::list,
+        routes::admin::roles::put,
+        routes::admin::tools::list,
+        routes::admin::custom_tools::list,
+        routes::admin::custom_tools::create,
+        routes::admin::custom_tools::get,
+        routes::admin::custom_tools::replace,
+        routes::admin::custom_tools::delete,
+        routes::admin::audit::list,
+        routes::admin::usage::report,
+        routes::admin::mcp_servers::list,
+        routes::admin::mcp_servers::get,
+        routes::admin::mcp_servers::create,
+        routes::admin::mcp_servers::replace,
+        routes::admin::mcp_servers::delete,
+        routes::admin::mcp_servers::refresh,
+    ),
+    components(schemas(crate::error::ErrorBody)),
+    modifiers(&CommonResponses),
+    tags(
+        (name = "auth", description = "Accounts and sessions"),
+        (name = "me", description = "The caller"),
+        (name = "conversations", description = "A user's own conversations and agent turns"),
+        (name = "files", description = "The caller's workspace files"),
+        (name = "admin", description = "Admin-only resources"),
+        (name = "operations", description = "Probes, metrics, this description"),
+    )
+)]
+struct ApiDoc;
+
+/// The description as a value (tests and tools may want it without a server).
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc
+}
+
+/// The description rendered once: it never changes while the process runs.
+fn rendered() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| {
+        document().to_pretty_json().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "rendering the OpenAPI description");
+            String::from("{}")
+        })
+    })
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/openapi.json", web::get().to(serve));
+}
+
+/// This description (OpenAPI 3.1), no authentication needed.
+#[utoipa::path(get, path = "/api/openapi.json", tag = "operations", security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 description of this API",
+        content_type = "application/json", body = Object)))]
+async fn serve() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(rendered())
+}

@@ -1,0 +1,253 @@
+//! Schemas of the answers that handlers build with `json!` rather than a struct of their own.
+//! They describe the wire format only; Schemathesis checks them against the running server
+//! (`tests/schemathesis/run.sh`), so a handler that changes its answer fails CI.
+
+#![allow(dead_code)]
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::agent::{FinishReason, TurnEvent};
+use crate::budget::Period;
+use crate::db::models::{audit, budget, conversation, message, role, usage, user};
+use crate::error::ErrorDetail;
+use crate::tools::workspace::FileEntry;
+
+/// `GET /healthz`.
+#[derive(ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+}
+
+/// `GET /readyz`.
+#[derive(ToSchema)]
+pub struct Readiness {
+    /// `ready` or `unavailable`.
+    pub status: String,
+    /// `ok` or `unreachable`.
+    pub database: String,
+    /// Present when not ready.
+    pub error: Option<ErrorDetail<'static>>,
+}
+
+/// A new account.
+#[derive(ToSchema)]
+pub struct Registered {
+    pub id: Uuid,
+    pub username: String,
+    pub role: String,
+}
+
+/// `GET /api/me`.
+#[derive(ToSchema)]
+pub struct Me {
+    pub id: Uuid,
+    pub username: String,
+    pub role: String,
+    /// The tools the caller's role may use.
+    pub tools: Vec<String>,
+    pub budget: budget::Status,
+}
+
+/// `GET /api/models`.
+#[derive(ToSchema)]
+pub struct Models {
+    /// The model a conversation uses when it names none.
+    pub default: String,
+    /// `openai`, `anthropic` or `demo`.
+    pub provider: String,
+    /// The models a conversation may pick.
+    pub models: Vec<String>,
+}
+
+/// A page of conversations, most recently active first.
+#[derive(ToSchema)]
+pub struct ConversationPage {
+    pub items: Vec<conversation::Conversation>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// A conversation with all its messages, oldest first.
+#[derive(ToSchema)]
+pub struct ConversationDetail {
+    pub id: Uuid,
+    pub title: String,
+    pub model: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub messages: Vec<message::Message>,
+}
+
+/// `POST /api/conversations/{id}/cancel`.
+#[derive(ToSchema)]
+pub struct CancelOutcome {
+    /// Whether a turn running in this process was told to stop.
+    pub cancelled: bool,
+    /// When nothing was cancelled here: whether a turn runs in another server process.
+    #[schema(required = false, nullable = false)]
+    pub running: Option<bool>,
+}
+
+/// Tokens of a whole turn.
+#[derive(ToSchema)]
+pub struct TurnTokens {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A finished turn as one document (`Accept: application/json`).
+#[derive(ToSchema)]
+pub struct TurnSummary {
+    pub message_id: Option<Uuid>,
+    pub finish_reason: Option<FinishReason>,
+    /// The final answer's text.
+    pub content: String,
+    pub usage: TurnTokens,
+    pub error: Option<ErrorDetail<'static>>,
+    /// Every event, as the stream would have sent them.
+    pub events: Vec<TurnEvent>,
+}
+
+/// A workspace's use of its quota.
+#[derive(ToSchema)]
+pub struct WorkspaceUsage {
+    pub bytes: u64,
+    pub files: u64,
+    pub max_bytes: u64,
+    pub max_files: u64,
+    pub max_file_bytes: u64,
+}
+
+/// `GET /api/files`.
+#[derive(ToSchema)]
+pub struct FileListing {
+    pub items: Vec<FileEntry>,
+    pub usage: WorkspaceUsage,
+}
+
+/// `GET /api/admin/users`.
+#[derive(ToSchema)]
+pub struct UserList {
+    pub items: Vec<user::UserView>,
+}
+
+/// `GET /api/admin/roles`.
+#[derive(ToSchema)]
+pub struct RoleList {
+    pub items: Vec<role::Role>,
+}
+
+/// A tool the agent can call.
+#[derive(ToSchema)]
+pub struct ToolItem {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the arguments.
+    pub parameters: Value,
+    /// `builtin` or `custom`.
+    pub kind: String,
+}
+
+/// `GET /api/admin/tools`.
+#[derive(ToSchema)]
+pub struct ToolList {
+    pub items: Vec<ToolItem>,
+}
+
+/// An admin-defined HTTP tool; header values are write-only, so only their names show.
+#[derive(ToSchema)]
+pub struct CustomTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub method: String,
+    pub url_template: String,
+    /// Names of the headers sent (their values are never shown).
+    pub headers: Vec<String>,
+    pub timeout_ms: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `GET /api/admin/tools/custom`.
+#[derive(ToSchema)]
+pub struct CustomToolList {
+    pub items: Vec<CustomTool>,
+}
+
+/// An MCP server as the admin API shows it (never header or environment values).
+#[derive(ToSchema)]
+pub struct McpServer {
+    /// `^[a-z0-9-]{1,24}$`; its tools are named `{name}__{tool}`.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `config` (the config file; read-only here) or `api`.
+    pub source: String,
+    pub enabled: bool,
+    pub timeout_ms: u64,
+    pub forward_identity: bool,
+    /// `{state: connected | error | disabled | connecting, error?, checked_at, protocol?}`.
+    pub status: Value,
+    /// `[{name, remote_name, description, annotations}]`.
+    pub tools: Vec<Value>,
+}
+
+/// `GET /api/admin/mcp-servers`.
+#[derive(ToSchema)]
+pub struct McpServerList {
+    pub items: Vec<McpServer>,
+    pub next_cursor: Option<String>,
+}
+
+/// `POST|PUT /api/admin/mcp-servers`: Streamable HTTP servers only (stdio ones come from the
+/// config file). Header values are write-only; absent on PUT keeps the stored ones.
+#[derive(ToSchema)]
+pub struct McpServerBody {
+    pub name: Option<String>,
+    pub url: String,
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    pub enabled: Option<bool>,
+    pub timeout_ms: Option<u64>,
+    pub forward_identity: Option<bool>,
+}
+
+/// `GET /.well-known/jwks.json`: the public keys of the identity tokens sent to MCP servers.
+#[derive(ToSchema)]
+pub struct Jwks {
+    /// JSON Web Keys (`kty`, `crv`, `x`, `kid`, `alg`, `use`).
+    pub keys: Vec<Value>,
+}
+
+/// `GET /api/admin/audit`, newest first.
+#[derive(ToSchema)]
+pub struct AuditPage {
+    pub items: Vec<audit::AuditRow>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<i64>,
+}
+
+/// Tokens of one model over the period.
+#[derive(ToSchema)]
+pub struct ModelUsage {
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+/// `GET /api/admin/usage`.
+#[derive(ToSchema)]
+pub struct UsageReport {
+    pub period: Period,
+    pub from: DateTime<Utc>,
+    /// When the period ends (null for `total`).
+    pub to: Option<DateTime<Utc>>,
+    pub by_user: Vec<usage::UserModelUsage>,
+    pub by_model: Vec<ModelUsage>,
+    pub tools: Vec<audit::ToolTally>,
+    pub grafana_url: Option<String>,
+}
