@@ -3,7 +3,7 @@
 //! same SSE parser and decoder the live adapters use.
 
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::{stream, FutureExt, StreamExt};
+use futures_util::{stream, StreamExt};
 
 use crate::llm::http::{decode_sse, SseDecoder};
 use crate::llm::{anthropic, openai, LlmError, StreamEvent};
@@ -35,9 +35,14 @@ fn decode<D: SseDecoder>(
             })
         })
         .boxed();
-    // Every chunk is already there, so the stream never waits: no runtime needed.
-    decode_sse(events, decoder)
-        .collect::<Vec<_>>()
-        .now_or_never()
-        .unwrap_or_default()
+    // Every chunk is already there, so the stream never waits; the decoder still arms a Tokio
+    // timer once a message has finished, so it runs on a (reused) current-thread runtime.
+    thread_local! {
+        static RUNTIME: Option<tokio::runtime::Runtime> =
+            tokio::runtime::Builder::new_current_thread().enable_time().build().ok();
+    }
+    RUNTIME.with(|rt| match rt {
+        Some(rt) => rt.block_on(decode_sse(events, decoder).collect::<Vec<_>>()),
+        None => Vec::new(),
+    })
 }
