@@ -61,6 +61,14 @@ async fn template() -> String {
                     .await
                     .unwrap();
             }
+            // Marks the template as in use, so that a run of another checkout (another
+            // migration set) in the same cluster keeps it for the next two hours.
+            let _ = diesel::sql_query(format!(
+                "COMMENT ON DATABASE {name} IS '{}'",
+                chrono::Utc::now().timestamp()
+            ))
+            .execute(&mut admin)
+            .await;
             drop_stale_test_databases(&mut admin).await;
             drop_old_templates(&mut admin, &name).await;
             diesel::sql_query("SELECT pg_advisory_unlock(74657374)")
@@ -139,14 +147,23 @@ async fn drop_stale_test_databases(conn: &mut AsyncPgConnection) {
     }
 }
 
-/// Templates of earlier migration sets are of no further use.
+/// Templates of other migration sets are dropped once no run has used them for two hours
+/// (their comment holds the last use, in unix seconds); one without a mark is from an older
+/// test harness. Sooner would pull a template from under a parallel run of another checkout.
 async fn drop_old_templates(conn: &mut AsyncPgConnection, current: &str) {
-    let names =
-        diesel::sql_query("SELECT datname FROM pg_database WHERE datname LIKE 'agentchat_tmpl_%'")
-            .load::<Name>(conn)
-            .await
-            .unwrap_or_default();
+    let names = diesel::sql_query(
+        "SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') AS used \
+         FROM pg_database WHERE datname LIKE 'agentchat_tmpl_%'",
+    )
+    .load::<Template>(conn)
+    .await
+    .unwrap_or_default();
+    let now = chrono::Utc::now().timestamp();
     for n in names.into_iter().filter(|n| n.datname != current) {
+        let used = n.used.trim().parse::<i64>().unwrap_or(0);
+        if now - used <= 7200 {
+            continue;
+        }
         let _ = diesel::sql_query(format!(
             "DROP DATABASE IF EXISTS {} WITH (FORCE)",
             n.datname
@@ -154,6 +171,14 @@ async fn drop_old_templates(conn: &mut AsyncPgConnection, current: &str) {
         .execute(conn)
         .await;
     }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Template {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    datname: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    used: String,
 }
 
 /// Drops its test database when dropped, so a test run leaves no databases behind. Runs the
