@@ -213,4 +213,22 @@ if errors:
 print(f"  SUCCESS: {len(all_panels)} dashboard panels, metric names and cross-references consistent")
 PY
 
+# ------------------------------------------------------------------ kubernetes
+# Schemas from the kubernetes-validate package (PyPI; it carries them, nothing is fetched at
+# run time), then our own consistency checks (selectors, probes, settings, secrets, shutdown).
+KV_VERSION=1.37.0
+venv=tests/deploy/.venv
+if [ ! -x "$venv/bin/kubernetes-validate" ] || ! "$venv/bin/pip" show kubernetes-validate 2>/dev/null | grep -qx "Version: $KV_VERSION"; then
+  step "installing kubernetes-validate $KV_VERSION into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$KV_VERSION" "pyyaml>=6"
+fi
+step "kubernetes-validate --strict deploy/k8s (Kubernetes 1.30)"
+mapfile -t manifests < <(ls deploy/k8s/*.yaml | grep -v kustomization.yaml)
+"$venv/bin/kubernetes-validate" --strict --quiet -k 1.30.0 "${manifests[@]}"
+echo "  SUCCESS: ${#manifests[@]} manifests match the schemas"
+
+step "consistency: deploy/k8s (selectors, probes, settings, secrets, shutdown grace)"
+"$venv/bin/python" tests/deploy/k8s_check.py
+
 step "all deploy checks passed"
