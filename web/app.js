@@ -5,7 +5,7 @@ import * as api from './js/api.js';
 import { renderAuth } from './js/auth_view.js';
 import { ChatView } from './js/chat_view.js';
 import { renderAdmin } from './js/admin_view.js';
-import { openPasswordDialog } from './js/password_dialog.js';
+import { openAccountDialog } from './js/account_dialog.js';
 
 const app = document.getElementById('app');
 
@@ -91,8 +91,7 @@ function shell(active) {
   const isAdmin = me.role === 'admin';
   const menuBtn = h('button', { type: 'button', class: 'icon-btn menu-btn', 'aria-label': 'Show conversations', 'aria-expanded': 'false', 'aria-controls': 'sidebar' }, h('span', { class: 'hamburger', 'aria-hidden': 'true' }));
   menuBtn.hidden = active !== 'chat';
-  const signOut = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Sign out');
-  signOut.addEventListener('click', async () => {
+  const signOutNow = async () => {
     state.chat?.abort();
     state.chat?.detach();
     await api.logout();
@@ -100,18 +99,21 @@ function shell(active) {
     state.chat = null;
     expiredMessage = 'You have signed out.';
     navigate('/login');
-  });
-  // The account button (avatar and name) opens the change-password dialog; it costs no
-  // width of its own on a phone, where only the avatar shows.
+  };
+  // On a phone the top bar has no room for this button: it is in the account dialog.
+  const signOut = h('button', { type: 'button', class: 'btn btn-ghost topbar-signout' }, 'Sign out');
+  signOut.addEventListener('click', signOutNow);
+  // The account button (avatar and name) opens the account dialog (password, sign out); it
+  // costs no width of its own on a phone, where only the avatar shows.
   const account = h('button', {
     type: 'button', class: 'who who-button',
-    title: `Signed in as ${me.username} (${me.role}): change password`,
-    'aria-label': `Account ${me.username}: change password`,
+    title: `Signed in as ${me.username} (${me.role}): password, sign out`,
+    'aria-label': `Account ${me.username}`,
   },
   h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
   h('span', { class: 'who-name' }, me.username),
   h('span', { class: 'role-badge' }, me.role));
-  account.addEventListener('click', () => openPasswordDialog());
+  account.addEventListener('click', () => openAccountDialog({ me, onSignOut: signOutNow }));
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);

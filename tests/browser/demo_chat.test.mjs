@@ -45,7 +45,7 @@ test('change password from the account button: other sessions end, the new one w
   const other = await newPage(browser);
   await signInViaUi(other, server.url, 'petra');
   await page.getByRole('button', { name: /Account petra/ }).click();
-  const dialog = page.getByRole('dialog', { name: 'Change password' });
+  const dialog = page.getByRole('dialog', { name: 'Account' });
   await dialog.getByLabel('Current password').fill('wrong password!!');
   await dialog.getByLabel(/New password/).fill('a brand new passphrase');
   await dialog.getByRole('button', { name: 'Change password' }).click();

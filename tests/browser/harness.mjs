@@ -282,3 +282,121 @@ export async function unnamedControls(page) {
     return bad;
   });
 }
+
+/**
+ * What a person would see as broken at the current viewport: elements that stick out of the
+ * viewport (unless a horizontal scroll container that itself fits holds them), interactive
+ * controls that overlap each other, and controls or labels whose text is cut off. Returns a
+ * list of human-readable problems (empty when the layout is sound).
+ */
+export async function layoutProblems(page) {
+  return page.evaluate(() => {
+    const vw = document.documentElement.clientWidth;
+    const problems = [];
+    const describe = (el) => {
+      const cls = typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : '';
+      const text = (el.getAttribute('aria-label') || el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 30);
+      return `<${el.tagName.toLowerCase()}${cls}>${text ? ` "${text}"` : ''}`;
+    };
+    const visible = (el) => {
+      if (el.closest('[hidden], [inert]')) return false;
+      const st = getComputedStyle(el);
+      if (st.display === 'none' || st.visibility === 'hidden' || Number(st.opacity) === 0) return false;
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.height > 0;
+    };
+    // Inside an element that scrolls sideways (and fits the viewport) sticking out is fine:
+    // the user can scroll to it. Anything clipped by overflow: hidden is not.
+    const scrollHost = (el) => {
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        const ox = getComputedStyle(p).overflowX;
+        if (ox === 'auto' || ox === 'scroll') return p;
+      }
+      return null;
+    };
+    // Off-canvas panels (a closed sidebar) are moved out of view on purpose.
+    const offCanvas = (el) => !!el.closest('[aria-hidden="true"], .sidebar:not(.open)');
+    for (const el of document.body.querySelectorAll('*')) {
+      if (!visible(el) || offCanvas(el)) continue;
+      const r = el.getBoundingClientRect();
+      if (r.right <= vw + 0.5 && r.left >= -0.5) continue;
+      if (r.right <= 0) continue; // visually hidden on purpose (the skip link until focused)
+      const host = scrollHost(el);
+      if (host) {
+        const hr = host.getBoundingClientRect();
+        if (hr.right <= vw + 0.5 && hr.left >= -0.5) continue;
+      }
+      // Report the outermost offender only.
+      const parent = el.parentElement;
+      const pr = parent && parent.getBoundingClientRect();
+      if (parent && parent !== document.body && visible(parent) && (pr.right > vw + 0.5 || pr.left < -0.5) && !scrollHost(parent)) continue;
+      problems.push(`${describe(el)} spans ${Math.round(r.left)}..${Math.round(r.right)}px of a ${vw}px viewport`);
+    }
+    const CONTROL = 'button, a[href], input:not([type=hidden]), select, textarea, [role=tab]';
+    // A control under an open panel or dialog is out of play, not overlapping: the panel is
+    // on top at its centre. One whose centre another control covers is a problem.
+    const underOverlay = (el) => {
+      const r = el.getBoundingClientRect();
+      const x = r.left + r.width / 2;
+      const y = r.top + r.height / 2;
+      if (x < 0 || y < 0 || x > vw || y > window.innerHeight) return false;
+      const top = document.elementFromPoint(x, y);
+      if (!top || el === top || el.contains(top) || top.contains(el)) return false;
+      // An open panel (aside, dialog) lies over the page: what it covers is out of play.
+      const layer = top.closest('dialog, aside, [role=dialog], [role=complementary]');
+      if (layer && !layer.contains(el)) return true;
+      const other = top.closest(CONTROL);
+      if (other && other !== el) {
+        problems.push(`${describe(other)} covers ${describe(el)}`);
+        return false;
+      }
+      return true;
+    };
+    const controls = [...document.body.querySelectorAll(CONTROL)]
+      .filter((el) => visible(el) && !offCanvas(el) && !underOverlay(el));
+    const rects = controls.map((el) => el.getBoundingClientRect());
+    for (let i = 0; i < controls.length; i++) {
+      for (let j = i + 1; j < controls.length; j++) {
+        const a = rects[i];
+        const b = rects[j];
+        if (controls[i].contains(controls[j]) || controls[j].contains(controls[i])) continue;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const hgt = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && hgt > 1) problems.push(`${describe(controls[i])} overlaps ${describe(controls[j])}`);
+      }
+    }
+    for (const el of controls) {
+      if (['checkbox', 'radio'].includes(el.type)) continue;
+      if (['input', 'select', 'textarea'].includes(el.tagName.toLowerCase())) {
+        const w = el.getBoundingClientRect().width;
+        // 1 px wide: visually hidden on purpose (a file input behind a button).
+        if (w > 2 && w < 44) problems.push(`${describe(el)} is only ${Math.round(w)}px wide`);
+        continue;
+      }
+      const st = getComputedStyle(el);
+      if ((st.overflowX === 'hidden' || st.overflow === 'hidden') && el.scrollWidth > el.clientWidth + 1) {
+        problems.push(`${describe(el)} has its text cut off`);
+      }
+    }
+    // Drawn text (charts) scaled down below what anyone can read.
+    for (const t of document.body.querySelectorAll('svg text')) {
+      if (!visible(t) || offCanvas(t)) continue;
+      const hgt = t.getBoundingClientRect().height;
+      if (hgt < 10) problems.push(`${describe(t)} is drawn ${hgt.toFixed(1)}px tall`);
+    }
+    return problems;
+  });
+}
+
+/** Problems with a row of tabs: each must be in view and on top at its centre, no scrolling. */
+export async function unreachableTabs(page, selector) {
+  return page.evaluate((sel) => {
+    const vw = document.documentElement.clientWidth;
+    return [...document.querySelectorAll(sel)].flatMap((el) => {
+      const r = el.getBoundingClientRect();
+      if (r.left < 0 || r.right > vw) return [`tab "${el.textContent.trim()}" is out of view (${Math.round(r.left)}..${Math.round(r.right)}px)`];
+      const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+      return top && (top === el || el.contains(top)) ? [] : [`tab "${el.textContent.trim()}" is covered`];
+    });
+  }, selector);
+}

@@ -99,10 +99,10 @@ async function renderUsers(body) {
     disabled.addEventListener('change', () => disabled.closest('tr')?.classList.toggle('row-disabled', disabled.checked));
     return h('tr', { class: u.disabled ? 'row-disabled' : null },
       h('th', { scope: 'row' }, u.username),
-      h('td', null, role),
-      h('td', null, h('label', { class: 'check', for: `dis-${u.id}` }, disabled, ' Disabled')),
-      h('td', null, h('div', { class: 'inline' }, budget, saveBudget)),
-      h('td', { class: 'muted' }, fmtDate(u.created_at)));
+      h('td', { 'data-label': 'Role' }, role),
+      h('td', { 'data-label': 'Status' }, h('label', { class: 'check', for: `dis-${u.id}` }, disabled, ' Disabled')),
+      h('td', { 'data-label': 'Budget override (tokens)' }, h('div', { class: 'inline' }, budget, saveBudget)),
+      h('td', { class: 'muted', 'data-label': 'Created' }, fmtDate(u.created_at)));
   });
   async function patchUser(u, change, okText) {
     try {
@@ -115,7 +115,7 @@ async function renderUsers(body) {
     }
   }
   body.append(create, h('div', { class: 'card' }, h('h2', null, 'Users'),
-    h('div', { class: 'table-wrap' }, h('table', { class: 'data-table' },
+    h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack' },
       h('thead', null, h('tr', null, ['User', 'Role', 'Status', 'Budget override (tokens)', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', null, rows)))));
 }

@@ -1,52 +1,37 @@
-// Usage (admins): tokens per user and per model, tool calls and failures, as hand-made SVG bars.
+// Usage (admins): tokens per user and per model, tool calls and failures, as bar charts.
 
 import { h, clear, append, fmtNumber, fmtDate } from './dom.js';
 import * as api from './api.js';
 import { safeHref } from './markdown.js';
 
-const SVG = 'http://www.w3.org/2000/svg';
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, String(v));
-  for (const c of children) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return el;
-}
-
 /**
- * Horizontal stacked bar chart. rows: [{label, values:[n...]}], series: [{name, cls}].
+ * Horizontal stacked bar chart drawn with HTML, so its text keeps the page's size at any
+ * width (an SVG scaled to a phone shrank its labels to 5 px). rows: [{label, values:[n...]}],
+ * series: [{name, cls}]. The numbers are also in a table under "Show as table".
  */
 export function barChart(title, rows, series) {
-  const rowH = 28;
-  const labelW = 130;
-  const valueW = 90;
-  const width = 640;
-  const barW = width - labelW - valueW;
-  const height = Math.max(1, rows.length) * rowH + 8;
   const max = Math.max(1, ...rows.map((r) => r.values.reduce((a, b) => a + b, 0)));
-  const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, class: 'chart', role: 'img', 'aria-label': title, preserveAspectRatio: 'xMinYMin meet' });
-  svg.append(s('title', {}, title));
-  rows.forEach((r, i) => {
-    const y = i * rowH + 4;
-    const label = r.label.length > 18 ? `${r.label.slice(0, 17)}…` : r.label;
-    svg.append(s('text', { x: labelW - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', class: 'chart-label' }, label));
-    let x = labelW;
-    r.values.forEach((v, j) => {
-      const w = (v / max) * barW;
-      if (w > 0) {
-        svg.append(s('rect', { x, y: y + 4, width: Math.max(1, w), height: rowH - 10, rx: 3, class: `bar ${series[j].cls}` },
-          s('title', {}, `${r.label} — ${series[j].name}: ${fmtNumber(v)}`)));
-      }
-      x += w;
-    });
-    const total = r.values.reduce((a, b) => a + b, 0);
-    svg.append(s('text', { x: x + 6, y: y + rowH / 2 + 4, class: 'chart-value' }, fmtNumber(total)));
-  });
+  const chart = h('div', { class: 'hbar-chart', role: 'img', 'aria-label': title },
+    rows.map((r) => {
+      const total = r.values.reduce((a, b) => a + b, 0);
+      const track = h('div', { class: 'hbar-track' });
+      r.values.forEach((v, j) => {
+        if (v <= 0) return;
+        const seg = h('span', { class: `hbar-seg ${series[j].cls}`, title: `${r.label} — ${series[j].name}: ${fmtNumber(v)}` });
+        seg.style.width = `${Math.max(0.5, (v / max) * 100)}%`;
+        track.append(seg);
+      });
+      return h('div', { class: 'hbar-row' },
+        h('span', { class: 'hbar-label', title: r.label }, r.label),
+        h('span', { class: 'hbar-value' }, fmtNumber(total)),
+        track);
+    }));
   const legend = h('div', { class: 'legend' }, series.map((se) => h('span', { class: 'legend-item' }, h('span', { class: `swatch ${se.cls}`, 'aria-hidden': 'true' }), se.name)));
   const table = h('details', { class: 'chart-data' }, h('summary', null, 'Show as table'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'data-table' },
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, ''), series.map((se) => h('th', { scope: 'col' }, se.name)))),
       h('tbody', null, rows.map((r) => h('tr', null, h('th', { scope: 'row' }, r.label), r.values.map((v) => h('td', { class: 'num' }, fmtNumber(v)))))))));
-  return h('figure', { class: 'chart-fig' }, h('figcaption', null, title), rows.length ? svg : h('p', { class: 'muted' }, 'No data for this period.'), rows.length ? legend : null, rows.length ? table : null);
+  return h('figure', { class: 'chart-fig' }, h('figcaption', null, title), rows.length ? chart : h('p', { class: 'muted' }, 'No data for this period.'), rows.length ? legend : null, rows.length ? table : null);
 }
 
 const TOKENS = [{ name: 'Input tokens', cls: 's-in' }, { name: 'Output tokens', cls: 's-out' }];

@@ -1,21 +1,30 @@
-// "Change password" dialog: checks the current password, ends every other session.
+// The account dialog (the avatar button in the top bar): who is signed in, change password
+// (ends every other session), sign out. On a phone it is where "Sign out" lives, so the top
+// bar keeps its width.
 
 import { h, field, uid, toast } from './dom.js';
 import * as api from './api.js';
 
-export function openPasswordDialog() {
+export function openAccountDialog({ me, onSignOut }) {
   const errorId = uid('pw-err');
   const status = h('div', { class: 'form-error', id: errorId, role: 'alert' });
   const current = field('Current password', { name: 'current_password', type: 'password', autocomplete: 'current-password', required: true, 'aria-describedby': errorId });
   const next = field('New password (8 to 128 characters)', { name: 'new_password', type: 'password', autocomplete: 'new-password', required: true, 'aria-describedby': errorId });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Change password');
-  const cancel = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Cancel');
-  const form = h('form', { class: 'auth-form', novalidate: true },
-    h('h2', { class: 'auth-title' }, 'Change password'),
+  const close = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Close');
+  const signOut = h('button', { type: 'button', class: 'btn btn-ghost account-signout' }, 'Sign out');
+  const form = h('form', { class: 'auth-form', novalidate: true, 'aria-labelledby': `${errorId}-h` },
+    h('h3', { class: 'account-section', id: `${errorId}-h` }, 'Change password'),
     h('p', null, 'Your other signed-in browsers and devices will be signed out.'),
-    current.wrap, next.wrap, status, h('div', { class: 'dialog-actions' }, cancel, ' ', submit));
-  const dialog = h('dialog', { class: 'password-dialog', 'aria-label': 'Change password' }, form);
-  cancel.addEventListener('click', () => dialog.close());
+    current.wrap, next.wrap, status, h('div', { class: 'dialog-actions' }, submit));
+  const dialog = h('dialog', { class: 'account-dialog', 'aria-label': 'Account' },
+    h('div', { class: 'account-head' },
+      h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
+      h('div', null, h('h2', { class: 'auth-title' }, me.username), h('span', { class: 'role-badge' }, me.role))),
+    form,
+    h('div', { class: 'dialog-actions account-foot' }, signOut, close));
+  close.addEventListener('click', () => dialog.close());
+  signOut.addEventListener('click', () => { dialog.close(); onSignOut(); });
   dialog.addEventListener('close', () => dialog.remove());
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
