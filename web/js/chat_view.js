@@ -362,6 +362,11 @@ export class ChatView {
     this.stopBtn.disabled = true;
     try {
       const res = await api.post(`/api/conversations/${encodeURIComponent(id)}/cancel`, {});
+      // Pressed before the server had started the turn (it is stored and registered just
+      // before `turn_start`): nothing to stop yet, so stop it the moment it starts.
+      if (this.streaming && !this.streaming.started && res && res.running === false) {
+        this.streaming.stopOnStart = true;
+      }
       if (!this.streaming && this.pendingServerTurn) {
         if (res && res.cancelled === false && res.running === false) this.endPending();
         else this.poll(id, 0);
@@ -425,7 +430,12 @@ export class ChatView {
     try {
       await api.streamTurn(conv.id, content, (ev) => {
         switch (ev.type) {
-          case 'turn_start': break;
+          case 'turn_start':
+            if (this.streaming?.controller === controller) {
+              this.streaming.started = true;
+              if (this.streaming.stopOnStart) this.stop();
+            }
+            break;
           case 'text_delta': turn.addText(ev.text); break;
           case 'tool_call': turn.addToolCall(ev); break;
           case 'tool_result': turn.addToolResult(ev); break;

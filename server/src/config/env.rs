@@ -122,6 +122,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_LLM_RETRY_BASE_DELAY_MS",
         "llm.retry_base_delay_ms",
     ),
+    var("AGENTCHAT_DEMO_DELAY_MS", "llm.demo_delay_ms"),
     var(
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
         "llm.capture_content",

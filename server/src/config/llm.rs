@@ -77,6 +77,10 @@ pub struct LlmSettings {
     pub max_retries: u32,
     #[serde(rename = "retry_base_delay_ms", with = "millis")]
     pub retry_base_delay: Duration,
+    /// The demo model waits this long before each word it streams, so that streaming and
+    /// Stop can be tried offline (0: answers at once).
+    #[serde(rename = "demo_delay_ms", with = "millis")]
+    pub demo_delay: Duration,
     /// Record prompts, tool arguments and results in spans (off unless explicitly enabled).
     pub capture_content: bool,
 }
@@ -119,6 +123,7 @@ impl LlmSettings {
             turn_timeout: Duration::from_secs(600),
             max_retries: 2,
             retry_base_delay: Duration::from_millis(500),
+            demo_delay: Duration::ZERO,
             capture_content: false,
         }
     }
@@ -154,7 +159,7 @@ impl LlmSettings {
                 format!("`{}` is not a valid URL", self.base_url),
             ));
         }
-        let ranges: [(&str, u64, u64, u64); 6] = [
+        let ranges: [(&str, u64, u64, u64); 7] = [
             ("llm.max_iterations", self.max_iterations.into(), 1, 100),
             (
                 "llm.max_output_tokens",
@@ -175,6 +180,12 @@ impl LlmSettings {
                 u64::MAX,
             ),
             ("llm.max_retries", self.max_retries.into(), 0, 10),
+            (
+                "llm.demo_delay_ms",
+                u64::try_from(self.demo_delay.as_millis()).unwrap_or(u64::MAX),
+                0,
+                5_000,
+            ),
             (
                 "llm.request_timeout_secs",
                 self.request_timeout.as_secs(),

@@ -7,9 +7,13 @@
 //! text. Anything else gets a short help text. Every text reply starts with
 //! `"[demo] "`.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use super::demo_phrasing::summarize_tool_results;
 use super::http::events_from;
 use super::{
     estimate_tokens, ChatMessage, ChatRequest, EventStream, FinishReason, LlmError, LlmProvider,
@@ -24,12 +28,21 @@ pub const DEMO_MODEL: &str = "demo";
 
 /// The offline, deterministic demo model.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct DemoProvider;
+pub struct DemoProvider {
+    /// Waited before each streamed event (`llm.demo_delay_ms`): streaming and Stop can be
+    /// tried offline.
+    delay: Duration,
+}
 
 impl DemoProvider {
-    /// Creates the demo provider.
+    /// Creates the demo provider, answering at once.
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// Creates the demo provider that waits `delay` before each word it streams.
+    pub fn with_delay(delay: Duration) -> Self {
+        Self { delay }
     }
 
     /// Computes the whole reply for `req` as a list of events (what
@@ -94,7 +107,17 @@ impl LlmProvider for DemoProvider {
     }
 
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        Ok(events_from(self.respond(&req)))
+        let events = self.respond(&req);
+        if self.delay.is_zero() {
+            return Ok(events_from(events));
+        }
+        let delay = self.delay;
+        Ok(futures_util::stream::iter(events)
+            .then(move |e| async move {
+                tokio::time::sleep(delay).await;
+                Ok(e)
+            })
+            .boxed())
     }
 }
 
@@ -103,7 +126,7 @@ enum Plan {
     Say(String),
 }
 
-fn help_text() -> String {
+pub(super) fn help_text() -> String {
     "Hi! I'm the built-in demo model: I run offline, need no API key, and only understand a few \
      simple requests. Try \"what time is it?\" (or \"time in Europe/Paris\"), \"what is 2+2*3\", \
      \"list my files\" or \"read notes.txt\" and I will use the matching tool if it is enabled \
@@ -274,102 +297,6 @@ fn count_tool_calls(messages: &[ChatMessage]) -> usize {
     messages.iter().map(|m| m.tool_calls.len()).sum()
 }
 
-/// Phrases the tool results that followed the last user message.
-fn summarize_tool_results(messages: &[ChatMessage]) -> String {
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    let turn = &messages[start..];
-    let calls: Vec<&ToolCall> = turn.iter().flat_map(|m| m.tool_calls.iter()).collect();
-    let lines: Vec<String> = turn
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| {
-            let call = calls
-                .iter()
-                .find(|c| Some(c.id.as_str()) == m.tool_call_id.as_deref());
-            describe_result(call.copied(), &m.content)
-        })
-        .collect();
-    if lines.is_empty() {
-        help_text()
-    } else {
-        lines.join("\n")
-    }
-}
-
-fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
-    let args: Value = call
-        .and_then(|c| serde_json::from_str(&c.arguments).ok())
-        .unwrap_or(Value::Null);
-    let name = call.map(|c| c.name.as_str()).unwrap_or("tool");
-    let parsed: Option<Value> = serde_json::from_str(content).ok();
-    if let Some(err) = parsed
-        .as_ref()
-        .and_then(|v| v.get("error"))
-        .filter(|e| !e.is_null())
-    {
-        let msg = err
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| err.to_string());
-        return format!("The `{name}` tool reported an error: {msg}");
-    }
-    // Our tools answer in the `{success, data, error}` envelope: describe the data.
-    let payload = parsed
-        .as_ref()
-        .map(|v| match (v.get("success"), v.get("data")) {
-            (Some(_), Some(data)) => data,
-            _ => v,
-        });
-    let value = plain_value(payload, content);
-    match name {
-        "current_time" => format!("The current time is {value}."),
-        "calculator" => match args.get("expression").and_then(Value::as_str) {
-            Some(expr) => format!("{expr} = {value}"),
-            None => format!("The result is {value}."),
-        },
-        "list_files" => format!("Here are your files:\n{value}"),
-        "read_file" => match args.get("path").and_then(Value::as_str) {
-            Some(path) => format!("Contents of {path}:\n{value}"),
-            None => format!("The file contains:\n{value}"),
-        },
-        other => format!("The `{other}` tool returned: {value}"),
-    }
-}
-
-/// A tool result reduced to its main value (a JSON string, or a `result`-like field).
-fn plain_value(parsed: Option<&Value>, raw: &str) -> String {
-    const KEYS: [&str; 10] = [
-        "result", "iso8601", "value", "time", "datetime", "now", "files", "content", "text",
-        "output",
-    ];
-    let value = match parsed {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::Object(o)) => KEYS.iter().find_map(|k| match o.get(*k) {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|i| {
-                        i.as_str()
-                            .map(str::to_string)
-                            .unwrap_or_else(|| i.to_string())
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        }),
-        _ => None,
-    };
-    super::truncate_chars(value.as_deref().unwrap_or(raw.trim()), 2000)
-}
-
 fn prompt_tokens(req: &ChatRequest) -> u64 {
     let mut text = String::new();
     for m in &req.messages {
@@ -457,10 +384,31 @@ mod tests {
         assert_eq!(call_for("I have 3 cats"), None);
     }
 
+    #[tokio::test]
+    async fn the_slow_mode_waits_before_each_word() {
+        let req = ChatRequest::new("demo", vec![ChatMessage::user("hello")]);
+        let words = DemoProvider::new().respond(&req).len() as u32;
+        let delay = Duration::from_millis(15);
+        let started = std::time::Instant::now();
+        let events: Vec<_> = DemoProvider::with_delay(delay)
+            .stream_chat(req)
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        assert_eq!(events.len() as u32, words);
+        assert!(words > 10, "the help text is many words: {words}");
+        assert!(
+            started.elapsed() >= delay * words,
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
     #[test]
     fn missing_tool_is_explained() {
         let req = ChatRequest::new("demo", vec![ChatMessage::user("what time is it")]);
-        let events = DemoProvider.respond(&req);
+        let events = DemoProvider::new().respond(&req);
         let text: String = events
             .iter()
             .filter_map(|e| match e {
@@ -490,7 +438,7 @@ mod tests {
             ],
         );
         req.tools = tools();
-        let text: String = DemoProvider
+        let text: String = DemoProvider::new()
             .respond(&req)
             .iter()
             .filter_map(|e| match e {

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod demo;
+mod demo_phrasing;
 pub mod http;
 pub mod openai;
 mod user_text;
@@ -375,7 +376,9 @@ pub fn from_settings(
             key,
             http,
         )?),
-        ProviderKind::Demo => std::sync::Arc::new(demo::DemoProvider::new()),
+        ProviderKind::Demo => {
+            std::sync::Arc::new(demo::DemoProvider::with_delay(settings.demo_delay))
+        }
     })
 }
 
