@@ -426,6 +426,20 @@ async fn admin_defined_http_tools_work_keep_secrets_and_time_out() {
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     let r = define("slowpoke", slow.url("/"), 300).await.unwrap();
     assert_eq!(r.status(), 201);
+    // A placeholder that names no parameter would be sent literally: refused, naming it.
+    let r = define("typo", format!("{}/weather/{{town}}", api.url("")), 2000)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_placeholder", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("{town}"),
+        "{body}"
+    );
     let listed = app
         .get_as(&admin.access, "/api/admin/tools/custom")
         .send()

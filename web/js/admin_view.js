@@ -64,7 +64,8 @@ async function renderUsers(body) {
 
   // Create form
   const uname = field('Username', { name: 'new-username', autocomplete: 'off', required: true });
-  const pw = field('Password', { name: 'new-password', type: 'password', autocomplete: 'new-password', required: true });
+  const pw = field('Password', { name: 'new-password', type: 'password', autocomplete: 'new-password', required: true, minlength: '8', maxlength: '128', 'aria-describedby': 'new-password-rules' });
+  pw.wrap.append(h('p', { class: 'field-hint', id: 'new-password-rules' }, '8 to 128 characters.'));
   const roleSel = h('select', { id: 'new-user-role' }, roleOptions('member'));
   const roleField = h('div', { class: 'field' }, h('label', { for: 'new-user-role' }, 'Role'), roleSel);
   const err = h('p', { class: 'form-error', role: 'alert' });
@@ -209,7 +210,7 @@ async function renderRoles(body) {
     if (!failed) toast('Roles saved.');
   });
 
-  const newRole = field('New role name', { name: 'role-name', pattern: '[a-z0-9_-]+', autocomplete: 'off' });
+  const newRole = field('New role name', { name: 'role-name', pattern: '[a-z0-9_\\-]+', autocomplete: 'off' });
   const addForm = h('form', { class: 'inline-form' }, h('div', { class: 'form-row' }, newRole.wrap, h('button', { type: 'submit', class: 'btn' }, 'Add role')));
   addForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -280,7 +281,7 @@ async function renderCustomTools(body) {
   function drawForm(tool) {
     clear(formCard);
     const editing = Boolean(tool);
-    const name = field('Name', { value: tool?.name || '', required: true, pattern: '[a-zA-Z0-9_-]+', autocomplete: 'off', readonly: editing || null });
+    const name = field('Name', { value: tool?.name || '', required: true, pattern: '[a-zA-Z0-9_\\-]+', autocomplete: 'off', readonly: editing || null });
     const desc = field('Description', { value: tool?.description || '', required: true });
     const params = field('Parameters (JSON Schema)', { rows: '6', class: 'mono', spellcheck: 'false' }, 'textarea');
     params.input.value = JSON.stringify(tool?.parameters || { type: 'object', properties: {}, required: [] }, null, 2);
@@ -310,6 +311,14 @@ async function renderCustomTools(body) {
       let hdrs;
       try { parameters = JSON.parse(params.input.value || '{}'); } catch { err.textContent = 'Parameters must be valid JSON.'; params.input.focus(); return; }
       try { hdrs = JSON.parse(headers.input.value || '{}'); } catch { err.textContent = 'Headers must be a valid JSON object.'; headers.input.focus(); return; }
+      // Every {placeholder} is filled from an argument of that name: it must be a parameter.
+      const known = Object.keys(parameters?.properties || {});
+      const unknown = [...url.input.value.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1]).filter((p) => !known.includes(p));
+      if (unknown.length) {
+        err.textContent = `The URL uses {${unknown[0]}}, which is not a parameter: add "${unknown[0]}" to the schema's properties.`;
+        url.input.focus();
+        return;
+      }
       const payload = { name: name.input.value.trim(), description: desc.input.value.trim(), parameters, method: method.value, url_template: url.input.value.trim(), headers: hdrs };
       try {
         if (editing) await api.put(`/api/admin/tools/custom/${encodeURIComponent(tool.name)}`, payload);

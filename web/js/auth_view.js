@@ -11,7 +11,11 @@ export function renderAuth(root, { message, onSignedIn }) {
   if (!message) info.hidden = true;
 
   const user = field('Username', { name: 'username', autocomplete: 'username', required: true, autocapitalize: 'none', spellcheck: 'false', 'aria-describedby': errorId });
-  const pass = field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true, 'aria-describedby': errorId });
+  const pass = field('Password', { name: 'password', type: 'password', autocomplete: 'current-password', required: true, 'aria-describedby': `${errorId}-rules ${errorId}` });
+  // The rules are shown before the first attempt, not learned from an error.
+  const rules = h('p', { class: 'field-hint', id: `${errorId}-rules` }, 'At least 8 characters (at most 128); a passphrase of a few words is best.');
+  rules.hidden = true;
+  pass.wrap.append(rules);
   const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-block' }, 'Sign in');
   const heading = h('h1', { class: 'auth-title' }, 'Sign in to AgentChat');
   const switchText = h('span', null, 'No account yet?');
@@ -25,6 +29,7 @@ export function renderAuth(root, { message, onSignedIn }) {
     switchText.textContent = reg ? 'Already have an account?' : 'No account yet?';
     switchBtn.textContent = reg ? 'Sign in' : 'Register';
     pass.input.setAttribute('autocomplete', reg ? 'new-password' : 'current-password');
+    rules.hidden = !reg;
     status.textContent = '';
   };
   switchBtn.addEventListener('click', () => setMode(mode === 'signin' ? 'register' : 'signin'));

@@ -91,7 +91,7 @@ export async function renderMcpServers(body) {
   function drawForm(server) {
     clear(formCard);
     const editing = Boolean(server);
-    const name = field('Name', { value: server?.name || '', required: true, pattern: '[a-z0-9-]{1,24}', autocomplete: 'off', readonly: editing || null, placeholder: 'github' });
+    const name = field('Name', { value: server?.name || '', required: true, pattern: '[a-z0-9\\-]{1,24}', autocomplete: 'off', readonly: editing || null, placeholder: 'github' });
     const url = field('Streamable HTTP URL', { value: server?.url || '', required: true, type: 'url', placeholder: 'https://mcp.example.com/mcp' });
     const timeout = field('Timeout (ms)', { value: String(server?.timeout_ms || 30000), type: 'number', min: '1', max: '600000' });
     const headers = field('Headers (JSON object)', { rows: '3', class: 'mono', spellcheck: 'false' }, 'textarea');

@@ -104,6 +104,20 @@ fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRo
              (placeholders may appear only in the path and query)",
         ));
     }
+    if let Some(missing) = placeholders(&body.url_template).into_iter().find(|p| {
+        body.parameters
+            .get("properties")
+            .and_then(|ps| ps.get(*p))
+            .is_none()
+    }) {
+        return Err(ApiError::bad_request(
+            "unknown_placeholder",
+            format!(
+                "url_template uses {{{missing}}}, which is not a parameter: add \"{missing}\" to \
+                 the schema's properties"
+            ),
+        ));
+    }
     if body.headers.values().any(|v| !v.is_string()) {
         return Err(ApiError::bad_request(
             "invalid_headers",
@@ -143,6 +157,15 @@ fn template_origin(template: &str) -> Option<String> {
         return None;
     }
     Some(u.origin().ascii_serialization())
+}
+
+/// The `{name}` placeholders of a URL template, in order.
+fn placeholders(template: &str) -> Vec<&str> {
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+        .collect()
 }
 
 fn has_headers(row: &CustomToolRow) -> bool {
