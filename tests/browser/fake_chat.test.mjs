@@ -137,7 +137,17 @@ test('admin removes a tool from member in the matrix; the member is refused it',
   const card = page.locator('.msg-assistant').last().locator('.tool-card').filter({ hasText: 'calculator' });
   await card.locator('.tool-status.failed').waitFor();
   await card.locator('summary').click();
-  await card.locator('.tool-error').filter({ hasText: /not.?permitted|not allowed|not enabled/i }).waitFor();
+  // The member is told why, in words about their role, not a vague "not available".
+  await card.locator('.tool-error').filter({ hasText: /your role does not allow the tool `calculator`/ }).waitFor();
+  // A new chat lists what the role allows (calculator no longer among them).
+  await page.reload();
+  await page.getByRole('button', { name: 'New chat' }).click();
+  const allowed = page.locator('.empty-state .allowed-tools');
+  await allowed.waitFor();
+  if (await allowed.locator('summary').count()) await allowed.locator('summary').click();
+  const said = await allowed.textContent();
+  assert.match(said, /Your role allows/);
+  assert.ok(!said.includes('calculator'), `allowed: ${said}`);
   await page.context().close();
 });
 

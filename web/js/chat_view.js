@@ -243,11 +243,21 @@ export class ChatView {
       h('div', { class: 'logo big', 'aria-hidden': 'true' }),
       h('h2', null, 'How can I help?'),
       h('p', { class: 'muted' }, 'Ask anything. The assistant can call the tools your role allows.'),
+      this.allowedToolsNote(),
       h('div', { class: 'suggestions' }, suggestions.map((s) => {
         const b = h('button', { type: 'button', class: 'chip' }, s);
         b.addEventListener('click', () => { this.input.value = s; this.send(); });
         return b;
       })));
+  }
+
+  /** Which tools the member's role allows, so a refusal is never a surprise. */
+  allowedToolsNote() {
+    const tools = this.appState?.me?.tools || [];
+    if (!tools.length) return h('p', { class: 'muted small allowed-tools' }, 'Your role allows no tools yet: an admin can allow them under Roles & tools.');
+    return h('details', { class: 'allowed-tools' },
+      h('summary', null, `Your role allows ${tools.length} tool${tools.length === 1 ? '' : 's'}`),
+      h('ul', null, tools.map((t) => h('li', null, h('code', null, t)))));
   }
 
   scrollToEnd(force = false) {

@@ -179,7 +179,8 @@ impl Agent {
 pub(super) fn refused(name: &str) -> ExecutedCall {
     ExecutedCall {
         output: ToolOutput::err(format!(
-            "not_permitted: the tool `{name}` is not available to this user"
+            "not_permitted: your role does not allow the tool `{name}` (an admin can allow it \
+             under Roles & tools)"
         )),
         outcome: Outcome::Refused,
         error_code: Some("not_permitted"),

@@ -166,7 +166,8 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
     match wanted {
         Some((tool, args)) if tool_available(req, tool) => Plan::Call(tool, args),
         Some((tool, _)) => Plan::Say(format!(
-            "I would use the `{tool}` tool for that, but it is not enabled for this chat."
+            "I would use the `{tool}` tool for that, but your role does not allow it. An admin \
+             can allow it under Roles & tools."
         )),
         None => Plan::Say(help_text()),
     }
@@ -418,6 +419,7 @@ mod tests {
             .collect();
         assert!(text.starts_with("[demo] "));
         assert!(text.contains("current_time"));
+        assert!(text.contains("your role does not allow it"), "{text}");
     }
 
     #[test]
