@@ -9,6 +9,7 @@ mod budget;
 mod chat;
 mod cleanup;
 mod conversations;
+mod conversations_organize;
 mod database;
 mod durable;
 mod health;

@@ -57,6 +57,8 @@ diesel::table! {
         active_turn_id -> Nullable<Uuid>,
         active_turn_at -> Nullable<Timestamptz>,
         active_process_id -> Nullable<Uuid>,
+        pinned -> Bool,
+        archived_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::conversation_export::export;
 use crate::auth::AuthUser;
 use crate::db::{self, models::conversation, models::message, models::turn};
 use crate::error::ApiError;
@@ -15,6 +16,8 @@ use crate::state::AppState;
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
 const MAX_TITLE_CHARS: usize = 200;
+/// Longest search text, in characters.
+const MAX_QUERY_CHARS: usize = 200;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -25,9 +28,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/conversations/{id}")
             .route(web::get().to(get))
-            .route(web::patch().to(rename))
+            .route(web::patch().to(update))
             .route(web::delete().to(delete)),
-    );
+    )
+    .route("/conversations/{id}/export", web::get().to(export));
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -37,6 +41,12 @@ struct ListQuery {
     limit: Option<i64>,
     /// Opaque cursor from the previous page's `next_cursor`.
     cursor: Option<String>,
+    /// `true`: the archived conversations instead of the others.
+    archived: Option<bool>,
+    /// Search: conversations (archived included) whose title contains this text or whose
+    /// messages match it (full-text: words, "a phrase", -excluded); up to 200 characters.
+    /// Results carry a `snippet` of the latest matching message and no cursor.
+    q: Option<String>,
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -46,10 +56,13 @@ struct CreateBody {
     model: Option<String>,
 }
 
+/// What `PATCH` may change; at least one field.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RenameBody {
-    title: String,
+struct PatchBody {
+    title: Option<String>,
+    pinned: Option<bool>,
+    archived: Option<bool>,
 }
 
 fn clean_title(title: &str) -> Result<String, ApiError> {
@@ -65,22 +78,29 @@ fn clean_title(title: &str) -> Result<String, ApiError> {
 }
 
 fn encode_cursor(c: &conversation::Conversation) -> String {
-    format!("{}_{}", c.updated_at.timestamp_micros(), c.id)
+    let pinned = if c.pinned { "p" } else { "u" };
+    format!("{pinned}{}_{}", c.updated_at.timestamp_micros(), c.id)
 }
 
 fn decode_cursor(s: &str) -> Result<conversation::PageCursor, ApiError> {
     let bad =
         || ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued");
-    let (micros, id) = s.split_once('_').ok_or_else(bad)?;
+    let pinned = match s.get(..1) {
+        Some("p") => true,
+        Some("u") => false,
+        _ => return Err(bad()),
+    };
+    let (micros, id) = s[1..].split_once('_').ok_or_else(bad)?;
     let at = micros
         .parse::<i64>()
         .ok()
         .and_then(chrono::DateTime::from_timestamp_micros)
         .ok_or_else(bad)?;
-    Ok((at, Uuid::parse_str(id).map_err(|_| bad())?))
+    Ok((pinned, at, Uuid::parse_str(id).map_err(|_| bad())?))
 }
 
-/// The caller's conversations, most recently active first.
+/// The caller's conversations: pinned first, then most recently active; archived ones with
+/// `?archived=true`; a search with `?q=`.
 #[utoipa::path(get, path = "/api/conversations", tag = "conversations", params(ListQuery),
     responses((status = 200, description = "A page", body = crate::openapi::schemas::ConversationPage)))]
 async fn list(
@@ -89,9 +109,26 @@ async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let limit = query.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    if let Some(q) = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        if q.chars().count() > MAX_QUERY_CHARS {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("q must be at most {MAX_QUERY_CHARS} characters"),
+            ));
+        }
+        let q = crate::db::pg_safe_text(q);
+        let mut conn = db::conn(&state.pool).await?;
+        let items = conversation::search_owned(&mut conn, who.id, &q, limit).await?;
+        return Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": null})));
+    }
+    let shelf = if query.archived == Some(true) {
+        conversation::Shelf::Archived
+    } else {
+        conversation::Shelf::Active
+    };
     let before = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let mut conn = db::conn(&state.pool).await?;
-    let items = conversation::list_owned(&mut conn, who.id, limit, before).await?;
+    let items = conversation::list_owned(&mut conn, who.id, shelf, limit, before).await?;
     let next_cursor = (items.len() as i64 == limit)
         .then(|| items.last().map(encode_cursor))
         .flatten();
@@ -146,19 +183,31 @@ async fn get(
     Ok(HttpResponse::Ok().json(body))
 }
 
-/// Renames a conversation.
+/// Renames, pins or archives a conversation.
 #[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
-    request_body = RenameBody,
-    responses((status = 200, description = "Renamed", body = crate::db::models::conversation::Conversation)))]
-async fn rename(
+    request_body = PatchBody,
+    responses((status = 200, description = "Changed", body = crate::db::models::conversation::Conversation)))]
+async fn update(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    Json(body): Json<RenameBody>,
+    Json(body): Json<PatchBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let title = clean_title(&body.title)?;
+    if body.title.is_none() && body.pinned.is_none() && body.archived.is_none() {
+        return Err(ApiError::bad_request(
+            "nothing_to_change",
+            "send at least one of title, pinned, archived",
+        ));
+    }
+    let changes = conversation::Changes {
+        title: body.title.as_deref().map(clean_title).transpose()?,
+        pinned: body.pinned,
+        archived_at: body
+            .archived
+            .map(|archived| archived.then(chrono::Utc::now)),
+    };
     let mut conn = db::conn(&state.pool).await?;
-    let conv = conversation::rename_owned(&mut conn, *id, who.id, &title)
+    let conv = conversation::update_owned(&mut conn, *id, who.id, &changes)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     Ok(HttpResponse::Ok().json(conv))

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod conversation_export;
 pub mod conversations;
 pub mod files;
 pub mod health;

@@ -49,6 +49,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/api/conversations/{id}", User),
     r("PATCH", "/api/conversations/{id}", User),
     r("DELETE", "/api/conversations/{id}", User),
+    r("GET", "/api/conversations/{id}/export", User),
     r("POST", "/api/conversations/{id}/messages", User),
     r("POST", "/api/conversations/{id}/cancel", User),
     r("GET", "/api/models", User),

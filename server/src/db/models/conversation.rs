@@ -19,32 +19,63 @@ pub struct Conversation {
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Kept at the top of the list.
+    pub pinned: bool,
+    /// Put away: out of the list (still searchable); sending a message brings it back.
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
-/// Keyset cursor: the `(updated_at, id)` of the last conversation of the previous page.
-pub type PageCursor = (DateTime<Utc>, Uuid);
+/// Keyset cursor: the `(pinned, updated_at, id)` of the last conversation of the previous
+/// page.
+pub type PageCursor = (bool, DateTime<Utc>, Uuid);
 
-/// The owner's conversations, most recently active first.
+/// Which conversations a list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shelf {
+    /// The ones in use (not archived).
+    Active,
+    /// The archived ones.
+    Archived,
+}
+
+/// The owner's conversations on `shelf`: pinned first, then most recently active.
 pub async fn list_owned(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
+    shelf: Shelf,
     limit: i64,
     before: Option<PageCursor>,
 ) -> QueryResult<Vec<Conversation>> {
     let mut query = dsl::conversations
         .filter(dsl::user_id.eq(user_id))
         .select(Conversation::as_select())
-        .order((dsl::updated_at.desc(), dsl::id.desc()))
+        .order((dsl::pinned.desc(), dsl::updated_at.desc(), dsl::id.desc()))
         .limit(limit)
         .into_boxed();
-    if let Some((at, id)) = before {
+    query = match shelf {
+        Shelf::Active => query.filter(dsl::archived_at.is_null()),
+        Shelf::Archived => query.filter(dsl::archived_at.is_not_null()),
+    };
+    if let Some((pinned, at, id)) = before {
+        // After (pinned, at, id) in the descending order.
         query = query.filter(
-            dsl::updated_at
-                .lt(at)
-                .or(dsl::updated_at.eq(at).and(dsl::id.lt(id))),
+            dsl::pinned.lt(pinned).or(dsl::pinned.eq(pinned).and(
+                dsl::updated_at
+                    .lt(at)
+                    .or(dsl::updated_at.eq(at).and(dsl::id.lt(id))),
+            )),
         );
     }
     query.load(conn).await
+}
+
+/// What a `PATCH` changes; `None` leaves a field as it is.
+#[derive(Debug, Default, AsChangeset)]
+#[diesel(table_name = conversations)]
+pub struct Changes {
+    pub title: Option<String>,
+    pub pinned: Option<bool>,
+    pub archived_at: Option<Option<DateTime<Utc>>>,
 }
 
 pub async fn create(
@@ -79,22 +110,84 @@ pub async fn find_owned(
         .optional()
 }
 
-pub async fn rename_owned(
+/// Renames, pins or archives the owner's conversation. Pinning and archiving do not count as
+/// activity (the order by `updated_at` stays); a new title does.
+pub async fn update_owned(
     conn: &mut AsyncPgConnection,
     id: Uuid,
     user_id: Uuid,
-    title: &str,
+    changes: &Changes,
 ) -> QueryResult<Option<Conversation>> {
-    diesel::update(
-        dsl::conversations
-            .filter(dsl::id.eq(id))
-            .filter(dsl::user_id.eq(user_id)),
+    let target = dsl::conversations
+        .filter(dsl::id.eq(id))
+        .filter(dsl::user_id.eq(user_id));
+    if changes.title.is_some() {
+        diesel::update(target)
+            .set((changes, dsl::updated_at.eq(diesel::dsl::now)))
+            .returning(Conversation::as_returning())
+            .get_result(conn)
+            .await
+            .optional()
+    } else {
+        diesel::update(target)
+            .set(changes)
+            .returning(Conversation::as_returning())
+            .get_result(conn)
+            .await
+            .optional()
+    }
+}
+
+/// A conversation that matched a search, with the latest matching message (if the match
+/// was in the messages rather than the title).
+#[derive(Debug, QueryableByName, Serialize, utoipa::ToSchema)]
+pub struct Found {
+    #[diesel(embed)]
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub snippet: Option<String>,
+}
+
+/// The owner's conversations, archived ones included, whose title contains `text` or
+/// whose messages (what the user and the assistant wrote) match it as full-text search
+/// (`websearch_to_tsquery` syntax: words, "a phrase", -not). Pinned first, then most recent.
+pub async fn search_owned(
+    conn: &mut AsyncPgConnection,
+    user_id: Uuid,
+    text: &str,
+    limit: i64,
+) -> QueryResult<Vec<Found>> {
+    use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+    let like = format!(
+        "%{}%",
+        text.replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    diesel::sql_query(
+        "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
+                c.archived_at, \
+                (SELECT left(m.content, 400) FROM messages m \
+                  WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant') \
+                    AND to_tsvector('simple', m.content) @@ q \
+                  ORDER BY m.seq DESC LIMIT 1) AS snippet \
+           FROM conversations c, websearch_to_tsquery('simple', $2) q \
+          WHERE c.user_id = $1 \
+            AND (c.title ILIKE $3 \
+                 OR EXISTS (SELECT 1 FROM messages m \
+                             WHERE m.conversation_id = c.id \
+                               AND m.role IN ('user', 'assistant') \
+                               AND to_tsvector('simple', m.content) @@ q)) \
+          ORDER BY c.pinned DESC, c.updated_at DESC, c.id DESC \
+          LIMIT $4",
     )
-    .set((dsl::title.eq(title), dsl::updated_at.eq(diesel::dsl::now)))
-    .returning(Conversation::as_returning())
-    .get_result(conn)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<Text, _>(text)
+    .bind::<Text, _>(like)
+    .bind::<BigInt, _>(limit)
+    .load(conn)
     .await
-    .optional()
 }
 
 /// Deletes the conversation and its messages; false when it is not the owner's.

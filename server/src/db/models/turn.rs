@@ -175,10 +175,10 @@ fn claim_conversation(
 ) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
     sql("UPDATE conversations \
             SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
-                active_process_id = $5 \
+                active_process_id = $5, archived_at = NULL \
           WHERE id = $1 AND user_id = $2 \
             AND (active_turn_id IS NULL OR active_turn_at < $4) \
-         RETURNING id, user_id, title, model, created_at, updated_at")
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)
     .bind::<SqlUuid, _>(turn_id)
