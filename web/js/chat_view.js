@@ -1,12 +1,12 @@
 // The chat screen: conversation sidebar, message log with live streaming, composer with
 // Send/Stop and model picker, and the workspace files panel.
 
-import { h, clear, fmtRelative, toast, icon } from './dom.js';
+import { h, clear, toast, icon } from './dom.js';
 import * as api from './api.js';
 import { AssistantTurn, userBubble, renderStored } from './turn.js';
 import { FilesPanel } from './files_panel.js';
-
-const PAGE = 50;
+import { ConversationList } from './conversation_list.js';
+import { exportMenu } from './export_menu.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -16,8 +16,6 @@ export class ChatView {
     this.navigate = navigate;
     this.refreshMe = refreshMe;
     this.attached = true;
-    this.conversations = [];
-    this.nextCursor = null;
     this.current = null; // conversation object
     this.streaming = null; // {convId, controller, turn}
     this.pollTimer = null;
@@ -35,14 +33,13 @@ export class ChatView {
     // Sidebar
     this.newBtn = h('button', { type: 'button', class: 'btn btn-primary btn-block new-chat' }, icon('plus'), 'New chat');
     this.newBtn.addEventListener('click', () => { this.closeSidebar(); this.navigate('/'); this.input.focus(); });
-    this.search = h('input', { type: 'search', class: 'search', placeholder: 'Search chats', 'aria-label': 'Search chats' });
-    this.search.addEventListener('input', () => this.renderList());
-    this.list = h('ul', { class: 'conv-list', 'aria-label': 'Conversations' });
-    this.moreBtn = h('button', { type: 'button', class: 'btn btn-ghost btn-block' }, 'Load more');
-    this.moreBtn.hidden = true;
-    this.moreBtn.addEventListener('click', () => this.loadConversations(true));
-    this.sidebar = h('aside', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Conversations' },
-      this.newBtn, this.search, h('div', { class: 'conv-scroll' }, this.list, this.moreBtn));
+    this.convList = new ConversationList({
+      isCurrent: (id) => Boolean(this.current && this.current.id === id),
+      closeSidebar: () => this.closeSidebar(),
+      onRenamed: (c) => { if (this.current && this.current.id === c.id) { this.current.title = c.title; this.showTitle(); } },
+      onDeleted: (c) => { if (this.current && this.current.id === c.id) this.navigate('/'); },
+    });
+    this.sidebar = h('aside', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Conversations' }, this.newBtn, this.convList.el);
     this.scrim = h('div', { class: 'scrim', 'aria-hidden': 'true' });
     this.scrim.addEventListener('click', () => { this.closeSidebar(); this.files.close(); });
     this.menuBtn.addEventListener('click', () => (this.sidebar.classList.contains('open') ? this.closeSidebar() : this.openSidebar()));
@@ -57,7 +54,8 @@ export class ChatView {
     this.title = h('h1', { class: 'chat-title' }, 'New chat');
     this.modelLabel = h('span', { class: 'model-tag' });
     this.filesBtn = h('button', { type: 'button', class: 'btn btn-ghost files-toggle', 'aria-expanded': 'false', 'aria-controls': 'files-panel' }, 'Files');
-    const header = h('div', { class: 'chat-header' }, this.title, this.modelLabel, h('span', { class: 'spacer' }), this.filesBtn);
+    this.exportMenu = exportMenu(() => this.current?.id || null);
+    const header = h('div', { class: 'chat-header' }, this.title, this.modelLabel, h('span', { class: 'spacer' }), this.exportMenu, this.filesBtn);
 
     // Log
     this.log = h('div', { class: 'messages', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
@@ -92,7 +90,7 @@ export class ChatView {
     this.sidebar.classList.add('open');
     this.scrim.classList.add('show');
     this.menuBtn.setAttribute('aria-expanded', 'true');
-    this.search.focus();
+    this.convList.focusSearch();
   }
 
   closeSidebar() {
@@ -113,7 +111,7 @@ export class ChatView {
     this.sendBtn.disabled = true;
     const [models] = await Promise.all([
       this.appState.models ? Promise.resolve(this.appState.models) : api.get('/api/models').catch(() => null),
-      this.loadConversations(false),
+      this.convList.load(false),
     ]);
     this.appState.models = models;
     if (models && Array.isArray(models.models) && models.models.length > 1) {
@@ -130,92 +128,6 @@ export class ChatView {
     if (window.matchMedia('(min-width: 761px)').matches) this.input.focus();
   }
 
-  async loadConversations(more) {
-    try {
-      const q = new URLSearchParams({ limit: String(PAGE) });
-      if (more && this.nextCursor) q.set('cursor', this.nextCursor);
-      const page = await api.get(`/api/conversations?${q}`);
-      this.conversations = more ? this.conversations.concat(page.items) : page.items;
-      this.nextCursor = page.next_cursor || null;
-    } catch (err) {
-      if (err.status !== 401) toast(`Could not load conversations: ${err.message}`, 'error');
-    }
-    this.renderList();
-  }
-
-  renderList() {
-    clear(this.list);
-    const q = this.search.value.trim().toLowerCase();
-    const items = this.conversations.filter((c) => !q || (c.title || 'Untitled').toLowerCase().includes(q));
-    if (!items.length) {
-      this.list.append(h('li', { class: 'conv-empty' }, q ? 'No chats match your search.' : 'No chats yet. Say hello!'));
-    }
-    for (const c of items) this.list.append(this.renderItem(c));
-    this.moreBtn.hidden = !this.nextCursor || Boolean(q);
-  }
-
-  renderItem(c) {
-    const title = c.title || 'Untitled';
-    const active = this.current && this.current.id === c.id;
-    const link = h('a', { href: `/c/${encodeURIComponent(c.id)}`, 'data-nav': '', class: 'conv-link', 'aria-current': active ? 'page' : null },
-      h('span', { class: 'conv-title' }, title),
-      h('span', { class: 'conv-time' }, fmtRelative(c.updated_at || c.created_at)));
-    link.addEventListener('click', () => this.closeSidebar());
-    const renameBtn = h('button', { type: 'button', class: 'icon-btn', 'aria-label': `Rename ${title}`, title: 'Rename' }, icon('edit'));
-    const deleteBtn = h('button', { type: 'button', class: 'icon-btn', 'aria-label': `Delete ${title}`, title: 'Delete' }, icon('trash'));
-    const li = h('li', { class: `conv-item${active ? ' active' : ''}` }, link, h('div', { class: 'conv-actions' }, renameBtn, deleteBtn));
-    renameBtn.addEventListener('click', () => this.startRename(li, c));
-    deleteBtn.addEventListener('click', () => this.confirmDelete(li, c));
-    return li;
-  }
-
-  startRename(li, c) {
-    const input = h('input', { type: 'text', class: 'rename-input', value: c.title || '', 'aria-label': 'New title', maxlength: '200' });
-    const save = h('button', { type: 'submit', class: 'btn btn-small btn-primary' }, 'Save');
-    const cancel = h('button', { type: 'button', class: 'btn btn-small' }, 'Cancel');
-    const form = h('form', { class: 'rename-form' }, input, save, cancel);
-    clear(li).append(form);
-    input.focus();
-    input.select();
-    const done = () => this.renderList();
-    cancel.addEventListener('click', done);
-    input.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') done(); });
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const t = input.value.trim();
-      if (!t) { input.focus(); return; }
-      try {
-        const updated = await api.patch(`/api/conversations/${encodeURIComponent(c.id)}`, { title: t });
-        c.title = updated?.title ?? t;
-        if (this.current && this.current.id === c.id) { this.current.title = c.title; this.showTitle(); }
-        toast('Chat renamed.');
-      } catch (err) {
-        toast(`Rename failed: ${err.message}`, 'error');
-      }
-      done();
-    });
-  }
-
-  confirmDelete(li, c) {
-    const yes = h('button', { type: 'button', class: 'btn btn-small btn-danger' }, 'Delete');
-    const no = h('button', { type: 'button', class: 'btn btn-small' }, 'Cancel');
-    clear(li).append(h('div', { class: 'confirm-row', role: 'group', 'aria-label': 'Confirm delete' },
-      h('span', null, `Delete “${c.title || 'Untitled'}”?`), yes, no));
-    yes.focus();
-    no.addEventListener('click', () => this.renderList());
-    yes.addEventListener('click', async () => {
-      try {
-        await api.del(`/api/conversations/${encodeURIComponent(c.id)}`);
-        this.conversations = this.conversations.filter((x) => x.id !== c.id);
-        toast('Chat deleted.');
-        if (this.current && this.current.id === c.id) this.navigate('/');
-      } catch (err) {
-        toast(`Delete failed: ${err.message}`, 'error');
-      }
-      this.renderList();
-    });
-  }
-
   showTitle() {
     const t = this.current ? (this.current.title || 'Untitled') : 'New chat';
     this.title.textContent = t;
@@ -223,6 +135,7 @@ export class ChatView {
     const model = this.current?.model;
     this.modelLabel.textContent = model ? model : '';
     this.modelLabel.hidden = !model;
+    this.exportMenu.hidden = !this.current;
     // The model is chosen when a chat starts.
     this.modelWrap.hidden = this.current !== null || this.modelSelect.options.length < 2;
   }
@@ -288,7 +201,7 @@ export class ChatView {
       this.showTitle();
       clear(this.log).append(this.emptyState());
       this.setBusy(false);
-      this.renderList();
+      this.convList.render();
       this.enableComposer();
       return;
     }
@@ -307,7 +220,7 @@ export class ChatView {
     }
     this.current = conv;
     this.showTitle();
-    this.renderList();
+    this.convList.render();
     this.renderConversation(conv);
     this.scrollToEnd(true);
     this.enableComposer();
@@ -404,6 +317,8 @@ export class ChatView {
     }
     this.clearBanner();
     let conv = this.current;
+    let createdHere = false; // this send made the conversation
+    let refusedFirst = false; // ...and its first message was refused: it goes again
     if (!conv) {
       try {
         const body = { title: content.length > 60 ? `${content.slice(0, 57).trimEnd()}…` : content };
@@ -411,10 +326,11 @@ export class ChatView {
         conv = await api.post('/api/conversations', body);
         conv.messages = [];
         this.current = conv;
-        this.conversations.unshift(conv);
+        this.convList.add(conv);
+        createdHere = true;
         history.pushState(null, '', `/c/${encodeURIComponent(conv.id)}`);
         this.showTitle();
-        this.renderList();
+        this.convList.render();
       } catch (err) {
         if (err.status !== 401) this.showBanner(`Could not start a chat: ${err.message}`);
         return;
@@ -484,16 +400,21 @@ export class ChatView {
         if (!this.input.value) { this.input.value = content; this.autosize(); }
         if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
         this.showBanner(refusalText(err, this));
+        // A chat whose first message was refused up front holds nothing: no empty chat is
+        // left behind in the list.
+        if (createdHere) {
+          refusedFirst = true;
+          this.convList.forget(conv.id);
+          api.del(`/api/conversations/${encodeURIComponent(conv.id)}`).catch(() => {});
+          this.current = null;
+          history.replaceState(null, '', '/');
+          this.showTitle();
+        }
       }
     } finally {
       if (this.streaming && this.streaming.controller === controller) this.streaming = null;
       this.setBusy(false);
-      const c = this.conversations.find((x) => x.id === conv.id);
-      if (c) {
-        c.updated_at = new Date().toISOString();
-        this.conversations = [c, ...this.conversations.filter((x) => x !== c)];
-        this.renderList();
-      }
+      if (!refusedFirst) this.convList.touch(conv.id);
       this.refreshMe();
       if (this.attached && this.current && this.current.id === conv.id) this.input.focus();
     }

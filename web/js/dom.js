@@ -113,6 +113,8 @@ const ICONS = {
   plus: 'M12 5v14M5 12h14',
   tool: 'M14.7 6.3a4 4 0 0 0-5.4 5.4L3 18l3 3 6.3-6.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z',
   file: 'M14 3H6v18h12V7zM14 3v4h4',
+  pin: 'M9 3h6l-1 6 4 4H6l4-4zM12 13v8',
+  archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
 };
 
 /** An inline SVG icon (decorative: aria-hidden). */
