@@ -306,3 +306,91 @@ async fn a_conversation_exports_as_markdown_and_as_json() {
         .unwrap();
     expect_error(r, 404, "not_found").await;
 }
+
+#[tokio::test]
+async fn a_question_can_be_taken_back_with_everything_after_it() {
+    let app = spawn_app().await;
+    let s = app.signed_up("tara").await;
+    let id = create(&app, &s.access, "edits").await;
+    store(
+        &app,
+        &id,
+        &[
+            ("user", "first question", None),
+            ("assistant", "first answer", None),
+            ("user", "second question", None),
+            ("assistant", "second answer", None),
+        ],
+    )
+    .await;
+    let messages = |app: &TestApp| {
+        let path = format!("/api/conversations/{id}");
+        let token = s.access.clone();
+        let req = app.get_as(&token, &path);
+        async move {
+            let got: Value = req.send().await.unwrap().json().await.unwrap();
+            got["messages"].as_array().unwrap().clone()
+        }
+    };
+    let all = messages(&app).await;
+    let second = all[2]["id"].as_str().unwrap().to_owned();
+    let answer = all[1]["id"].as_str().unwrap().to_owned();
+    let truncate = |token: &str, from: &str| {
+        app.post_as(token, &format!("/api/conversations/{id}/truncate"))
+            .json(&json!({ "from": from }))
+            .send()
+    };
+
+    // Only a question of one's own, in one's own conversation.
+    expect_error(
+        truncate(&s.access, &answer).await.unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    let other = app.signed_up("otto").await;
+    expect_error(
+        truncate(&other.access, &second).await.unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    // Not while a reply is being generated.
+    let mut db = app.db().await;
+    diesel::sql_query(
+        "UPDATE conversations SET active_turn_id = gen_random_uuid(), active_turn_at = now() WHERE id = $1",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(id.parse::<uuid::Uuid>().unwrap())
+    .execute(&mut db)
+    .await
+    .unwrap();
+    expect_error(
+        truncate(&s.access, &second).await.unwrap(),
+        409,
+        "turn_in_progress",
+    )
+    .await;
+    assert_eq!(messages(&app).await.len(), 4);
+    diesel::sql_query("UPDATE conversations SET active_turn_id = NULL WHERE id = $1")
+        .bind::<diesel::sql_types::Uuid, _>(id.parse::<uuid::Uuid>().unwrap())
+        .execute(&mut db)
+        .await
+        .unwrap();
+
+    let r = truncate(&s.access, &second).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["removed"], 2);
+    let left: Vec<String> = messages(&app)
+        .await
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, ["first question", "first answer"]);
+    // Gone means gone: the same id again is unknown.
+    expect_error(
+        truncate(&s.access, &second).await.unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+}

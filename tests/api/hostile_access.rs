@@ -67,6 +67,9 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("GET" | "DELETE", _) => return None,
         (_, p) if p.contains("/messages") => json!({"content": "hello"}),
         ("PATCH", "/api/conversations/{id}") => json!({"title": "pwned"}),
+        ("POST", "/api/conversations/{id}/truncate") => {
+            json!({"from": "00000000-0000-4000-8000-000000000000"})
+        }
         ("POST", "/api/conversations") => json!({}),
         ("PATCH", "/api/admin/users/{id}") => json!({"role": "admin", "disabled": true}),
         ("POST", "/api/admin/users") => {

@@ -7,6 +7,7 @@ import { AssistantTurn, userBubble, renderStored } from './turn.js';
 import { FilesPanel } from './files_panel.js';
 import { ConversationList } from './conversation_list.js';
 import { exportMenu } from './export_menu.js';
+import { decorate } from './message_actions.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -248,6 +249,30 @@ export class ChatView {
       this.setBusy(Boolean(running));
       this.pendingServerTurn = false;
     }
+    this.decorate();
+  }
+
+  /** Copy / Edit / Regenerate on the messages, when no answer is being generated. */
+  decorate() {
+    decorate(this.log, {
+      busy: () => Boolean(this.streaming) || this.pendingServerTurn,
+      resend: (fromId, text) => this.resend(fromId, text),
+    });
+  }
+
+  /** Takes the open chat back to before question `fromId` and sends `text` in its place. */
+  async resend(fromId, text) {
+    const conv = this.current;
+    if (!conv || this.streaming) return;
+    try {
+      await api.post(`/api/conversations/${encodeURIComponent(conv.id)}/truncate`, { from: fromId });
+    } catch (err) {
+      toast(`Could not go back to that message: ${err.message}`, 'error');
+      return;
+    }
+    await this.open(conv.id);
+    this.input.value = text;
+    await this.send();
   }
 
   poll(id, n) {
@@ -357,6 +382,7 @@ export class ChatView {
       await api.streamTurn(conv.id, content, (ev) => {
         switch (ev.type) {
           case 'turn_start':
+            bubble.dataset.messageId = ev.message_id;
             if (this.streaming?.controller === controller) {
               this.streaming.started = true;
               if (this.streaming.stopOnStart) this.stop();
@@ -415,6 +441,7 @@ export class ChatView {
       if (this.streaming && this.streaming.controller === controller) this.streaming = null;
       this.setBusy(false);
       if (!refusedFirst) this.convList.touch(conv.id);
+      if (this.current && this.current.id === conv.id) this.decorate();
       this.refreshMe();
       if (this.attached && this.current && this.current.id === conv.id) this.input.focus();
     }

@@ -209,7 +209,9 @@ export function renderStored(messages) {
   for (const m of messages) {
     if (m.role === 'user') {
       closeTurn();
-      out.push(userBubble(m.content));
+      const bubble = userBubble(m.content);
+      bubble.dataset.messageId = m.id; // what Edit and Regenerate go back to
+      out.push(bubble);
       continue;
     }
     if (!turn) {

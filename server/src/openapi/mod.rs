@@ -42,6 +42,7 @@ use common::CommonResponses;
         routes::conversations::get,
         routes::conversations::update,
         routes::conversation_export::export,
+        routes::truncate::truncate,
         routes::conversations::delete,
         routes::messages::post_message,
         routes::messages::cancel,

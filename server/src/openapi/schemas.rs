@@ -82,6 +82,13 @@ pub struct ConversationDetail {
     pub messages: Vec<message::Message>,
 }
 
+/// `POST /api/conversations/{id}/truncate`.
+#[derive(ToSchema)]
+pub struct Truncated {
+    /// How many messages were removed (the named one and everything after it).
+    pub removed: u64,
+}
+
 /// `POST /api/conversations/{id}/cancel`.
 #[derive(ToSchema)]
 pub struct CancelOutcome {

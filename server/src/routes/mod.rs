@@ -12,6 +12,7 @@ pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod table;
+pub mod truncate;
 pub mod web;
 
 use actix_web::web as aweb;
@@ -28,6 +29,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(me::configure)
                 .configure(conversations::configure)
                 .configure(messages::configure)
+                .configure(truncate::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(admin::configure),

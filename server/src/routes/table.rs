@@ -52,6 +52,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/api/conversations/{id}/export", User),
     r("POST", "/api/conversations/{id}/messages", User),
     r("POST", "/api/conversations/{id}/cancel", User),
+    r("POST", "/api/conversations/{id}/truncate", User),
     r("GET", "/api/models", User),
     r("GET", "/api/files", User),
     r("GET", "/api/files/{path:.+}", User),

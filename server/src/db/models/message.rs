@@ -193,3 +193,55 @@ pub async fn existing(conn: &mut AsyncPgConnection, ids: &[Uuid]) -> QueryResult
         .load(conn)
         .await
 }
+
+/// What [`truncate_from`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truncated {
+    /// This many messages (the named one and everything after it) are gone.
+    Removed(usize),
+    /// No user message of that id in the conversation.
+    NoSuchMessage,
+    /// A turn runs in the conversation: nothing was touched.
+    Busy,
+}
+
+/// Removes the user message `from` and everything after it, so that the conversation can go
+/// on from there with an edited or regenerated question. Only while no turn runs (the check
+/// and the delete are one statement); tool-call audit rows stay, as audit does.
+pub async fn truncate_from(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    from: Uuid,
+) -> QueryResult<Truncated> {
+    #[derive(QueryableByName)]
+    struct Outcome {
+        #[diesel(sql_type = Nullable<BigInt>)]
+        target: Option<i64>,
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        idle: bool,
+        #[diesel(sql_type = BigInt)]
+        removed: i64,
+    }
+    let row: Outcome = diesel::sql_query(
+        "WITH target AS (SELECT seq FROM messages \
+                          WHERE id = $2 AND conversation_id = $1 AND role = 'user'), \
+              idle AS (SELECT 1 FROM conversations \
+                        WHERE id = $1 AND active_turn_id IS NULL FOR UPDATE), \
+              gone AS (DELETE FROM messages \
+                        WHERE conversation_id = $1 \
+                          AND seq >= (SELECT seq FROM target) \
+                          AND EXISTS (SELECT 1 FROM idle) \
+                       RETURNING 1) \
+         SELECT (SELECT seq FROM target) AS target, EXISTS (SELECT 1 FROM idle) AS idle, \
+                (SELECT count(*) FROM gone) AS removed",
+    )
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(from)
+    .get_result(conn)
+    .await?;
+    Ok(match (row.target, row.idle) {
+        (None, _) => Truncated::NoSuchMessage,
+        (Some(_), false) => Truncated::Busy,
+        (Some(_), true) => Truncated::Removed(usize::try_from(row.removed).unwrap_or(0)),
+    })
+}
