@@ -1,6 +1,7 @@
 //! HTTP routes: thin handlers, one file per resource.
 
 pub mod admin;
+pub mod approvals;
 pub mod auth;
 pub mod conversations;
 pub mod files;
@@ -27,6 +28,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(me::configure)
                 .configure(conversations::configure)
                 .configure(messages::configure)
+                .configure(approvals::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(admin::configure),
