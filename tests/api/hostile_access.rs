@@ -68,6 +68,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         (_, p) if p.contains("/messages") => json!({"content": "hello"}),
         ("PATCH", "/api/conversations/{id}") => json!({"title": "pwned"}),
         ("POST", "/api/conversations") => json!({}),
+        ("POST", "/api/approvals/{id}") => json!({"decision": "approve"}),
         ("PATCH", "/api/admin/users/{id}") => json!({"role": "admin", "disabled": true}),
         ("POST", "/api/admin/users") => {
             json!({"username": "intruder", "password": "password-of-intruder", "role": "admin"})

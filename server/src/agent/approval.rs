@@ -34,6 +34,13 @@ impl Agent {
         calls: &[llm::ToolCall],
         allowed: &[String],
     ) -> Result<Vec<Option<Waiting>>, Ending> {
+        let candidate = |c: &llm::ToolCall| {
+            turn.tools.get(&c.name).is_some() && crate::tools::policy::allows(allowed, &c.name)
+        };
+        // Calls that fail anyway (unknown or not allowed) wait for nothing: no need to ask.
+        if !calls.iter().any(candidate) {
+            return Ok(calls.iter().map(|_| None).collect());
+        }
         let map = async {
             let mut conn = db::conn(&self.pool)
                 .await
@@ -53,9 +60,7 @@ impl Agent {
         Ok(calls
             .iter()
             .map(|c| {
-                if turn.tools.get(&c.name).is_none()
-                    || !crate::tools::policy::allows(allowed, &c.name)
-                {
+                if !candidate(c) {
                     return None;
                 }
                 let mcp = self.mcp_tool(&c.name);
