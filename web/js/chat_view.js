@@ -5,6 +5,7 @@ import { h, clear, fmtRelative, toast, icon } from './dom.js';
 import * as api from './api.js';
 import { AssistantTurn, userBubble, renderStored } from './turn.js';
 import { FilesPanel } from './files_panel.js';
+import { showApproval, showPending } from './approval_card.js';
 
 const PAGE = 50;
 
@@ -308,6 +309,7 @@ export class ChatView {
     clear(this.log);
     if (!msgs.length) this.log.append(this.emptyState());
     else this.log.append(...renderStored(msgs));
+    showPending(this.log, conv.id, this.appState.me);
     const last = msgs[msgs.length - 1];
     const running = this.streaming && this.streaming.convId === conv.id;
     const recent = last && (Date.now() - new Date(last.created_at).getTime() < 10 * 60 * 1000);
@@ -430,6 +432,7 @@ export class ChatView {
           case 'tool_call': turn.addToolCall(ev); break;
           case 'tool_result': turn.addToolResult(ev); break;
           case 'usage': turn.addUsage(ev); break;
+          case 'approval_required': showApproval(turn, ev, { me: this.appState.me, log: this.log }); break;
           case 'done': {
             finished = true;
             let extra = '';
@@ -508,6 +511,8 @@ function refusalText(err, view) {
       const when = view.resetsText();
       return `Your token budget is used up. ${when || err.message || ''}`.trim();
     }
+    case 'approval_pending':
+      return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
     case 'turn_in_progress':
       return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
     case 'not_found':

@@ -384,7 +384,7 @@ fn not_decided(a: &Approval) -> ExecutedCall {
         (
             "approval_denied",
             format!(
-                "approval_denied: {who} denied this call of `{}`, so it did not run{why}",
+                "approval_denied: {who} denied this call of `{}`{why}; it did not run",
                 a.tool
             ),
         )
