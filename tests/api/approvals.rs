@@ -701,3 +701,126 @@ fn sample(text: &str, series: &str) -> f64 {
         })
         .unwrap_or(0.0)
 }
+
+#[tokio::test]
+async fn mcp_tools_not_annotated_read_only_wait_for_the_user_unless_the_role_says_none() {
+    use agentchat_tests::mcp_peers::Peers;
+    let Some(peers) = Peers::get() else { return };
+    let (_everything, url) = peers.everything().await;
+    let fake = FakeUpstream::start().await;
+    let base = fake.base_url_openai();
+    let own = peers.own_stdio("own", &[]);
+    let app = spawn_app_with(move |s| {
+        s.llm.provider = ProviderKind::Openai;
+        s.llm.base_url = base;
+        s.llm.max_retries = 0;
+        s.mcp_servers = vec![own];
+    })
+    .await;
+    let admin = app.signed_up("boss").await;
+    let alice = app.signed_up("alice").await;
+    let r = app
+        .post_as(&admin.access, "/api/admin/mcp-servers")
+        .json(&json!({"name": "everything", "url": url, "timeout_ms": 10000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    app.wait_mcp(&admin.access, "own", "connected", Some("own__echo"))
+        .await;
+    app.wait_mcp(
+        &admin.access,
+        "everything",
+        "connected",
+        Some("everything__echo"),
+    )
+    .await;
+    let tools: Value = app
+        .get_as(&admin.access, "/api/admin/tools")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let default_of = |name: &str| {
+        tools["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["default_approval"].clone())
+    };
+    assert_eq!(default_of("own__echo"), Some(json!("user")));
+    assert_eq!(default_of("everything__echo"), Some(json!("none")));
+    let r = app
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["own__*", "everything__*"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+
+    // Not annotated read-only: the person chatting confirms; annotated: it just runs.
+    fake.push(Reply::ToolCalls {
+        calls: vec![
+            (
+                "c1".into(),
+                "own__echo".into(),
+                json!({"text": "needs a yes"}).to_string(),
+            ),
+            (
+                "c2".into(),
+                "everything__echo".into(),
+                json!({"message": "hi"}).to_string(),
+            ),
+        ],
+        usage: None,
+    });
+    fake.push(Reply::text("fine"));
+    let conv = app.new_conversation(&alice.access).await;
+    let events = app.chat(&alice.access, &conv, "time?").await;
+    assert_eq!(finish(&events), "awaiting_approval");
+    let asked = named(&events, "approval_required");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].data["name"], "own__echo");
+    assert_eq!(asked[0].data["server"], "own");
+    let ran = named(&events, "tool_result");
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0].data["id"], "c2");
+    let id = asked[0].data["approval_id"].as_str().unwrap();
+    let r = decide(
+        &app,
+        &alice.access,
+        id,
+        json!({"decision": "approve"}),
+        true,
+    )
+    .await;
+    let resumed = parse_sse(&r.text().await.unwrap());
+    assert_eq!(
+        named(&resumed, "tool_result")[0].data["success"],
+        true,
+        "{resumed:?}"
+    );
+
+    // An explicit `none` overrides the default (here for the whole server).
+    let r = app
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["own__*"], "approvals": {"own__*": "none"}}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    fake.push(Reply::tool_call(
+        "c3",
+        "own__echo",
+        json!({"text": "no need"}).to_string(),
+    ));
+    fake.push(Reply::text("now"));
+    let events = app.chat(&alice.access, &conv, "and now?").await;
+    assert_eq!(finish(&events), "stop");
+    assert!(named(&events, "approval_required").is_empty());
+}

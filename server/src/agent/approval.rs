@@ -124,7 +124,8 @@ impl Agent {
                 tool_call_id: c.id.clone(),
                 tool: c.name.clone(),
                 server: w.server,
-                arguments: w.arguments,
+                // Postgres cannot store NUL; what is stored (and shown) is what runs.
+                arguments: db::pg_safe_json(&w.arguments),
                 approver: w.approver.as_str().to_owned(),
                 expires_at,
             })

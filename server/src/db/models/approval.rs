@@ -251,7 +251,7 @@ async fn take_over_if_decided(
         .select(Approval::as_select())
         .load::<Approval>(c)
         .await?;
-    let Some(first) = step.iter().next() else {
+    let Some(first) = <[Approval]>::first(&step) else {
         return Ok(None);
     };
     if step
