@@ -35,6 +35,13 @@ pub struct Metrics {
     pub db_pool_max: IntGaugeVec,
     pub db_pool_waiting: IntGaugeVec,
     pub db_up: IntGauge,
+    /// Tool calls waiting for a decision, by who must decide (`user`, `admin`).
+    pub approvals_waiting: IntGaugeVec,
+    /// Age of the oldest waiting call, by who must decide.
+    pub approval_oldest_seconds: prometheus::GaugeVec,
+    pub approvals_requested: IntCounterVec,
+    /// Decisions by outcome (`approved`, `denied`, `expired`).
+    pub approval_decisions: IntCounterVec,
 }
 
 fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
@@ -103,7 +110,34 @@ impl Metrics {
         )?;
         let db_up = IntGauge::new("agentchat_db_up", "1 when the database answers")?;
         r.register(Box::new(db_up.clone()))?;
+        let approval_oldest_seconds = prometheus::GaugeVec::new(
+            Opts::new(
+                "agentchat_approval_oldest_waiting_seconds",
+                "Age of the oldest tool call waiting for a decision, by approver",
+            ),
+            &["approver"],
+        )?;
+        r.register(Box::new(approval_oldest_seconds.clone()))?;
         let m = Self {
+            approvals_waiting: gauge(
+                &r,
+                "agentchat_approvals_waiting",
+                "Tool calls waiting for a decision, by approver (user, admin)",
+                &["approver"],
+            )?,
+            approval_oldest_seconds,
+            approvals_requested: counter(
+                &r,
+                "agentchat_approvals_requested_total",
+                "Tool calls paused for a decision, by approver",
+                &["approver"],
+            )?,
+            approval_decisions: counter(
+                &r,
+                "agentchat_approval_decisions_total",
+                "Decisions on paused tool calls (approved, denied, expired)",
+                &["decision"],
+            )?,
             http_requests: counter(
                 &r,
                 "agentchat_http_requests_total",

@@ -112,6 +112,7 @@ impl Application {
             state.settings.database.url.expose().to_owned(),
             state.turns.clone(),
         );
+        crate::agent::decisions::spawn_sweeper(state.agent.clone());
         let server = run(listener, state.clone())?;
         spawn_hold_sweeper(
             state.pool.clone(),

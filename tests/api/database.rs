@@ -145,6 +145,7 @@ fn calculator_audit(
         result_bytes: 1,
         trace_id: None,
         span_id: None,
+        approval: None,
     }
 }
 

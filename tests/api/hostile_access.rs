@@ -71,6 +71,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
             json!({"from": "00000000-0000-4000-8000-000000000000"})
         }
         ("POST", "/api/conversations") => json!({}),
+        ("POST", "/api/approvals/{id}") => json!({"decision": "approve"}),
         ("PATCH", "/api/admin/users/{id}") => json!({"role": "admin", "disabled": true}),
         ("POST", "/api/admin/users") => {
             json!({"username": "intruder", "password": "password-of-intruder", "role": "admin"})

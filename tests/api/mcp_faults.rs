@@ -21,7 +21,11 @@ async fn crash_mid_call_hang_and_a_changing_tool_list() {
     app.wait_mcp(&admin.access, "own", "connected", Some("own__echo"))
         .await;
     let ok = app
-        .put_role(&admin.access, "member", json!({"tools": ["own__*"]}))
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["own__*"], "approvals": {"own__*": "none"}}),
+        )
         .await;
     assert_eq!(ok.status(), 200);
 
@@ -138,7 +142,8 @@ async fn forwarded_identity_is_a_short_lived_jwt_the_server_verifies_with_our_jw
         .put_role(
             &admin.access,
             "member",
-            json!({"tools": ["ident__*", "plain__*"]}),
+            json!({"tools": ["ident__*", "plain__*"],
+                   "approvals": {"ident__*": "none", "plain__*": "none"}}),
         )
         .await;
     assert_eq!(ok.status(), 200);
@@ -188,7 +193,11 @@ async fn an_mcp_call_is_an_extension_span_whose_trace_context_reaches_the_server
     app.wait_mcp(&admin.access, "traced", "connected", Some("traced__whoami"))
         .await;
     let ok = app
-        .put_role(&admin.access, "admin", json!({"tools": ["traced__*"]}))
+        .put_role(
+            &admin.access,
+            "admin",
+            json!({"tools": ["traced__*"], "approvals": {"traced__*": "none"}}),
+        )
         .await;
     assert_eq!(ok.status(), 200);
     fake.push(agentchat_tests::fake_upstream::Reply::tool_call(

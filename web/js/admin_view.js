@@ -4,12 +4,14 @@ import { h, clear, field, fmtDate, fmtDuration, fmtBytes, fmtNumber, toast } fro
 import * as api from './api.js';
 import { renderUsage } from './usage_view.js';
 import { renderMcpServers } from './mcp_view.js';
+import { renderApprovals } from './approvals_view.js';
 
 const SECTIONS = [
   ['users', 'Users'],
   ['roles', 'Roles & tools'],
   ['tools', 'Custom tools'],
   ['mcp', 'MCP servers'],
+  ['approvals', 'Approvals'],
   ['audit', 'Audit log'],
   ['usage', 'Usage'],
 ];
@@ -21,7 +23,7 @@ export function renderAdmin(main, section) {
   const body = h('div', { class: 'admin-body' });
   main.append(h('div', { class: 'admin' },
     h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
-  const renderers = { users: renderUsers, roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers, audit: renderAudit, usage: renderUsage };
+  const renderers = { users: renderUsers, roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers, audit: renderAudit, usage: renderUsage, approvals: (b) => renderApprovals(b, unavailable) };
   renderers[section](body);
 }
 
@@ -139,7 +141,7 @@ async function renderRoles(body) {
   }
   try { tools = await api.get('/api/admin/tools'); } catch { tools = { items: [] }; }
   l.remove();
-  const roleList = (roles.items || []).map((r) => ({ ...r, tools: [...(r.tools || [])], dirty: false }));
+  const roleList = (roles.items || []).map((r) => ({ ...r, tools: [...(r.tools || [])], approvals: { ...(r.approvals || {}) }, dirty: false }));
   const toolItems = Array.isArray(tools) ? tools : (tools.items || []);
   // Each MCP server also gets a `{server}__*` row: every tool of that server, present and future.
   const servers = [...new Set(toolItems.filter((t) => t.kind === 'mcp').map((t) => `${t.server}__*`))];
@@ -171,7 +173,18 @@ async function renderRoles(body) {
             r.tools = cb.checked ? [...r.tools, t] : r.tools.filter((x) => x !== t);
             markDirty(r);
           });
-          return h('td', { class: 'center' }, cb);
+          // Who confirms its calls: left on default, an MCP tool not annotated read-only
+          // asks the person chatting.
+          const fallback = info?.default_approval || 'none';
+          const approval = h('select', { class: 'approval-select', 'aria-label': `Approval of ${t} for ${r.name}` },
+            h('option', { value: '' }, `approval: default (${fallback})`),
+            ['none', 'user', 'admin'].map((v) => h('option', { value: v, selected: r.approvals[t] === v }, `approval: ${v}`)));
+          approval.addEventListener('change', () => {
+            if (approval.value) r.approvals[t] = approval.value;
+            else delete r.approvals[t];
+            markDirty(r);
+          });
+          return h('td', { class: 'center' }, h('div', { class: 'approval-cell' }, cb, approval));
         })));
     }
     const budgetRow = h('tr', { class: 'matrix-settings' }, h('th', { scope: 'row' }, 'Token budget', h('span', { class: 'tool-desc' }, 'empty = unlimited')),
@@ -197,7 +210,7 @@ async function renderRoles(body) {
     let failed = 0;
     for (const r of roleList.filter((x) => x.dirty)) {
       try {
-        const b = { tools: r.tools, token_budget: r.token_budget ?? null, budget_period: r.budget_period || 'month' };
+        const b = { tools: r.tools, token_budget: r.token_budget ?? null, budget_period: r.budget_period || 'month', approvals: r.approvals || {} };
         await api.put(`/api/admin/roles/${encodeURIComponent(r.name)}`, b);
         r.dirty = false;
       } catch (e) {
@@ -216,7 +229,7 @@ async function renderRoles(body) {
     ev.preventDefault();
     const name = newRole.input.value.trim().toLowerCase();
     if (!name || roleList.some((r) => r.name === name)) { newRole.input.focus(); return; }
-    roleList.push({ name, tools: [], token_budget: null, budget_period: 'month', dirty: true });
+    roleList.push({ name, tools: [], approvals: {}, token_budget: null, budget_period: 'month', dirty: true });
     newRole.input.value = '';
     markDirty(roleList[roleList.length - 1]);
     draw();
@@ -224,7 +237,7 @@ async function renderRoles(body) {
 
   body.append(h('div', { class: 'card' },
     h('h2', null, 'Tool allowlist and budgets'),
-    h('p', { class: 'muted' }, 'Tick the tools each role may use. Changes apply to the next turn of every user with that role.'),
+    h('p', { class: 'muted' }, 'Tick the tools each role may use, and choose who must approve each call: nobody, the person chatting (user) or an admin. Changes apply to the next turn of every user with that role.'),
     wrap,
     h('div', { class: 'form-actions' }, saveBtn, status),
     addForm));
@@ -349,11 +362,13 @@ async function renderAudit(body) {
   const user = field('User', { name: 'user', autocomplete: 'off', placeholder: 'username' });
   const tool = field('Tool', { name: 'tool', autocomplete: 'off', placeholder: 'tool name' });
   const outcome = h('select', { id: 'audit-outcome' }, ['', 'ok', 'error', 'timeout', 'refused'].map((o) => h('option', { value: o }, o || 'any')));
+  const decision = h('select', { id: 'audit-decision' }, ['', 'approved', 'denied', 'expired', 'none'].map((o) => h('option', { value: o }, o || 'any')));
   const since = field('Since', { type: 'datetime-local', name: 'since' });
   const until = field('Until', { type: 'datetime-local', name: 'until' });
   const form = h('form', { class: 'card inline-form filters', 'aria-label': 'Audit filters' },
     h('div', { class: 'form-row' }, user.wrap, tool.wrap,
       h('div', { class: 'field' }, h('label', { for: 'audit-outcome' }, 'Outcome'), outcome),
+      h('div', { class: 'field' }, h('label', { for: 'audit-decision' }, 'Approval'), decision),
       since.wrap, until.wrap,
       h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply filters')));
   const tbody = h('tbody');
@@ -371,6 +386,7 @@ async function renderAudit(body) {
     if (user.input.value.trim()) q.set('user', user.input.value.trim());
     if (tool.input.value.trim()) q.set('tool', tool.input.value.trim());
     if (outcome.value) q.set('outcome', outcome.value);
+    if (decision.value) q.set('decision', decision.value);
     if (since.input.value) q.set('since', new Date(since.input.value).toISOString());
     if (until.input.value) q.set('until', new Date(until.input.value).toISOString());
     return q;
@@ -395,7 +411,9 @@ async function renderAudit(body) {
         h('td', { class: 'nowrap' }, fmtDate(r.created_at)),
         h('td', null, r.username || r.user_id || ''),
         h('td', null, h('code', null, r.tool)),
-        h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome)),
+        h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
+          r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
+            `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),
         h('td', { class: 'nowrap' }, fmtDuration(r.duration_ms)),
         h('td', null, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
           h('pre', { class: 'tool-pre' }, JSON.stringify(r.arguments ?? null, null, 2)),

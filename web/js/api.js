@@ -190,6 +190,11 @@ export const del = (p) => api('DELETE', p);
 export async function streamTurn(conversationId, content, onEvent, signal) {
   const resp = await api('POST', `/api/conversations/${encodeURIComponent(conversationId)}/messages`,
     { content }, { accept: 'text/event-stream', response: true, signal });
+  await readSse(resp, onEvent);
+}
+
+/** Reads an SSE response to its end, calling onEvent({type, ...data}) per event. */
+export async function readSse(resp, onEvent) {
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buf = '';

@@ -8,6 +8,7 @@ import { FilesPanel } from './files_panel.js';
 import { ConversationList } from './conversation_list.js';
 import { exportMenu } from './export_menu.js';
 import { decorate } from './message_actions.js';
+import { showApproval, showPending } from './approval_card.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -232,6 +233,7 @@ export class ChatView {
     clear(this.log);
     if (!msgs.length) this.log.append(this.emptyState());
     else this.log.append(...renderStored(msgs));
+    showPending(this.log, conv.id, this.appState.me);
     const last = msgs[msgs.length - 1];
     const running = this.streaming && this.streaming.convId === conv.id;
     const recent = last && (Date.now() - new Date(last.created_at).getTime() < 10 * 60 * 1000);
@@ -392,6 +394,7 @@ export class ChatView {
           case 'tool_call': turn.addToolCall(ev); break;
           case 'tool_result': turn.addToolResult(ev); break;
           case 'usage': turn.addUsage(ev); break;
+          case 'approval_required': showApproval(turn, ev, { me: this.appState.me, log: this.log }); break;
           case 'done': {
             finished = true;
             let extra = '';
@@ -476,6 +479,8 @@ function refusalText(err, view) {
       const when = view.resetsText();
       return `Your token budget is used up. ${when || err.message || ''}`.trim();
     }
+    case 'approval_pending':
+      return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
     case 'turn_in_progress':
       return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
     case 'not_found':

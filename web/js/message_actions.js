@@ -45,7 +45,9 @@ export function decorate(log, { busy, resend }) {
     const actions = [button('Copy', () => copy(textOf(a)))];
     const last = i === answers.length - 1;
     const question = questions[questions.length - 1];
-    if (last && question) {
+    // A turn waiting for an approval goes on when it is decided: nothing to regenerate yet.
+    const waiting = log.querySelector('.approval-card:not(.is-decided)') !== null;
+    if (last && question && !waiting) {
       const failed = a.querySelector('.turn-note.note-error, .turn-note.note-warn') !== null;
       actions.push(button(failed ? 'Retry' : 'Regenerate', () => resend(question.dataset.messageId, textOf(question))));
     }

@@ -9,6 +9,7 @@ export const FINISH_NOTES = {
   budget_exhausted: 'Your token budget ran out during this turn.',
   tool_failures: 'The turn stopped because a tool kept failing.',
   cancelled: 'Stopped.',
+  awaiting_approval: 'Paused: a tool call waits for approval. The answer goes on once it is decided.',
   client_disconnected: 'This answer was interrupted because the page was closed or reloaded while it was being written.',
   upstream_error: 'The model provider failed while answering; this answer is incomplete.',
   error: 'Something went wrong while answering; this answer is incomplete.',

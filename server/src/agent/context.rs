@@ -95,6 +95,36 @@ pub fn assemble(
     out
 }
 
+/// The input of a turn that goes on after a pause: the history up to its user message as
+/// [`assemble`] builds it, then the turn's own steps so far (calls and their results).
+pub fn assemble_resumed(
+    system_prompt: &str,
+    history: &[Message],
+    window_tokens: u64,
+    reserve_output: u64,
+) -> Vec<ChatMessage> {
+    let split = history.iter().rposition(|m| m.role == "user");
+    let (before, user, after) = match split {
+        Some(i) => (
+            &history[..i],
+            history[i].content.as_str(),
+            &history[i + 1..],
+        ),
+        None => (&[][..], "", history),
+    };
+    let steps: Vec<ChatMessage> = units(after).into_iter().flatten().collect();
+    let steps_cost: u64 = steps.iter().map(cost).sum();
+    let mut out = assemble(
+        system_prompt,
+        before,
+        user,
+        window_tokens,
+        reserve_output.saturating_add(steps_cost),
+    );
+    out.extend(steps);
+    out
+}
+
 /// Estimated tokens of one message.
 pub fn cost(m: &ChatMessage) -> u64 {
     let calls: u64 = m

@@ -13,6 +13,8 @@ pub enum FinishReason {
     BudgetExhausted,
     ToolFailures,
     Cancelled,
+    /// Paused: a call waits for a person's decision (`approval_required` said which).
+    AwaitingApproval,
 }
 
 impl FinishReason {
@@ -23,6 +25,7 @@ impl FinishReason {
             Self::BudgetExhausted => "budget_exhausted",
             Self::ToolFailures => "tool_failures",
             Self::Cancelled => "cancelled",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -50,6 +53,23 @@ pub enum TurnEvent {
         finish_reason: FinishReason,
     },
     Error(Box<ErrorEvent>),
+    ApprovalRequired(Box<ApprovalRequiredEvent>),
+}
+
+/// A call waits for a decision before it runs.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ApprovalRequiredEvent {
+    pub approval_id: Uuid,
+    pub tool_call_id: String,
+    pub name: String,
+    /// The arguments exactly as they will run if approved.
+    pub arguments: Value,
+    /// `user` (the person chatting) or `admin`.
+    pub approver: String,
+    /// The MCP server of the tool, for MCP tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The turn failed.
@@ -91,6 +111,7 @@ impl TurnEvent {
             Self::Usage { .. } => "usage",
             Self::Done { .. } => "done",
             Self::Error(_) => "error",
+            Self::ApprovalRequired(_) => "approval_required",
         }
     }
 

@@ -26,6 +26,10 @@ pub struct DurableSettings {
         with = "crate::config::serde_util::secs"
     )]
     pub shutdown_grace: Duration,
+    /// A tool call waiting for approval longer than this expires: it does not run, and the
+    /// model is told so.
+    #[serde(rename = "approval_ttl_secs", with = "crate::config::serde_util::secs")]
+    pub approval_ttl: Duration,
 }
 
 impl DurableSettings {
@@ -34,6 +38,12 @@ impl DurableSettings {
         if self.replica_timeout.is_zero() {
             return Err(crate::config::ConfigError::invalid(
                 "durable.replica_timeout_secs",
+                "must be at least 1",
+            ));
+        }
+        if self.approval_ttl.is_zero() {
+            return Err(crate::config::ConfigError::invalid(
+                "durable.approval_ttl_secs",
                 "must be at least 1",
             ));
         }
@@ -46,6 +56,7 @@ impl Default for DurableSettings {
         Self {
             replica_timeout: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(20),
+            approval_ttl: Duration::from_secs(86_400),
         }
     }
 }

@@ -2,9 +2,11 @@
 //! the client and stored in Postgres.
 
 pub mod active;
+mod approval;
 pub mod cancel;
 pub mod context;
 pub mod control;
+pub mod decisions;
 pub mod events;
 pub mod liveness;
 #[cfg(test)]
@@ -12,6 +14,7 @@ mod loop_tests;
 mod model_call;
 mod record;
 mod replay;
+mod resume;
 pub mod store;
 mod supervise;
 mod tool_calls;
@@ -111,10 +114,7 @@ impl Agent {
             turn_db::Begin::Started(started) => *started,
             turn_db::Begin::Rejected(r) => return Err(r.into()),
             turn_db::Begin::NotFound => return Err(ApiError::not_found("conversation")),
-            turn_db::Begin::Busy => return Err(ApiError::conflict(
-                "turn_in_progress",
-                "a reply is already being generated in this conversation; wait for it or cancel it",
-            )),
+            turn_db::Begin::Busy => return Err(busy_error(&mut conn, conversation_id).await),
             turn_db::Begin::Refused(refusal) => {
                 self.metrics.budget_refusals.inc();
                 return Err(refusal_error(&refusal));
@@ -225,6 +225,28 @@ impl Agent {
             .sum();
         messages + tools
     }
+}
+
+/// 409 for a conversation that cannot take a message now: a reply is running, or one waits
+/// for approval (a new message would land between a call and its result).
+async fn busy_error(conn: &mut diesel_async::AsyncPgConnection, conversation_id: Uuid) -> ApiError {
+    let waiting = crate::db::models::approval::blocks_conversation(conn, conversation_id)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "checking for waiting approvals failed");
+            false
+        });
+    if waiting {
+        return ApiError::conflict(
+            "approval_pending",
+            "the reply in this conversation waits for a tool call to be approved or denied; \
+             decide it (or wait for it to expire) before sending a new message",
+        );
+    }
+    ApiError::conflict(
+        "turn_in_progress",
+        "a reply is already being generated in this conversation; wait for it or cancel it",
+    )
 }
 
 /// The output cap a reservation leaves room for.

@@ -45,8 +45,22 @@ impl Agent {
                 })))
                 .await;
         }
+        // Calls a person must confirm wait; the others run now.
+        let waits = match self.approval_gate(turn, &calls, allowed).await {
+            Ok(w) => w,
+            Err(ending) => {
+                mark_incomplete(&mut record.messages, "unavailable");
+                return Some(ending);
+            }
+        };
+        let runnable: Vec<llm::ToolCall> = calls
+            .iter()
+            .zip(&waits)
+            .filter(|(_, w)| w.is_none())
+            .map(|(c, _)| c.clone())
+            .collect();
         let results = tokio::select! {
-            r = self.execute_all(&turn.tools, ctx, &calls, allowed) => r,
+            r = self.execute_all(&turn.tools, ctx, &runnable, allowed) => r,
             _ = control.token.cancelled() => {
                 let reason = control.stopped().unwrap_or(StopReason::Cancelled);
                 mark_incomplete(&mut record.messages, reason.status_reason());
@@ -55,7 +69,7 @@ impl Agent {
         };
         let mut repeated_failure = false;
         let mut results_in_order = Vec::with_capacity(calls.len());
-        for (call, (result, ids)) in calls.iter().zip(results) {
+        for (call, (result, ids)) in runnable.iter().zip(results) {
             let _ = events.send(result_event(call, &result)).await;
             record.audit.push(audit_row(turn, call, &result, ids));
             let body = result.output.to_model_string();
@@ -86,6 +100,9 @@ impl Agent {
                 *count += 1;
                 repeated_failure |= *count >= 2;
             }
+        }
+        if waits.iter().any(Option::is_some) {
+            return Some(self.pause(turn, &calls, waits, events, record).await);
         }
         messages.push(ChatMessage {
             role: Role::Assistant,
@@ -214,6 +231,7 @@ pub(super) fn audit_row(
         result_bytes: i64::try_from(r.result_bytes).unwrap_or(i64::MAX),
         trace_id: ids.0,
         span_id: ids.1,
+        approval: None,
     }
 }
 

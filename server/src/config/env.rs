@@ -179,6 +179,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_SHUTDOWN_GRACE_SECS",
         "durable.shutdown_grace_secs",
     ),
+    var("AGENTCHAT_APPROVAL_TTL_SECS", "durable.approval_ttl_secs"),
     json("AGENTCHAT_MCP_SERVERS", "mcp_servers"),
 ];
 

@@ -16,6 +16,7 @@ diesel::table! {
         budget_period -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        approvals -> Jsonb,
     }
 }
 
@@ -172,6 +173,11 @@ diesel::table! {
         result_bytes -> Int8,
         trace_id -> Nullable<Text>,
         span_id -> Nullable<Text>,
+        approval_policy -> Nullable<Text>,
+        approval_decision -> Nullable<Text>,
+        approval_decided_by -> Nullable<Text>,
+        approval_note -> Nullable<Text>,
+        approval_decided_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -199,5 +205,29 @@ diesel::table! {
         forward_identity -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    approvals (id) {
+        id -> Uuid,
+        conversation_id -> Uuid,
+        user_id -> Uuid,
+        username -> Text,
+        turn_id -> Uuid,
+        message_id -> Uuid,
+        tool_call_id -> Text,
+        tool -> Text,
+        server -> Nullable<Text>,
+        arguments -> Jsonb,
+        approver -> Text,
+        state -> Text,
+        decided_by -> Nullable<Uuid>,
+        decided_by_name -> Nullable<Text>,
+        note -> Nullable<Text>,
+        decided_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        resumed_at -> Nullable<Timestamptz>,
     }
 }

@@ -46,6 +46,9 @@ use common::CommonResponses;
         routes::conversations::delete,
         routes::messages::post_message,
         routes::messages::cancel,
+        routes::approvals::list,
+        routes::approvals::decide,
+        routes::admin::approvals::list,
         routes::files::list,
         routes::files::download,
         routes::files::upload,
@@ -77,6 +80,7 @@ use common::CommonResponses;
         (name = "me", description = "The caller"),
         (name = "conversations", description = "A user's own conversations and agent turns"),
         (name = "files", description = "The caller's workspace files"),
+        (name = "approvals", description = "Tool calls waiting for a person's decision"),
         (name = "admin", description = "Admin-only resources"),
         (name = "operations", description = "Probes, metrics, this description"),
     )

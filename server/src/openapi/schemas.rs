@@ -258,3 +258,19 @@ pub struct UsageReport {
     pub tools: Vec<audit::ToolTally>,
     pub grafana_url: Option<String>,
 }
+
+/// A page of approvals, newest first.
+#[derive(ToSchema)]
+pub struct ApprovalPage {
+    pub items: Vec<crate::db::models::approval::Approval>,
+    /// Pass as `cursor` for the next page (a timestamp); null on the last one.
+    pub next_cursor: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A recorded decision.
+#[derive(ToSchema)]
+pub struct DecisionResult {
+    pub approval: crate::db::models::approval::Approval,
+    /// The step's last decision is in and its turn went on (in the background).
+    pub resumed: bool,
+}

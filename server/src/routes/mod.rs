@@ -1,6 +1,7 @@
 //! HTTP routes: thin handlers, one file per resource.
 
 pub mod admin;
+pub mod approvals;
 pub mod auth;
 pub mod conversation_export;
 pub mod conversations;
@@ -30,6 +31,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(conversations::configure)
                 .configure(messages::configure)
                 .configure(truncate::configure)
+                .configure(approvals::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(admin::configure),

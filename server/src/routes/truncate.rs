@@ -48,7 +48,8 @@ pub async fn truncate(
         message::Truncated::NoSuchMessage => Err(ApiError::not_found("message")),
         message::Truncated::Busy => Err(ApiError::conflict(
             "turn_in_progress",
-            "a reply is being generated in this conversation; wait for it or cancel it first",
+            "a reply is being generated in this conversation, or waits for an approval; \
+             wait for it or cancel it first",
         )),
     }
 }

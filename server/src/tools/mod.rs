@@ -14,6 +14,7 @@
 //! [`builtin::all`]. Built-ins get their dependencies (the per-user
 //! [`WorkspaceStore`], the [`HttpToolConfig`]) from a [`BuiltinConfig`].
 
+pub mod approval;
 pub mod builtin;
 pub mod custom_http;
 pub mod html_text;

@@ -320,6 +320,19 @@ impl Registry {
         }
     }
 
+    /// Parses and validates `raw_arguments` for the tool `name` without running it: the
+    /// arguments an approval shows are the ones that will pass validation when it runs.
+    pub fn check_arguments(&self, name: &str, raw_arguments: &str) -> Result<Value, ToolError> {
+        let entry = self
+            .inner
+            .tools
+            .get(name)
+            .ok_or_else(|| ToolError::UnknownTool(truncate_chars(name, MAX_TOOL_NAME_LEN)))?;
+        let args = parse_raw_arguments(raw_arguments)?;
+        entry.validator.validate(&args)?;
+        Ok(args)
+    }
+
     /// Lookup, parse, validate, run. Returns the data and the applicable cap.
     async fn run(
         &self,

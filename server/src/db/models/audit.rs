@@ -28,6 +28,21 @@ pub struct NewAudit {
     pub result_bytes: i64,
     pub trace_id: Option<String>,
     pub span_id: Option<String>,
+    /// The decision on a call that needed one.
+    pub approval: Option<ApprovalAudit>,
+}
+
+/// The decision on a call that needed approval, as its audit row records it.
+#[derive(Debug, Clone)]
+pub struct ApprovalAudit {
+    /// `user` or `admin`: who had to confirm.
+    pub policy: String,
+    /// `approved`, `denied` or `expired`.
+    pub decision: String,
+    /// Username of who decided (none when it expired).
+    pub decided_by: Option<String>,
+    pub note: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
 }
 
 /// The model's arguments for the audit row: kept as JSON when small, else a cut preview.
@@ -65,6 +80,11 @@ pub struct AuditRow {
     pub result_bytes: i64,
     pub trace_id: Option<String>,
     pub span_id: Option<String>,
+    pub approval_policy: Option<String>,
+    pub approval_decision: Option<String>,
+    pub approval_decided_by: Option<String>,
+    pub approval_note: Option<String>,
+    pub approval_decided_at: Option<DateTime<Utc>>,
 }
 
 /// Filters of the audit listing; all optional.
@@ -73,6 +93,8 @@ pub struct AuditFilter {
     pub user_id: Option<Uuid>,
     pub tool: Option<String>,
     pub outcome: Option<String>,
+    /// `approved`, `denied`, `expired`, or `none` (calls that needed no approval).
+    pub decision: Option<String>,
     pub since: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
     /// Rows with an id below this one (the previous page's last id).
@@ -87,7 +109,9 @@ pub fn insert_many(
     rows: &[NewAudit],
 ) -> BoxFuture<'static, QueryResult<()>> {
     use crate::db::{pg_safe_json, pg_safe_text};
-    use diesel::sql_types::{Array, BigInt, Bool, Jsonb, Nullable, Text, Uuid as SqlUuid};
+    use diesel::sql_types::{
+        Array, BigInt, Bool, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+    };
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
@@ -95,15 +119,22 @@ pub fn insert_many(
     sql(
         "INSERT INTO audit_log (user_id, username, conversation_id, tool, tool_call_id, \
                                 arguments, arguments_truncated, outcome, error, duration_ms, \
-                                result_bytes, trace_id, span_id) \
+                                result_bytes, trace_id, span_id, approval_policy, \
+                                approval_decision, approval_decided_by, approval_note, \
+                                approval_decided_at) \
          SELECT user_id, username, conversation_id, tool, tool_call_id, arguments, \
-                arguments_truncated, outcome, error, duration_ms, result_bytes, trace_id, span_id \
+                arguments_truncated, outcome, error, duration_ms, result_bytes, trace_id, span_id, \
+                approval_policy, approval_decision, approval_decided_by, approval_note, \
+                approval_decided_at \
          FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], \
                      $7::bool[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::text[], \
-                     $13::text[]) \
+                     $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], \
+                     $18::timestamptz[]) \
               WITH ORDINALITY AS r (user_id, username, conversation_id, tool, tool_call_id, \
                                     arguments, arguments_truncated, outcome, error, duration_ms, \
-                                    result_bytes, trace_id, span_id, n) \
+                                    result_bytes, trace_id, span_id, approval_policy, \
+                                    approval_decision, approval_decided_by, approval_note, \
+                                    approval_decided_at, n) \
          ORDER BY n",
     )
     .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.user_id))
@@ -121,6 +152,23 @@ pub fn insert_many(
     .bind::<Array<BigInt>, _>(column(rows, |r| r.result_bytes))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.trace_id.clone()))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.span_id.clone()))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+        r.approval.as_ref().map(|a| a.policy.clone())
+    }))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+        r.approval.as_ref().map(|a| a.decision.clone())
+    }))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+        r.approval.as_ref().and_then(|a| a.decided_by.clone())
+    }))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+        r.approval
+            .as_ref()
+            .and_then(|a| a.note.as_deref().map(|n| pg_safe_text(n).into_owned()))
+    }))
+    .bind::<Array<Nullable<Timestamptz>>, _>(column(rows, |r| {
+        r.approval.as_ref().and_then(|a| a.decided_at)
+    }))
     .execute(conn)
     .map(|r| r.map(|_| ()))
     .boxed()
@@ -141,6 +189,11 @@ pub async fn list(conn: &mut AsyncPgConnection, f: &AuditFilter) -> QueryResult<
     }
     if let Some(o) = &f.outcome {
         q = q.filter(dsl::outcome.eq(o.clone()));
+    }
+    match f.decision.as_deref() {
+        None => {}
+        Some("none") => q = q.filter(dsl::approval_decision.is_null()),
+        Some(d) => q = q.filter(dsl::approval_decision.eq(d.to_owned())),
     }
     if let Some(s) = f.since {
         q = q.filter(dsl::created_at.ge(s));

@@ -201,7 +201,7 @@ pub enum Truncated {
     Removed(usize),
     /// No user message of that id in the conversation.
     NoSuchMessage,
-    /// A turn runs in the conversation: nothing was touched.
+    /// A turn runs in the conversation, or waits for an approval: nothing was touched.
     Busy,
 }
 
@@ -226,7 +226,11 @@ pub async fn truncate_from(
         "WITH target AS (SELECT seq FROM messages \
                           WHERE id = $2 AND conversation_id = $1 AND role = 'user'), \
               idle AS (SELECT 1 FROM conversations \
-                        WHERE id = $1 AND active_turn_id IS NULL FOR UPDATE), \
+                        WHERE id = $1 AND active_turn_id IS NULL \
+                          AND NOT EXISTS (SELECT 1 FROM approvals a \
+                                           WHERE a.conversation_id = $1 \
+                                             AND a.resumed_at IS NULL) \
+                        FOR UPDATE), \
               gone AS (DELETE FROM messages \
                         WHERE conversation_id = $1 \
                           AND seq >= (SELECT seq FROM target) \

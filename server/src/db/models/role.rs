@@ -21,6 +21,9 @@ pub struct Role {
     pub budget_period: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Tool (or `{server}__*`) -> who confirms its calls: `none`, `user` or `admin`.
+    #[schema(value_type = Object)]
+    pub approvals: serde_json::Value,
 }
 
 pub async fn find(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<Role>> {
@@ -53,6 +56,7 @@ pub async fn upsert(
     tools: &[String],
     token_budget: Option<i64>,
     budget_period: &str,
+    approvals: &serde_json::Value,
 ) -> QueryResult<Role> {
     diesel::insert_into(dsl::roles)
         .values((
@@ -60,6 +64,7 @@ pub async fn upsert(
             dsl::tools.eq(tools),
             dsl::token_budget.eq(token_budget),
             dsl::budget_period.eq(budget_period),
+            dsl::approvals.eq(approvals),
         ))
         .on_conflict(dsl::name)
         .do_update()
@@ -67,6 +72,7 @@ pub async fn upsert(
             dsl::tools.eq(tools),
             dsl::token_budget.eq(token_budget),
             dsl::budget_period.eq(budget_period),
+            dsl::approvals.eq(approvals),
             dsl::updated_at.eq(diesel::dsl::now),
         ))
         .returning(Role::as_returning())

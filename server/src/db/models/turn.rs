@@ -178,6 +178,8 @@ fn claim_conversation(
                 active_process_id = $5, archived_at = NULL \
           WHERE id = $1 AND user_id = $2 \
             AND (active_turn_id IS NULL OR active_turn_at < $4) \
+            AND NOT EXISTS (SELECT 1 FROM approvals a \
+                             WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
          RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)

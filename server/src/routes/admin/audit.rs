@@ -20,6 +20,9 @@ struct AuditQuery {
     user: Option<String>,
     tool: Option<String>,
     outcome: Option<String>,
+    /// The decision on calls that needed approval: `approved`, `denied`, `expired`, or
+    /// `none` for calls that needed none.
+    decision: Option<String>,
     since: Option<chrono::DateTime<chrono::Utc>>,
     until: Option<chrono::DateTime<chrono::Utc>>,
     limit: Option<i64>,
@@ -46,6 +49,14 @@ async fn list(
             ));
         }
     }
+    if let Some(d) = &q.decision {
+        if !["approved", "denied", "expired", "none"].contains(&d.as_str()) {
+            return Err(ApiError::bad_request(
+                "invalid_decision",
+                "decision must be one of approved, denied, expired, none",
+            ));
+        }
+    }
     let mut conn = db::conn(&state.pool).await?;
     let user_id = match q.user.as_deref().filter(|u| !u.is_empty()) {
         None => None,
@@ -64,6 +75,7 @@ async fn list(
         user_id,
         tool: q.tool.filter(|t| !t.is_empty()),
         outcome: q.outcome,
+        decision: q.decision,
         since: q.since,
         until: q.until,
         before_id: q.cursor.or(q.before),

@@ -1,5 +1,6 @@
 //! `/api/admin/*`: admin-only resources.
 
+pub mod approvals;
 pub mod audit;
 pub mod custom_tools;
 pub mod mcp_servers;
@@ -14,6 +15,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .configure(users::configure)
+            .configure(approvals::configure)
             .configure(audit::configure)
             .configure(custom_tools::configure)
             .configure(mcp_servers::configure)

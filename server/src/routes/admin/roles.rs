@@ -26,7 +26,15 @@ struct RoleBody {
     #[schema(value_type = Option<i64>)]
     token_budget: Option<Option<i64>>,
     budget_period: Option<String>,
+    /// Tool (or `{server}__*`) -> who confirms its calls: `none`, `user` or `admin`. Absent:
+    /// keep the role's (none for a new role). A tool left out keeps its default: none, or
+    /// `user` for an MCP tool not annotated read-only.
+    #[schema(value_type = Option<Object>)]
+    approvals: Option<std::collections::BTreeMap<String, String>>,
 }
+
+/// Most entries in a role's approval map.
+const MAX_APPROVAL_ENTRIES: usize = 500;
 
 /// Every role with its tools and budget.
 #[utoipa::path(get, path = "/api/admin/roles", tag = "admin",
@@ -81,6 +89,36 @@ async fn put(
             format!("no tool named `{unknown}`; see GET /api/admin/tools"),
         ));
     }
+    if let Some(map) = &body.approvals {
+        if map.len() > MAX_APPROVAL_ENTRIES {
+            return Err(ApiError::bad_request(
+                "invalid_approvals",
+                format!("approvals may name at most {MAX_APPROVAL_ENTRIES} tools"),
+            ));
+        }
+        for (tool, who) in map {
+            if crate::tools::approval::Approver::parse(who).is_none() {
+                return Err(ApiError::bad_request(
+                    "invalid_approvals",
+                    format!(
+                        "approvals of `{}` must be none, user or admin",
+                        crate::tools::truncate_chars(tool, 64)
+                    ),
+                ));
+            }
+            let pattern = crate::tools::policy::server_pattern(tool)
+                .is_some_and(|server| mcp.iter().any(|m| m == server));
+            if !pattern && !is_known(tool) {
+                return Err(ApiError::unprocessable(
+                    "unknown_tool",
+                    format!(
+                        "no tool named `{}`; see GET /api/admin/tools",
+                        crate::tools::truncate_chars(tool, 64)
+                    ),
+                ));
+            }
+        }
+    }
     let period = body.budget_period.as_deref().unwrap_or("month");
     if Period::parse(period).is_none() {
         return Err(ApiError::bad_request(
@@ -108,7 +146,12 @@ async fn put(
         (None, Some(r)) => r.budget_period.clone(),
         _ => period.to_owned(),
     };
-    let saved = role::upsert(&mut conn, &name, &tools, budget, &period).await?;
+    let approvals = match (&body.approvals, &existing) {
+        (Some(map), _) => serde_json::to_value(map).unwrap_or_default(),
+        (None, Some(r)) => r.approvals.clone(),
+        (None, None) => json!({}),
+    };
+    let saved = role::upsert(&mut conn, &name, &tools, budget, &period, &approvals).await?;
     let status = if existing.is_some() {
         actix_web::http::StatusCode::OK
     } else {

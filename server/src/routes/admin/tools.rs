@@ -41,6 +41,12 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
                 "parameters": t.parameters,
                 "kind": "mcp",
                 "server": server.config.name,
+                // Who confirms its calls when no role says otherwise.
+                "default_approval": if crate::tools::approval::annotated_read_only(&t.annotations) {
+                    "none"
+                } else {
+                    "user"
+                },
                 "annotations": t.annotations,
             }));
         }

@@ -1,0 +1,429 @@
+//! Running a paused turn on, once every call of its step is decided, on whichever process
+//! took the last decision (or noticed the expiry). The decided calls run with the arguments
+//! stored with their approvals, checked against the role's allowlist as it is now; denied and
+//! expired ones become tool errors naming who decided and why. Their results are stored with
+//! the next model call's reservation (as between any two steps), and the turn goes on as usual.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use super::context::{self, StoredToolCall};
+use super::control::TurnControl;
+use super::events::{ErrorEvent, FinishReason, TurnEvent};
+use super::record::millis;
+use super::tool_calls::{audit_row, result_event};
+use super::turn::{Agent, PreparedTurn};
+use crate::db::models::approval::{Approval, Claimant, Resume};
+use crate::db::models::audit::ApprovalAudit;
+use crate::db::models::budget::{Hold, Reserve};
+use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::{conversation, custom_tool, role, turn as turn_db, user};
+use crate::db::{self, pg_safe_text};
+use crate::llm;
+use crate::tools::{ExecutedCall, Outcome, ToolContext, ToolOutput};
+
+/// Events buffered per resumed turn before it waits for a slow client.
+const EVENT_BUFFER: usize = 256;
+
+impl Agent {
+    /// Who may claim a conversation for a resumed turn: this process.
+    pub fn claimant(&self) -> Claimant {
+        Claimant {
+            process_id: self.process_id,
+            stale_after: self.hold_ttl(),
+        }
+    }
+
+    /// Runs a decided step on, on a task of its own; returns its events. The turn is
+    /// registered (cancel reaches it) and its claim released if the task panics.
+    pub fn start_resumed(&self, resume: Resume) -> mpsc::Receiver<TurnEvent> {
+        let (control, guard) =
+            self.turns
+                .register(resume.conversation_id, resume.turn_id, resume.user_id);
+        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+        let (turn_id, conversation_id) = (resume.turn_id, resume.conversation_id);
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = "invoke_agent",
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = self.llm.provider_name(),
+            gen_ai.conversation.id = %conversation_id,
+            resumed = true,
+        );
+        let agent = self.clone();
+        let running = tokio::spawn(
+            async move {
+                let _guard = guard;
+                agent.run_resumed(resume, tx, control).await;
+            }
+            .instrument(span),
+        );
+        let agent = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = running.await {
+                if e.is_panic() {
+                    tracing::error!(%conversation_id, "a resumed turn panicked; releasing its conversation");
+                    agent.abandon(turn_id, conversation_id, None).await;
+                }
+            }
+        });
+        rx
+    }
+
+    /// [`Agent::start_resumed`] for a turn nobody follows: its events are read and dropped
+    /// (a turn whose receiver is gone stops as if its client left).
+    pub fn resume_unattended(&self, resume: Resume) {
+        let mut rx = self.start_resumed(resume);
+        tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    }
+
+    async fn run_resumed(
+        &self,
+        resume: Resume,
+        events: mpsc::Sender<TurnEvent>,
+        control: TurnControl,
+    ) {
+        let (mut turn, history) = match self.load_resumed(&resume).await {
+            Ok(Some(loaded)) => loaded,
+            Ok(None) => {
+                // The account is gone or disabled: nothing runs; the claim is let go.
+                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
+                let _ = events
+                    .send(TurnEvent::Done {
+                        message_id: None,
+                        finish_reason: FinishReason::Cancelled,
+                    })
+                    .await;
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "loading a resumed turn failed");
+                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
+                let _ = events.send(unavailable()).await;
+                return;
+            }
+        };
+        let _ = events
+            .send(TurnEvent::TurnStart {
+                message_id: turn.user_message_id,
+            })
+            .await;
+        let ctx = ToolContext {
+            user_id: turn.user_id,
+            username: turn.username.clone(),
+            conversation_id: turn.conversation_id,
+        };
+        let order: Vec<String> = history
+            .iter()
+            .find(|m| m.id == resume.message_id)
+            .and_then(|m| m.tool_calls.clone())
+            .and_then(|v| serde_json::from_value::<Vec<StoredToolCall>>(v).ok())
+            .map(|calls| calls.into_iter().map(|c| c.id).collect())
+            .unwrap_or_default();
+        let mut decided: Vec<&Approval> = resume.calls.iter().collect();
+        decided.sort_by_key(|a| order.iter().position(|id| *id == a.tool_call_id));
+        let calls: Vec<(llm::ToolCall, &Approval)> = decided
+            .into_iter()
+            .map(|a| {
+                let call = llm::ToolCall {
+                    id: a.tool_call_id.clone(),
+                    name: a.tool.clone(),
+                    arguments: a.arguments.to_string(),
+                };
+                (call, a)
+            })
+            .collect();
+        let approved: Vec<llm::ToolCall> = calls
+            .iter()
+            .filter(|(_, a)| a.state == "approved")
+            .map(|(c, _)| c.clone())
+            .collect();
+        let ran = tokio::select! {
+            r = self.execute_all(&turn.tools, &ctx, &approved, &turn.allowed_tools) => r,
+            _ = control.token.cancelled() => {
+                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
+                let _ = events.send(TurnEvent::Done {
+                    message_id: None,
+                    finish_reason: FinishReason::Cancelled,
+                }).await;
+                return;
+            }
+        };
+        let mut ran = ran.into_iter();
+        let mut results = Vec::new();
+        let mut audit = Vec::new();
+        for (call, a) in &calls {
+            let (result, ids) = if a.state == "approved" {
+                match ran.next() {
+                    Some(r) => r,
+                    None => (not_decided(a), (None, None)),
+                }
+            } else {
+                (not_decided(a), (None, None))
+            };
+            let _ = events.send(result_event(call, &result)).await;
+            let mut row = audit_row(&turn, call, &result, ids);
+            row.approval = Some(ApprovalAudit {
+                policy: a.approver.clone(),
+                decision: a.state.clone(),
+                decided_by: a.decided_by_name.clone(),
+                note: a.note.clone(),
+                decided_at: a.decided_at,
+            });
+            audit.push(row);
+            results.push(NewMessage {
+                id: Uuid::new_v4(),
+                conversation_id: turn.conversation_id,
+                role: "tool".into(),
+                content: result.output.to_model_string(),
+                tool_calls: None,
+                tool_call_id: Some(call.id.clone()),
+                status: "complete".into(),
+                status_reason: result.error_code.map(str::to_owned),
+                model: None,
+                input_tokens: None,
+                output_tokens: None,
+                duration_ms: Some(millis(result.duration)),
+            });
+        }
+        let mut history = history;
+        history.extend(results.iter().map(as_stored));
+        let max_output = u64::from(self.settings.max_output_tokens);
+        turn.input = context::assemble_resumed(
+            &self.settings.system_prompt,
+            &history,
+            self.settings.context_window_tokens,
+            max_output,
+        );
+        let estimate = self.estimate_input(&turn.input, &turn.allowed_tools, &turn.tools);
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let step = turn_db::Step {
+            settle: None,
+            messages: results.clone(),
+            usage: Vec::new(),
+            audit: audit.clone(),
+            want: estimate + max_output,
+            need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
+            process_id: self.process_id,
+        };
+        let next = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn_db::next_call(&mut conn, turn.user_id, step)
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        .await;
+        let next = match next {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(error = %e, "storing the decided calls failed");
+                self.release_resumed(&resume, results, audit).await;
+                let _ = events.send(unavailable()).await;
+                return;
+            }
+        };
+        match next.reserve {
+            Ok(Reserve::Granted(hold)) => {
+                let cap = super::clamp_output(hold.amount - estimate, max_output);
+                if let Ok(mut o) = turn.outstanding.lock() {
+                    *o = Some(hold.clone());
+                }
+                turn.first_call = (hold, cap);
+                turn.allowed_tools = next.allowed_tools;
+            }
+            refused => {
+                if let Err(e) = &refused {
+                    tracing::error!(error = %e, "reserving budget for a resumed turn failed");
+                }
+                self.metrics.budget_refusals.inc();
+                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
+                let _ = events
+                    .send(TurnEvent::Done {
+                        message_id: None,
+                        finish_reason: FinishReason::BudgetExhausted,
+                    })
+                    .await;
+                return;
+            }
+        }
+        // The loop announces a turn it did not start itself; this one is announced above.
+        let (inner_tx, mut inner_rx) = mpsc::channel(EVENT_BUFFER);
+        let forward = tokio::spawn(async move {
+            let mut first = true;
+            while let Some(e) = inner_rx.recv().await {
+                if std::mem::take(&mut first) && matches!(e, TurnEvent::TurnStart { .. }) {
+                    continue;
+                }
+                if events.send(e).await.is_err() {
+                    break;
+                }
+            }
+        });
+        self.run(turn, inner_tx, control).await;
+        let _ = forward.await;
+    }
+
+    /// The resumed turn as the loop takes it (its first call's budget still to reserve) and
+    /// the conversation's history. `None`: the account is gone or disabled.
+    async fn load_resumed(
+        &self,
+        resume: &Resume,
+    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>)>> {
+        let mut conn = db::conn(&self.pool)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let Some(account) = user::auth_state(&mut conn, resume.user_id).await? else {
+            return Ok(None);
+        };
+        if account.disabled {
+            return Ok(None);
+        }
+        let allowed = role::find(&mut conn, &account.role)
+            .await?
+            .map(|r| r.tools)
+            .unwrap_or_default();
+        let conversation =
+            conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
+        let custom = custom_tool::list(&mut conn).await?;
+        let room = context::history_room(
+            &self.settings.system_prompt,
+            "",
+            self.settings.context_window_tokens,
+            u64::from(self.settings.max_output_tokens),
+        );
+        let history = message::list_recent(&mut conn, resume.conversation_id, room).await?;
+        let user_message_id = history
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map_or(Uuid::nil(), |m| m.id);
+        let model = conversation
+            .and_then(|c| c.model)
+            .filter(|m| self.settings.models.contains(m))
+            .unwrap_or_else(|| self.settings.model.clone());
+        let placeholder = Hold {
+            id: Uuid::nil(),
+            user_id: resume.user_id,
+            period: crate::budget::Period::Total,
+            period_start: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            amount: 0,
+        };
+        let turn = PreparedTurn {
+            turn_id: resume.turn_id,
+            user_id: resume.user_id,
+            username: account.username,
+            conversation_id: resume.conversation_id,
+            user_message_id,
+            model,
+            input: Vec::new(),
+            allowed_tools: allowed,
+            tools: self.registry_with(&custom),
+            first_call: (placeholder, 0),
+            start: None,
+            outstanding: Default::default(),
+        };
+        Ok(Some((turn, history)))
+    }
+
+    /// Ends a resumed turn that cannot go on: stores what it has and lets the claim go.
+    async fn release_resumed(
+        &self,
+        resume: &Resume,
+        results: Vec<NewMessage>,
+        audit: Vec<crate::db::models::audit::NewAudit>,
+    ) {
+        let released = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn_db::finish(
+                &mut conn,
+                resume.conversation_id,
+                resume.turn_id,
+                results,
+                Vec::new(),
+                audit,
+                None,
+            )
+            .await
+            .map_err(anyhow::Error::from)
+        }
+        .await;
+        if let Err(e) = released {
+            tracing::error!(error = %e, "releasing a resumed turn failed; its claim expires by itself");
+        }
+    }
+}
+
+/// The tool error the model gets for a call that was denied or expired.
+fn not_decided(a: &Approval) -> ExecutedCall {
+    let (code, message) = if a.state == "expired" {
+        (
+            "approval_expired",
+            format!(
+                "approval_expired: nobody approved this call of `{}` in time, so it did not run",
+                a.tool
+            ),
+        )
+    } else {
+        let who = a.decided_by_name.as_deref().unwrap_or("someone");
+        let why = a
+            .note
+            .as_deref()
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| format!(": {}", pg_safe_text(n)))
+            .unwrap_or_else(|| " (no reason given)".to_owned());
+        (
+            "approval_denied",
+            format!(
+                "approval_denied: {who} denied this call of `{}`{why}; it did not run",
+                a.tool
+            ),
+        )
+    };
+    ExecutedCall {
+        output: ToolOutput::err(message),
+        outcome: Outcome::Refused,
+        error_code: Some(code),
+        duration: Duration::ZERO,
+        result_bytes: 0,
+        truncated: false,
+    }
+}
+
+/// A result about to be stored, as the history holds it.
+fn as_stored(m: &NewMessage) -> Message {
+    Message {
+        id: m.id,
+        seq: 0,
+        conversation_id: m.conversation_id,
+        role: m.role.clone(),
+        content: m.content.clone(),
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        status: m.status.clone(),
+        status_reason: m.status_reason.clone(),
+        model: m.model.clone(),
+        input_tokens: m.input_tokens,
+        output_tokens: m.output_tokens,
+        duration_ms: m.duration_ms,
+        created_at: chrono::Utc::now(),
+    }
+}
+
+fn unavailable() -> TurnEvent {
+    TurnEvent::Error(Box::new(ErrorEvent {
+        code: "unavailable".into(),
+        message: "the database is unavailable, so the approved calls could not go on; \
+                  try again shortly"
+            .into(),
+    }))
+}

@@ -1,0 +1,173 @@
+//! `/api/approvals`: the caller's tool calls that wait for a decision, and deciding one
+//! (`POST /api/approvals/{id}`; with `Accept: text/event-stream` the turn it lets go on is
+//! streamed in the answer). Admins list everyone's at `/api/admin/approvals`.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse, Responder};
+use actix_web_lab::sse;
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::agent::decisions::Decision;
+use crate::agent::TurnEvent;
+use crate::auth::AuthUser;
+use crate::db::models::approval::{self as approval_db, Decider, ListFilter};
+use crate::db::{self};
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::state::AppState;
+
+/// Longest accepted decision note, in characters.
+pub const MAX_NOTE_CHARS: usize = 1000;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/approvals", web::get().to(list))
+        .route("/approvals/{id}", web::post().to(decide));
+}
+
+/// Filters of a listing.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ApprovalQuery {
+    /// `pending`, `approved`, `denied` or `expired`.
+    pub state: Option<String>,
+    /// Only the calls of this conversation.
+    pub conversation: Option<Uuid>,
+    /// 1 to 200 (default 50).
+    pub limit: Option<i64>,
+    /// The previous page's `next_cursor`.
+    pub cursor: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl ApprovalQuery {
+    /// The listing filter (400 for an unknown state).
+    pub fn filter(&self, user_id: Option<Uuid>) -> Result<ListFilter, ApiError> {
+        if let Some(s) = &self.state {
+            if !["pending", "approved", "denied", "expired"].contains(&s.as_str()) {
+                return Err(ApiError::bad_request(
+                    "invalid_state",
+                    "state must be one of pending, approved, denied, expired",
+                ));
+            }
+        }
+        Ok(ListFilter {
+            user_id,
+            state: self.state.clone(),
+            conversation_id: self.conversation,
+            before: self.cursor,
+            limit: self.limit.unwrap_or(50).clamp(1, 200),
+        })
+    }
+}
+
+/// A page of approvals as `{items, next_cursor}`.
+pub async fn page(state: &AppState, filter: ListFilter) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let rows = approval_db::list(&mut conn, &filter).await?;
+    let next = (rows.len() as i64 == filter.limit)
+        .then(|| rows.last().map(|r| r.created_at))
+        .flatten();
+    Ok(HttpResponse::Ok().json(json!({"items": rows, "next_cursor": next})))
+}
+
+/// The caller's own tool calls that wait (or waited) for a decision, newest first.
+#[utoipa::path(get, path = "/api/approvals", tag = "approvals", params(ApprovalQuery),
+    responses((status = 200, description = "A page of the caller's approvals",
+        body = crate::openapi::schemas::ApprovalPage)))]
+async fn list(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    q: web::Query<ApprovalQuery>,
+) -> Result<HttpResponse, ApiError> {
+    page(&state, q.filter(Some(who.id))?).await
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct DecisionBody {
+    /// `approve` or `deny`.
+    decision: String,
+    /// Why (shown to the model when denied, and kept in the audit row); at most 1000 characters.
+    note: Option<String>,
+}
+
+/// Approves or denies a waiting call. When it was the last call of its step to be decided,
+/// the turn goes on: streamed in this answer with `Accept: text/event-stream`, else in the
+/// background (`resumed: true`).
+#[utoipa::path(post, path = "/api/approvals/{id}", tag = "approvals",
+    params(("id" = Uuid, Path)), request_body = DecisionBody, responses(
+    (status = 200, description = "Recorded; or the resumed turn's events",
+        content((crate::openapi::schemas::DecisionResult = "application/json"),
+                (crate::agent::TurnEvent = "text/event-stream"))),
+    (status = 403, description = "A member deciding an admin approval, or an admin deciding a call only its user decides", body = crate::error::ErrorBody),
+    (status = 409, description = "Already decided, or expired", body = crate::error::ErrorBody)))]
+async fn decide(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    Json(body): Json<DecisionBody>,
+) -> Result<HttpResponse, ApiError> {
+    let decision = match body.decision.as_str() {
+        "approve" => Decision::Approve,
+        "deny" => Decision::Deny,
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_decision",
+                "decision must be `approve` or `deny`",
+            ))
+        }
+    };
+    let note = body
+        .note
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty());
+    if note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_note",
+            format!("note must be at most {MAX_NOTE_CHARS} characters"),
+        ));
+    }
+    let decider = Decider {
+        id: who.id,
+        username: who.username.clone(),
+        is_admin: who.is_admin(),
+    };
+    let follow = wants_stream(&req);
+    let outcome = state
+        .agent
+        .decide(*id, &decider, decision, note, follow)
+        .await?;
+    let Some(rx) = outcome.events else {
+        return Ok(HttpResponse::Ok()
+            .json(json!({"approval": outcome.approval, "resumed": outcome.resumed})));
+    };
+    let stream = futures_util::stream::unfold((rx, 0u64), |(mut rx, n)| async move {
+        rx.recv().await.map(|e| (to_sse(&e, n + 1), (rx, n + 1)))
+    });
+    Ok(sse::Sse::from_infallible_stream(stream)
+        .with_keep_alive(state.settings.sse_keep_alive)
+        .customize()
+        .insert_header(("X-Accel-Buffering", "no"))
+        .respond_to(&req)
+        .map_into_boxed_body())
+}
+
+fn wants_stream(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"))
+}
+
+fn to_sse(e: &TurnEvent, seq: u64) -> sse::Event {
+    sse::Event::Data(
+        sse::Data::new(e.to_json())
+            .event(e.name())
+            .id(seq.to_string()),
+    )
+}
