@@ -25,6 +25,7 @@ mod observability;
 mod openapi;
 mod security_fixes;
 mod security_sessions;
+mod sso;
 mod tokens;
 mod tools;
 
