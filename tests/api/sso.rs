@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 const CALLBACK: &str = "/api/auth/oidc/callback";
 
-async fn start_with(customise: impl FnOnce(&mut Settings)) -> (TestApp, OidcProvider) {
+pub(crate) async fn start_with(customise: impl FnOnce(&mut Settings)) -> (TestApp, OidcProvider) {
     let idp = OidcProvider::start().await;
     let issuer = idp.issuer.clone();
     let app = spawn_app_with(|s| {
@@ -37,14 +37,14 @@ async fn to_callback(app: &TestApp) -> (Browser, String) {
 }
 
 /// A whole sign-in in a new browser; the callback's answer.
-async fn sign_in(app: &TestApp) -> (Browser, Step) {
+pub(crate) async fn sign_in(app: &TestApp) -> (Browser, Step) {
     let (mut b, callback) = to_callback(app).await;
     let step = b.get(&callback).await;
     (b, step)
 }
 
 /// The access token the UI gets from the refresh cookie the callback set.
-async fn access_token(app: &TestApp, b: &Browser) -> String {
+pub(crate) async fn access_token(app: &TestApp, b: &Browser) -> String {
     let cookie = b
         .cookie(&app.address, "agentchat_refresh")
         .expect("the callback set the refresh cookie");
