@@ -86,7 +86,7 @@ async fn login(state: web::Data<AppState>) -> HttpResponse {
                 .cookie(cookie)
                 .finish()
         }
-        Err(e) => failed(&state, e),
+        Err(e) => failed(e),
     }
 }
 
@@ -107,7 +107,10 @@ struct CallbackQuery {
     (status = 303, description = "Signed in: to the UI, with the refresh cookie set"),
     (status = 400, description = "State missing, expired or not this browser's (an HTML page)", content_type = "text/html", body = String),
     (status = 401, description = "The ID token was refused (an HTML page)", content_type = "text/html", body = String),
-    (status = 403, description = "Denied at the provider, no mapped group, or a disabled account (an HTML page)", content_type = "text/html", body = String)))]
+    (status = 403, description = "Denied at the provider, no mapped group, or a disabled account (an HTML page)", content_type = "text/html", body = String),
+    (status = 404, description = "Single sign-on is not configured (an HTML page)", content_type = "text/html", body = String),
+    (status = 409, description = "The new role would leave no enabled admin (an HTML page)", content_type = "text/html", body = String),
+    (status = 502, description = "The provider failed or cannot be reached (an HTML page)", content_type = "text/html", body = String)))]
 #[tracing::instrument(skip_all)]
 async fn callback(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let query = web::Query::<CallbackQuery>::from_query(req.query_string())
@@ -120,7 +123,7 @@ async fn callback(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .cookie(super::auth::refresh_cookie(&state, pair.refresh_token))
             .finish(),
-        Err(e) => failed(&state, e),
+        Err(e) => failed(e),
     };
     // The sign-in's secrets are spent whatever happened.
     let _ = resp.add_cookie(&state_cookie(&state, String::new(), 0));
@@ -174,7 +177,7 @@ fn state_cookie(state: &AppState, value: String, max_age: i64) -> Cookie<'static
         .finish()
 }
 
-fn failed(_state: &AppState, e: SsoError) -> HttpResponse {
+fn failed(e: SsoError) -> HttpResponse {
     let (_, code, _) = e.public();
     tracing::warn!(error = %e, code, "single sign-on failed");
     error_page(&e)

@@ -60,7 +60,7 @@ pub async fn create(state: &AppState, body: GroupIn) -> Result<GroupOut, ScimErr
     if !members.is_empty() {
         rows::add_members(&mut conn, g.id, &members).await?;
     }
-    get(state, g.id, true).await
+    to_wire(&mut conn, g, true).await
 }
 
 /// PUT: name, external id and the exact member list.
@@ -81,6 +81,7 @@ pub async fn replace(state: &AppState, id: Uuid, body: GroupIn) -> Result<GroupO
     .map_err(unique)?;
     rows::remove_members(&mut conn, id, None).await?;
     rows::add_members(&mut conn, id, &members).await?;
+    drop(conn);
     get(state, id, true).await
 }
 

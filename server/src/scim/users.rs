@@ -99,6 +99,7 @@ pub async fn create(state: &AppState, body: UserIn) -> Result<UserOut, ScimError
                 .scope_boxed()
             })
             .await;
+        drop(conn);
         match created {
             Ok(u) => {
                 tracing::info!(user_id = %u.id, "scim: account provisioned");

@@ -24,19 +24,26 @@ pub async fn sign_in(
         .decide(&who.groups)
         .ok_or(SsoError::NoMatchingGroup)?
         .to_owned();
-    let mut conn = db::conn(&state.pool).await?;
-    if !role::exists(&mut conn, &desired).await? {
-        tracing::error!(role = %desired, "single sign-on: the role map names a role that does not exist");
-        return Err(SsoError::UnknownRole(desired));
-    }
-    let account = match find_or_link(&mut conn, who).await? {
-        Some(id) => user::find(&mut conn, id)
-            .await?
-            .ok_or_else(|| SsoError::Internal("identity without account".into()))?,
-        None => {
-            drop(conn);
-            create(state, who, &desired).await?
+    // One pooled connection at a time: the pool is sharded per worker thread, and a
+    // second checkout while holding one can wait on itself.
+    let found = {
+        let mut conn = db::conn(&state.pool).await?;
+        if !role::exists(&mut conn, &desired).await? {
+            tracing::error!(role = %desired, "single sign-on: the role map names a role that does not exist");
+            return Err(SsoError::UnknownRole(desired));
         }
+        match find_or_link(&mut conn, who).await? {
+            Some(id) => Some(
+                user::find(&mut conn, id)
+                    .await?
+                    .ok_or_else(|| SsoError::Internal("identity without account".into()))?,
+            ),
+            None => None,
+        }
+    };
+    let account = match found {
+        Some(account) => account,
+        None => create(state, who, &desired).await?,
     };
     if account.disabled {
         return Err(SsoError::Disabled);
