@@ -24,6 +24,7 @@ mod mcp_perf;
 mod observability;
 mod openapi;
 mod scim;
+mod scim_okta;
 mod security_fixes;
 mod security_sessions;
 mod sso;
