@@ -209,6 +209,19 @@ async fn a_wrong_nonce_is_refused() {
     let mut b = Browser::new();
     let login = b.get(&app.url("/api/auth/oidc/login")).await;
     assert_eq!(login.status, 302);
+    let state_cookie = login
+        .set_cookies
+        .iter()
+        .find(|c| c.starts_with("agentchat_oidc="))
+        .expect("the login state cookie");
+    for attr in [
+        "HttpOnly",
+        "SameSite=Lax",
+        "Path=/api/auth/oidc",
+        "Max-Age=600",
+    ] {
+        assert!(state_cookie.contains(attr), "{state_cookie} lacks {attr}");
+    }
     let mut auth = url::Url::parse(login.location.as_deref().unwrap()).unwrap();
     assert!(auth
         .query_pairs()
