@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod observe;
 pub mod openapi;
 pub mod routes;
+pub mod scim;
 pub mod security;
 pub mod shard;
 pub mod startup;

@@ -82,7 +82,8 @@ impl Application {
             clock: clock.clone(),
             http: settings.tools.http.clone(),
         };
-        let state = AppState {
+        let mut state = AppState {
+            sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),
             metrics,
             workspaces,
             agent,
@@ -103,6 +104,15 @@ impl Application {
         let listener = TcpListener::bind(&state.settings.bind)
             .with_context(|| format!("binding {}", state.settings.bind))?;
         let port = listener.local_addr()?.port();
+        // The default redirect URL names the bound port.
+        state.sso = Arc::new(crate::auth::oidc::Sso::new(&state.settings, &secret, port)?);
+        if let Some(sso) = state.sso.provider.is_some().then(|| state.sso.clone()) {
+            tokio::spawn(async move {
+                if let Some(p) = &sso.provider {
+                    p.warm_up().await;
+                }
+            });
+        }
         // Alive before the first turn can name this process.
         if let Ok(mut conn) = state.pool.get().await {
             let _ = db::models::liveness::heartbeat(&mut conn, liveness.process_id).await;

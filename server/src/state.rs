@@ -25,4 +25,6 @@ pub struct AppState {
     pub turns: ActiveTurns,
     /// Bounds uploads buffered at once.
     pub uploads: Arc<crate::security::uploads::UploadGate>,
+    /// Single sign-on and SCIM.
+    pub sso: Arc<crate::auth::oidc::Sso>,
 }

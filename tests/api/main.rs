@@ -25,8 +25,11 @@ mod mcp_faults;
 mod mcp_perf;
 mod observability;
 mod openapi;
+mod scim;
+mod scim_okta;
 mod security_fixes;
 mod security_sessions;
+mod sso;
 mod tokens;
 mod tools;
 

@@ -158,7 +158,8 @@ fn registered_routes() -> BTreeSet<(String, String)> {
             if p.extension().is_some_and(|x| x == "rs")
                 && !["mod.rs", "web.rs"].contains(&name.as_str())
             {
-                let prefix = if ["health.rs", "metrics.rs", "jwks.rs"].contains(&name.as_str())
+                let prefix = if ["health.rs", "metrics.rs", "jwks.rs", "scim.rs"]
+                    .contains(&name.as_str())
                     && dir == "routes"
                 {
                     ""

@@ -5,6 +5,7 @@
 
 pub mod fake_upstream;
 pub mod mcp_peers;
+pub mod oidc;
 pub mod pg_cluster;
 pub mod tiny_server;
 

@@ -45,6 +45,14 @@ function loading(container) {
 
 // ---------------- users ----------------
 
+// Where an account comes from (`source` in the admin users API).
+const SOURCE_LABELS = { password: 'password', sso: 'SSO', scim: 'SCIM' };
+const SOURCE_TITLES = {
+  password: 'Local account with a password',
+  sso: 'Created at its first single sign-on; no local password',
+  scim: 'Provisioned by the identity provider (SCIM); signs in with single sign-on',
+};
+
 async function renderUsers(body) {
   clear(body);
   const l = loading(body);
@@ -102,6 +110,7 @@ async function renderUsers(body) {
     disabled.addEventListener('change', () => disabled.closest('tr')?.classList.toggle('row-disabled', disabled.checked));
     return h('tr', { class: u.disabled ? 'row-disabled' : null },
       h('th', { scope: 'row' }, u.username),
+      h('td', { 'data-label': 'Sign-in' }, h('span', { class: 'pill', title: SOURCE_TITLES[u.source] || '' }, SOURCE_LABELS[u.source] || u.source || 'password')),
       h('td', { 'data-label': 'Role' }, role),
       h('td', { 'data-label': 'Status' }, h('label', { class: 'check', for: `dis-${u.id}` }, disabled, ' Disabled')),
       h('td', { 'data-label': 'Budget override (tokens)' }, h('div', { class: 'inline' }, budget, saveBudget)),
@@ -119,7 +128,7 @@ async function renderUsers(body) {
   }
   body.append(create, h('div', { class: 'card' }, h('h2', null, 'Users'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack' },
-      h('thead', null, h('tr', null, ['User', 'Role', 'Status', 'Budget override (tokens)', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', null, h('tr', null, ['User', 'Sign-in', 'Role', 'Status', 'Budget override (tokens)', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', null, rows)))));
 }
 

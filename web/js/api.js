@@ -77,6 +77,14 @@ async function postJson(path, body) {
   });
 }
 
+/** Which sign-in methods the server offers (`GET /api/auth/providers`); null if unknown. */
+export async function providers() {
+  try {
+    const resp = await fetch('/api/auth/providers', { headers: { Accept: 'application/json' } });
+    return resp.ok ? await resp.json() : null;
+  } catch { return null; }
+}
+
 export async function register(username, password) {
   const resp = await postJson('/api/auth/register', { username, password });
   if (!resp.ok) throw await errorFrom(resp);

@@ -34,7 +34,10 @@ export function renderAuth(root, { message, onSignedIn }) {
   };
   switchBtn.addEventListener('click', () => setMode(mode === 'signin' ? 'register' : 'signin'));
 
-  const form = h('form', { class: 'auth-form', novalidate: true }, heading, info, user.wrap, pass.wrap, status, submit,
+  // Single sign-on buttons; the password form only while password sign-in is on.
+  const sso = h('div', { class: 'sso-buttons' });
+  sso.hidden = true;
+  const form = h('form', { class: 'auth-form', novalidate: true }, heading, info, sso, user.wrap, pass.wrap, status, submit,
     h('p', { class: 'auth-switch' }, switchText, ' ', switchBtn));
 
   form.addEventListener('submit', async (ev) => {
@@ -75,4 +78,17 @@ export function renderAuth(root, { message, onSignedIn }) {
       form,
       h('p', { class: 'auth-foot' }, 'Your conversations are private to your account.'))));
   user.input.focus();
+  api.providers().then((p) => {
+    if (!p) return;
+    for (const b of p.sso || []) {
+      sso.append(h('a', { class: 'btn btn-primary btn-block', href: b.login_url }, `Sign in with ${b.name}`));
+    }
+    sso.hidden = !(p.sso || []).length;
+    if (!p.password) {
+      form.replaceChildren(heading, info, sso);
+      heading.textContent = 'Sign in to AgentChat';
+    } else if (!p.registration) {
+      switchText.parentElement?.remove();
+    }
+  });
 }

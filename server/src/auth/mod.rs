@@ -3,6 +3,7 @@
 
 pub mod extract;
 pub mod jwt;
+pub mod oidc;
 pub mod password;
 pub mod refresh;
 pub mod session;

@@ -143,6 +143,14 @@ pub async fn login(
     token_pair(state, account.id, account.token_version, refresh_token)
 }
 
+/// Opens a session (a new refresh-token family) for an account that signed in another way
+/// (single sign-on).
+pub async fn open_session(state: &AppState, account: &user::User) -> Result<TokenPair, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
+    token_pair(state, account.id, account.token_version, refresh_token)
+}
+
 /// Exchanges a refresh token for a new pair; the old one is spent. Presenting a spent
 /// token revokes every token of its family.
 pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenPair, ApiError> {
@@ -210,6 +218,12 @@ pub async fn change_password(
             .await?
             .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?
     };
+    if account.source != user::SOURCE_PASSWORD {
+        return Err(ApiError::conflict(
+            "external_account",
+            "this account signs in through single sign-on; its password is managed by the identity provider",
+        ));
+    }
     if let Err(wait) = state.throttle.begin(&account.username, client) {
         return Err(ApiError::too_many(
             "too_many_attempts",

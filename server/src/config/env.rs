@@ -181,6 +181,22 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_APPROVAL_TTL_SECS", "durable.approval_ttl_secs"),
     json("AGENTCHAT_MCP_SERVERS", "mcp_servers"),
+    var("AGENTCHAT_OIDC_ISSUER", "oidc.issuer"),
+    var("AGENTCHAT_OIDC_CLIENT_ID", "oidc.client_id"),
+    var("AGENTCHAT_OIDC_CLIENT_SECRET", "oidc.client_secret"),
+    var("AGENTCHAT_OIDC_REDIRECT_URL", "oidc.redirect_url"),
+    list("AGENTCHAT_OIDC_SCOPES", "oidc.scopes"),
+    var("AGENTCHAT_OIDC_GROUPS_CLAIM", "oidc.groups_claim"),
+    list("AGENTCHAT_OIDC_ROLE_MAP", "oidc.role_map"),
+    var("AGENTCHAT_OIDC_DEFAULT_ROLE", "oidc.default_role"),
+    var("AGENTCHAT_OIDC_REQUIRE_GROUP", "oidc.require_group"),
+    var("AGENTCHAT_OIDC_DISPLAY_NAME", "oidc.display_name"),
+    var(
+        "AGENTCHAT_OIDC_JWKS_MIN_REFETCH_SECS",
+        "oidc.jwks_min_refetch_secs",
+    ),
+    var("AGENTCHAT_PASSWORD_LOGIN", "oidc.password_login"),
+    var("AGENTCHAT_SCIM_TOKEN", "scim.token"),
 ];
 
 /// `AGENTCHAT_` variables that are not settings but are read elsewhere.

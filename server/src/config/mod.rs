@@ -10,6 +10,7 @@ pub mod env;
 mod llm;
 pub mod report;
 pub mod serde_util;
+mod sso;
 mod suggest;
 mod telemetry;
 mod tools;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use llm::{LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
+pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
 pub use tools::ToolSettings;
 
@@ -59,6 +61,10 @@ pub struct Settings {
     /// admin API. Header and environment values are shown hidden.
     #[serde(serialize_with = "serde_util::mcp_servers_hidden")]
     pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
+    /// Single sign-on (OpenID Connect) and whether passwords still sign people in.
+    pub oidc: OidcSettings,
+    /// SCIM 2.0 provisioning by the identity provider.
+    pub scim: ScimSettings,
 }
 
 impl Default for Settings {
@@ -76,6 +82,8 @@ impl Default for Settings {
             security: crate::security::SecuritySettings::default(),
             durable: crate::agent::liveness::DurableSettings::default(),
             mcp_servers: Vec::new(),
+            oidc: OidcSettings::default(),
+            scim: ScimSettings::default(),
         }
     }
 }
@@ -170,6 +178,8 @@ impl Settings {
         self.telemetry.validate()?;
         self.security.validate()?;
         self.durable.validate()?;
+        self.oidc.validate()?;
+        self.scim.validate()?;
         crate::tools::mcp::config::validate_all(&self.mcp_servers)
             .map_err(|reason| ConfigError::invalid("mcp_servers", reason))
     }

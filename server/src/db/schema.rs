@@ -31,6 +31,7 @@ diesel::table! {
         token_budget -> Nullable<Int8>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        source -> Text,
     }
 }
 
@@ -231,3 +232,54 @@ diesel::table! {
         resumed_at -> Nullable<Timestamptz>,
     }
 }
+
+diesel::table! {
+    user_identities (issuer, subject) {
+        issuer -> Text,
+        subject -> Text,
+        user_id -> Uuid,
+        created_at -> Timestamptz,
+        last_login_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    scim_users (user_id) {
+        user_id -> Uuid,
+        user_name -> Text,
+        external_id -> Nullable<Text>,
+        display_name -> Nullable<Text>,
+        given_name -> Nullable<Text>,
+        family_name -> Nullable<Text>,
+        email -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    scim_groups (id) {
+        id -> Uuid,
+        display_name -> Text,
+        external_id -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    scim_group_members (group_id, user_id) {
+        group_id -> Uuid,
+        user_id -> Uuid,
+    }
+}
+
+diesel::joinable!(scim_users -> users (user_id));
+diesel::joinable!(scim_group_members -> scim_groups (group_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    scim_users,
+    scim_groups,
+    scim_group_members,
+    user_identities
+);

@@ -10,6 +10,8 @@ use utoipa::Modify;
 pub const BEARER: &str = "bearer";
 /// The name of the optional `/metrics` token scheme.
 pub const METRICS_TOKEN: &str = "metrics_token";
+/// The name of the SCIM provisioning token scheme.
+pub const SCIM_TOKEN: &str = "scim_token";
 
 pub struct CommonResponses;
 
@@ -35,6 +37,17 @@ impl Modify for CommonResponses {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            SCIM_TOKEN,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "`AGENTCHAT_SCIM_TOKEN`: the identity provider's provisioning token",
+                    ))
+                    .build(),
+            ),
+        );
         for (path, item) in doc.paths.paths.iter_mut() {
             let ops = [
                 &mut item.get,
@@ -56,6 +69,16 @@ fn add_common(path: &str, op: &mut Operation) {
     if !public {
         op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
         add(op, 401, "No valid access token, or the account is disabled");
+    }
+    if path.starts_with("/scim/") {
+        add_scim(op, 401, "No valid SCIM bearer token");
+        add_scim(op, 404, "SCIM is off, or no such resource");
+        add_scim(
+            op,
+            400,
+            "Invalid filter, body or value (scimType says which)",
+        );
+        add_scim(op, 503, "The database is unreachable; retry shortly");
     }
     if path.starts_with("/api/admin/") {
         add(op, 403, "The caller is not an admin");
@@ -92,6 +115,26 @@ fn add(op: &mut Operation, status: u16, description: &str) {
         .responses
         .entry(status.to_string())
         .or_insert_with(|| RefOr::T(error_response(description)));
+}
+
+/// A SCIM error answer (RFC 7644 `Error`), unless the route describes the status itself.
+fn add_scim(op: &mut Operation, status: u16, description: &str) {
+    op.responses
+        .responses
+        .entry(status.to_string())
+        .or_insert_with(|| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/scim+json",
+                        ContentBuilder::new()
+                            .schema(Some(utoipa::openapi::schema::Object::new()))
+                            .build(),
+                    )
+                    .build(),
+            )
+        });
 }
 
 /// An answer with the error body.

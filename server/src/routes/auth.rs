@@ -73,13 +73,14 @@ struct RefreshBody {
 /// Creates an account: the first one becomes `admin`, later ones `member`.
 #[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = Credentials, responses(
     (status = 201, description = "Created", body = crate::openapi::schemas::Registered),
-    (status = 403, description = "Self-registration is closed", body = crate::error::ErrorBody),
+    (status = 403, description = "Self-registration is closed, or password sign-in is off", body = crate::error::ErrorBody),
     (status = 409, description = "The username is taken", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn register(
     state: web::Data<AppState>,
     Json(body): Json<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
+    password_login_allowed(&state)?;
     if state.settings.auth.registration == Registration::Closed {
         return Err(ApiError::forbidden(
             "self-registration is closed; ask an admin for an account",
@@ -101,7 +102,7 @@ async fn register(
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody, responses(
     (status = 200, description = "Signed in", body = crate::auth::session::TokenPair),
     (status = 401, description = "Unknown user or wrong password", body = crate::error::ErrorBody),
-    (status = 403, description = "The account is disabled", body = crate::error::ErrorBody),
+    (status = 403, description = "The account is disabled, or password sign-in is off", body = crate::error::ErrorBody),
     (status = 429, description = "Too many failed attempts", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 async fn login(
@@ -109,6 +110,7 @@ async fn login(
     state: web::Data<AppState>,
     Json(body): Json<LoginBody>,
 ) -> Result<HttpResponse, ApiError> {
+    password_login_allowed(&state)?;
     cookie_origin_check(&req, &state, body.session)?;
     let client = crate::security::client_ip(&req, &state.settings.security.trusted_proxies);
     let pair = session::login(&state, &body.username, &body.password, client).await?;
@@ -121,6 +123,7 @@ async fn login(
     request_body = PasswordChange, responses(
     (status = 200, description = "Changed; a new pair for this session", body = crate::auth::session::TokenPair),
     (status = 403, description = "Wrong current password, or a foreign Origin", body = crate::error::ErrorBody),
+    (status = 409, description = "The account signs in through single sign-on (`external_account`)", body = crate::error::ErrorBody),
     (status = 429, description = "Too many wrong passwords", body = crate::error::ErrorBody)))]
 #[tracing::instrument(skip_all)]
 pub(crate) async fn change_password(
@@ -187,6 +190,18 @@ async fn logout(
         .finish())
 }
 
+/// 403 when only single sign-on signs people in.
+fn password_login_allowed(state: &AppState) -> Result<(), ApiError> {
+    if state.settings.oidc.password_login == crate::config::PasswordLogin::Disabled {
+        return Err(ApiError::new(
+            actix_web::http::StatusCode::FORBIDDEN,
+            "password_login_disabled",
+            "password sign-in is turned off on this server; sign in with single sign-on",
+        ));
+    }
+    Ok(())
+}
+
 /// A request that is authenticated by (or sets) the cookie must come from our own origin.
 fn cookie_origin_check(
     req: &HttpRequest,
@@ -220,17 +235,7 @@ fn respond(state: &AppState, mut pair: TokenPair, mode: SessionMode) -> HttpResp
     match mode {
         SessionMode::Body => HttpResponse::Ok().json(pair),
         SessionMode::Cookie => {
-            let token = std::mem::take(&mut pair.refresh_token);
-            let cookie = Cookie::build(REFRESH_COOKIE, token)
-                .http_only(true)
-                .secure(state.settings.auth.cookie_secure)
-                .same_site(SameSite::Strict)
-                .path(COOKIE_PATH)
-                .max_age(CookieDuration::seconds(
-                    i64::try_from(state.settings.auth.refresh_token_ttl.as_secs())
-                        .unwrap_or(i64::MAX),
-                ))
-                .finish();
+            let cookie = refresh_cookie(state, std::mem::take(&mut pair.refresh_token));
             HttpResponse::Ok().cookie(cookie).json(serde_json::json!({
                 "access_token": pair.access_token,
                 "token_type": pair.token_type,
@@ -238,6 +243,19 @@ fn respond(state: &AppState, mut pair: TokenPair, mode: SessionMode) -> HttpResp
             }))
         }
     }
+}
+
+/// The browser's refresh-token cookie (also set by the single sign-on callback).
+pub(crate) fn refresh_cookie(state: &AppState, token: String) -> Cookie<'static> {
+    Cookie::build(REFRESH_COOKIE, token)
+        .http_only(true)
+        .secure(state.settings.auth.cookie_secure)
+        .same_site(SameSite::Strict)
+        .path(COOKIE_PATH)
+        .max_age(CookieDuration::seconds(
+            i64::try_from(state.settings.auth.refresh_token_ttl.as_secs()).unwrap_or(i64::MAX),
+        ))
+        .finish()
 }
 
 fn expired_cookie(state: &AppState) -> Cookie<'static> {

@@ -12,6 +12,8 @@ pub mod me;
 pub mod messages;
 pub mod metrics;
 pub mod models;
+pub mod oidc;
+pub mod scim;
 pub mod table;
 pub mod truncate;
 pub mod web;
@@ -26,6 +28,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
         .service(
             aweb::scope("/api")
                 .configure(crate::openapi::configure)
+                .configure(oidc::configure)
                 .configure(auth::configure)
                 .configure(me::configure)
                 .configure(conversations::configure)
@@ -36,5 +39,6 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(files::configure)
                 .configure(admin::configure),
         )
+        .configure(scim::configure)
         .configure(web::configure);
 }

@@ -13,6 +13,8 @@ pub enum Access {
     Admin,
     /// The metrics bearer token, when one is configured.
     MetricsToken,
+    /// The SCIM bearer token (the identity provider), when SCIM is on.
+    ScimToken,
 }
 
 /// One route: method, path pattern (actix syntax) and access.
@@ -31,7 +33,7 @@ const fn r(method: &'static str, path: &'static str, access: Access) -> Route {
     }
 }
 
-use Access::{Admin, MetricsToken, Public, User};
+use Access::{Admin, MetricsToken, Public, ScimToken, User};
 
 /// All routes. Keep in step with the `configure` functions (a test counts them).
 pub const ROUTES: &[Route] = &[
@@ -42,6 +44,9 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/api/auth/login", Public),
     r("POST", "/api/auth/refresh", Public),
     r("POST", "/api/auth/logout", Public),
+    r("GET", "/api/auth/providers", Public),
+    r("GET", "/api/auth/oidc/login", Public),
+    r("GET", "/api/auth/oidc/callback", Public),
     r("POST", "/api/me/password", User),
     r("GET", "/api/me", User),
     r("GET", "/api/conversations", User),
@@ -80,6 +85,18 @@ pub const ROUTES: &[Route] = &[
     r("PUT", "/api/admin/mcp-servers/{name}", Admin),
     r("DELETE", "/api/admin/mcp-servers/{name}", Admin),
     r("POST", "/api/admin/mcp-servers/{name}/refresh", Admin),
+    r("GET", "/scim/v2/Users", ScimToken),
+    r("POST", "/scim/v2/Users", ScimToken),
+    r("GET", "/scim/v2/Users/{id}", ScimToken),
+    r("PUT", "/scim/v2/Users/{id}", ScimToken),
+    r("PATCH", "/scim/v2/Users/{id}", ScimToken),
+    r("DELETE", "/scim/v2/Users/{id}", ScimToken),
+    r("GET", "/scim/v2/Groups", ScimToken),
+    r("POST", "/scim/v2/Groups", ScimToken),
+    r("GET", "/scim/v2/Groups/{id}", ScimToken),
+    r("PUT", "/scim/v2/Groups/{id}", ScimToken),
+    r("PATCH", "/scim/v2/Groups/{id}", ScimToken),
+    r("DELETE", "/scim/v2/Groups/{id}", ScimToken),
     r("GET", "/.well-known/jwks.json", Public),
     r("GET", "/", Public),
     r("GET", "/{path:.*}", Public),

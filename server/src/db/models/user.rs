@@ -25,7 +25,16 @@ pub struct User {
     pub token_budget: Option<i64>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Where the account comes from: [`SOURCE_PASSWORD`], [`SOURCE_SSO`] or [`SOURCE_SCIM`].
+    pub source: String,
 }
+
+/// Registered, or created by an admin, with a local password.
+pub const SOURCE_PASSWORD: &str = "password";
+/// Created at its first single sign-on; no usable local password.
+pub const SOURCE_SSO: &str = "sso";
+/// Provisioned by the identity provider over SCIM; no usable local password.
+pub const SOURCE_SCIM: &str = "scim";
 
 /// What the API shows of an account (never the hash).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -36,6 +45,8 @@ pub struct UserView {
     pub disabled: bool,
     pub token_budget: Option<i64>,
     pub created_at: DateTime<Utc>,
+    /// `password`, `sso` or `scim`.
+    pub source: String,
 }
 
 impl From<User> for UserView {
@@ -47,6 +58,7 @@ impl From<User> for UserView {
             disabled: u.disabled,
             token_budget: u.token_budget,
             created_at: u.created_at,
+            source: u.source,
         }
     }
 }
@@ -99,6 +111,9 @@ pub struct UserChanges {
     pub disabled: Option<bool>,
     /// `Some(None)` clears the override (use the role's budget).
     pub token_budget: Option<Option<i64>>,
+    /// Refuse to disable or demote the last enabled admin with a local password (the way
+    /// back in while single sign-on is in use).
+    pub keep_local_admin: bool,
 }
 
 /// Why an account change was not made.
@@ -108,6 +123,8 @@ pub enum UserChangeError {
     NotFound,
     #[error("the last enabled admin cannot be disabled or demoted")]
     LastAdmin,
+    #[error("the last enabled admin with a local password cannot be disabled or demoted")]
+    LastLocalAdmin,
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
 }
@@ -189,6 +206,29 @@ pub async fn insert(
         .await
 }
 
+/// Inserts an account that comes from the identity provider (`source`: SSO or SCIM).
+pub async fn insert_external(
+    conn: &mut AsyncPgConnection,
+    username: &str,
+    unusable_password_hash: &str,
+    role: &str,
+    source: &str,
+) -> QueryResult<User> {
+    diesel::insert_into(dsl::users)
+        .values((
+            NewUser {
+                id: Uuid::new_v4(),
+                username,
+                password_hash: unusable_password_hash,
+                role,
+            },
+            dsl::source.eq(source),
+        ))
+        .returning(User::as_returning())
+        .get_result(conn)
+        .await
+}
+
 pub async fn list(conn: &mut AsyncPgConnection, limit: i64, offset: i64) -> QueryResult<Vec<User>> {
     dsl::users
         .order((dsl::created_at.asc(), dsl::id.asc()))
@@ -225,6 +265,19 @@ pub async fn update(
                     .await?;
                 if others == 0 {
                     return Err(UserChangeError::LastAdmin);
+                }
+                if changes.keep_local_admin && current.source == SOURCE_PASSWORD {
+                    let local: i64 = dsl::users
+                        .filter(dsl::role.eq(super::role::ADMIN))
+                        .filter(dsl::disabled.eq(false))
+                        .filter(dsl::source.eq(SOURCE_PASSWORD))
+                        .filter(dsl::id.ne(id))
+                        .count()
+                        .get_result(conn)
+                        .await?;
+                    if local == 0 {
+                        return Err(UserChangeError::LastLocalAdmin);
+                    }
                 }
             }
             let invalidates = new_role != current.role || (new_disabled && !current.disabled);

@@ -90,7 +90,7 @@ async fn create(
 #[utoipa::path(patch, path = "/api/admin/users/{id}", tag = "admin", params(("id" = Uuid, Path)),
     request_body = UpdateBody, responses(
     (status = 200, description = "Changed", body = crate::db::models::user::UserView),
-    (status = 409, description = "That would leave no enabled admin", body = crate::error::ErrorBody),
+    (status = 409, description = "That would leave no enabled admin (or, with single sign-on, no enabled local admin)", body = crate::error::ErrorBody),
     (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
@@ -121,6 +121,8 @@ async fn update(
         role: body.role,
         disabled: body.disabled,
         token_budget: body.token_budget,
+        // With single sign-on on, a local admin is the way back in if the provider fails.
+        keep_local_admin: state.settings.oidc.enabled(),
     };
     match user::update(&mut conn, *id, changes).await {
         Ok(u) => {
@@ -136,6 +138,11 @@ async fn update(
         Err(user::UserChangeError::LastAdmin) => Err(ApiError::conflict(
             "last_admin",
             "the last enabled admin cannot be disabled or demoted",
+        )),
+        Err(user::UserChangeError::LastLocalAdmin) => Err(ApiError::conflict(
+            "last_local_admin",
+            "the last enabled admin with a local password cannot be disabled or demoted while \
+             single sign-on is on: it is the way back in when the identity provider fails",
         )),
         Err(user::UserChangeError::Db(e)) => Err(e.into()),
     }
