@@ -189,11 +189,12 @@ impl Provider {
             .parse()
             .map_err(|e: serde_json::Error| SsoError::InvalidIdToken(e.to_string()))?;
         let nonce = Nonce::new(login.nonce.clone());
-        let claims = match self.verify(&token, &nonce, metadata.jwks().clone()) {
+        let algs = asymmetric_algs(metadata.id_token_signing_alg_values_supported());
+        let claims = match self.verify(&token, &nonce, &algs, metadata.jwks().clone()) {
             Err(ClaimsVerificationError::SignatureVerification(
                 SignatureVerificationError::NoMatchingKey,
             )) => match self.refetch_keys().await {
-                Some(keys) => self.verify(&token, &nonce, keys),
+                Some(keys) => self.verify(&token, &nonce, &algs, keys),
                 None => Err(ClaimsVerificationError::SignatureVerification(
                     SignatureVerificationError::NoMatchingKey,
                 )),
@@ -208,6 +209,7 @@ impl Provider {
         &self,
         token: &GroupsIdToken,
         nonce: &Nonce,
+        algs: &[CoreJwsSigningAlgorithm],
         keys: CoreJsonWebKeySet,
     ) -> Result<Claims, ClaimsVerificationError> {
         // A public-client verifier: only the provider's asymmetric keys, never an HMAC made
@@ -216,7 +218,8 @@ impl Provider {
             self.client_id.clone(),
             self.issuer.clone(),
             keys,
-        );
+        )
+        .set_allowed_algs(algs.iter().cloned());
         token.claims(&verifier, nonce).cloned()
     }
 
@@ -259,5 +262,43 @@ impl Provider {
             groups: groups_from_claim(extra.get(&self.groups_claim)),
             object_id: extra.get("oid").and_then(|v| v.as_str()).map(str::to_owned),
         }
+    }
+}
+
+/// The signing algorithms the provider announces for ID tokens, less the symmetric ones (an
+/// HMAC keyed with the client secret proves nothing about the provider) and `none`; RS256
+/// when it announces nothing usable.
+fn asymmetric_algs(announced: &[CoreJwsSigningAlgorithm]) -> Vec<CoreJwsSigningAlgorithm> {
+    use CoreJwsSigningAlgorithm as A;
+    let algs: Vec<_> = announced
+        .iter()
+        .filter(|a| !matches!(a, A::HmacSha256 | A::HmacSha384 | A::HmacSha512 | A::None))
+        .cloned()
+        .collect();
+    if algs.is_empty() {
+        vec![A::RsaSsaPkcs1V15Sha256]
+    } else {
+        algs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asymmetric_algs;
+    use openidconnect::core::CoreJwsSigningAlgorithm as A;
+
+    #[test]
+    fn only_asymmetric_algorithms_are_accepted() {
+        assert_eq!(
+            asymmetric_algs(&[
+                A::HmacSha256,
+                A::RsaSsaPkcs1V15Sha256,
+                A::None,
+                A::EcdsaP256Sha256
+            ]),
+            [A::RsaSsaPkcs1V15Sha256, A::EcdsaP256Sha256]
+        );
+        assert_eq!(asymmetric_algs(&[A::HmacSha256]), [A::RsaSsaPkcs1V15Sha256]);
+        assert_eq!(asymmetric_algs(&[]), [A::RsaSsaPkcs1V15Sha256]);
     }
 }
