@@ -34,6 +34,7 @@ export class ApprovalCard {
     this.id = approval.approval_id || approval.id;
     this.approval = approval;
     this.log = log;
+    this.me = me;
     this.onResumed = onResumed;
     const name = approval.name || approval.tool;
     const mayDecide = approval.approver === 'user' || me?.role === 'admin';
@@ -74,7 +75,7 @@ export class ApprovalCard {
           turn = new AssistantTurn({ live: true });
           this.log?.append(turn.el);
         }
-        feed(turn, ev, { log: this.log, me: null });
+        feed(turn, ev, { log: this.log, me: this.me });
       });
       this.settled(decision === 'approve' ? 'Approved.' : 'Denied.');
       if (!out.streamed && !out.resumed) this.status.textContent += ' Other calls of this step still wait for a decision.';

@@ -15,6 +15,7 @@ mod model_call;
 mod record;
 mod replay;
 mod resume;
+mod resume_calls;
 pub mod store;
 mod supervise;
 mod tool_calls;

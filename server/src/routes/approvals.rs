@@ -121,7 +121,7 @@ async fn decide(
     };
     let note = body
         .note
-        .map(|n| n.trim().to_owned())
+        .map(|n| db::pg_safe_text(n.trim()).into_owned())
         .filter(|n| !n.is_empty());
     if note
         .as_ref()

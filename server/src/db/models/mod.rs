@@ -1,6 +1,7 @@
 //! Rows and the queries that read and write them, one file per table.
 
 pub mod approval;
+pub mod approval_step;
 pub mod audit;
 pub mod budget;
 pub mod conversation;
