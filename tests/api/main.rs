@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod api_keys;
 mod auth;
 mod budget;
 mod chat;
@@ -22,6 +23,8 @@ mod mcp;
 mod mcp_faults;
 mod mcp_perf;
 mod observability;
+mod openai_api;
+mod openai_sdk;
 mod openapi;
 mod security_fixes;
 mod security_sessions;

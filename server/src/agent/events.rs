@@ -13,6 +13,8 @@ pub enum FinishReason {
     BudgetExhausted,
     ToolFailures,
     Cancelled,
+    /// The model called tools of an API client, which runs them and continues.
+    ToolCalls,
 }
 
 impl FinishReason {
@@ -23,6 +25,7 @@ impl FinishReason {
             Self::BudgetExhausted => "budget_exhausted",
             Self::ToolFailures => "tool_failures",
             Self::Cancelled => "cancelled",
+            Self::ToolCalls => "tool_calls",
         }
     }
 }

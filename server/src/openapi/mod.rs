@@ -7,6 +7,7 @@
 //! stay true without repeating them on every handler.
 
 pub mod common;
+pub mod openai;
 pub mod schemas;
 
 use std::sync::OnceLock;
@@ -67,6 +68,13 @@ use common::CommonResponses;
         routes::admin::mcp_servers::replace,
         routes::admin::mcp_servers::delete,
         routes::admin::mcp_servers::refresh,
+        routes::keys::create,
+        routes::keys::list,
+        routes::keys::revoke,
+        routes::admin::keys::list,
+        routes::admin::keys::revoke,
+        routes::openai::completions::models,
+        routes::openai::completions::chat_completions,
     ),
     components(schemas(crate::error::ErrorBody)),
     modifiers(&CommonResponses),
@@ -76,6 +84,8 @@ use common::CommonResponses;
         (name = "conversations", description = "A user's own conversations and agent turns"),
         (name = "files", description = "The caller's workspace files"),
         (name = "admin", description = "Admin-only resources"),
+        (name = "keys", description = "Personal API keys for the OpenAI-compatible API"),
+        (name = "openai", description = "The OpenAI-compatible API: an API key or access token as the bearer; errors in OpenAI's shape"),
         (name = "operations", description = "Probes, metrics, this description"),
     )
 )]

@@ -6,10 +6,12 @@ pub mod conversations;
 pub mod files;
 pub mod health;
 pub mod jwks;
+pub mod keys;
 pub mod me;
 pub mod messages;
 pub mod metrics;
 pub mod models;
+pub mod openai;
 pub mod table;
 pub mod web;
 
@@ -29,7 +31,9 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(messages::configure)
                 .configure(models::configure)
                 .configure(files::configure)
+                .configure(keys::configure)
                 .configure(admin::configure),
         )
+        .service(aweb::scope("/v1").configure(openai::configure))
         .configure(web::configure);
 }

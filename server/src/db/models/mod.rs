@@ -1,5 +1,6 @@
 //! Rows and the queries that read and write them, one file per table.
 
+pub mod api_key;
 pub mod audit;
 pub mod budget;
 pub mod conversation;

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod custom_tools;
+pub mod keys;
 pub mod mcp_servers;
 pub mod roles;
 pub mod tools;
@@ -16,6 +17,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(users::configure)
             .configure(audit::configure)
             .configure(custom_tools::configure)
+            .configure(keys::configure)
             .configure(mcp_servers::configure)
             .configure(roles::configure)
             .configure(tools::configure)

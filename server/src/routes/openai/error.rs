@@ -1,0 +1,133 @@
+//! The `/v1` boundary's error: OpenAI's shape `{"error": {"message", "type", "param",
+//! "code"}}` and statuses, so OpenAI clients raise their usual exceptions.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+
+use crate::error::ApiError;
+use crate::llm::openai::wire;
+
+/// An error answered to an OpenAI client.
+#[derive(Debug)]
+pub struct OpenAiError {
+    status: StatusCode,
+    kind: &'static str,
+    code: String,
+    message: String,
+    param: Option<String>,
+    retry_after_secs: Option<u64>,
+    /// Tells OpenAI's SDKs not to retry (`x-should-retry: false`): retrying would not help
+    /// (an exhausted budget) or would run a finished turn again.
+    final_answer: bool,
+}
+
+impl OpenAiError {
+    /// 400 `invalid_request_error`, naming the parameter at fault.
+    pub fn invalid(param: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            kind: "invalid_request_error",
+            code: code.to_owned(),
+            message: message.into(),
+            param: Some(param.into()),
+            retry_after_secs: None,
+            final_answer: false,
+        }
+    }
+
+    /// 404 for a model this server does not offer.
+    pub fn unknown_model(model: &str) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            code: "model_not_found".into(),
+            message: format!("The model `{model}` does not exist or you do not have access to it."),
+            ..Self::invalid("model", "", "")
+        }
+    }
+
+    /// A turn that failed after it started (the model or the database): 502 or 503, never
+    /// retried by the SDKs (the call is stored; a retry would be a new call).
+    pub fn turn_failed(code: &str, message: &str) -> Self {
+        let unavailable = matches!(code, "unavailable" | "shutdown");
+        Self {
+            status: if unavailable {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::BAD_GATEWAY
+            },
+            kind: "server_error",
+            code: code.to_owned(),
+            message: message.to_owned(),
+            param: None,
+            retry_after_secs: None,
+            final_answer: true,
+        }
+    }
+}
+
+impl From<ApiError> for OpenAiError {
+    fn from(e: ApiError) -> Self {
+        e.log_source();
+        let status = e.status_code();
+        let (kind, code) = match (status.as_u16(), e.code()) {
+            (401, _) => ("invalid_request_error", "invalid_api_key"),
+            (403, c) => ("permission_error", c),
+            (429, "budget_exhausted") => ("insufficient_quota", "insufficient_quota"),
+            (429, _) => ("rate_limit_error", "rate_limit_exceeded"),
+            (s, c) if s >= 500 => ("server_error", c),
+            (_, c) => ("invalid_request_error", c),
+        };
+        Self {
+            status,
+            kind,
+            code: code.to_owned(),
+            message: e.message().to_owned(),
+            param: None,
+            retry_after_secs: e.retry_after_secs(),
+            final_answer: e.code() == "budget_exhausted",
+        }
+    }
+}
+
+impl std::fmt::Display for OpenAiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.status, self.code, self.message)
+    }
+}
+
+/// The error object as it goes on the wire (also inside a stream).
+pub fn object(kind: &str, code: &str, message: &str, param: Option<String>) -> wire::ErrorBody {
+    wire::ErrorBody {
+        error: wire::ErrorObject {
+            message: message.to_owned(),
+            kind: Some(kind.to_owned()),
+            param,
+            code: Some(wire::ErrorCode::Text(code.to_owned())),
+        },
+    }
+}
+
+impl ResponseError for OpenAiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut resp = HttpResponse::build(self.status);
+        if let Some(secs) = self.retry_after_secs {
+            resp.insert_header((header::RETRY_AFTER, secs.to_string()));
+        }
+        if self.final_answer {
+            resp.insert_header(("x-should-retry", "false"));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        }
+        resp.json(object(
+            self.kind,
+            &self.code,
+            &self.message,
+            self.param.clone(),
+        ))
+    }
+}
