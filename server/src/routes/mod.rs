@@ -34,6 +34,10 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(keys::configure)
                 .configure(admin::configure),
         )
-        .service(aweb::scope("/v1").configure(openai::configure))
+        .service(
+            aweb::scope("/v1")
+                .configure(openai::configure)
+                .default_service(aweb::to(openai::error::unknown_route)),
+        )
         .configure(web::configure);
 }

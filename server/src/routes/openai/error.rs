@@ -45,6 +45,17 @@ impl OpenAiError {
         }
     }
 
+    /// 404 for a path under `/v1` this server does not serve (OpenAI has many more).
+    pub fn unknown_route() -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            code: "unknown_url".into(),
+            message: "this server serves only /v1/models and /v1/chat/completions".into(),
+            param: None,
+            ..Self::invalid("", "", "")
+        }
+    }
+
     /// A turn that failed after it started (the model or the database): 502 or 503, never
     /// retried by the SDKs (the call is stored; a retry would be a new call).
     pub fn turn_failed(code: &str, message: &str) -> Self {
@@ -129,5 +140,53 @@ impl ResponseError for OpenAiError {
             &self.message,
             self.param.clone(),
         ))
+    }
+}
+
+/// The `/v1` scope's answer to any other path, in OpenAI's shape.
+pub async fn unknown_route() -> HttpResponse {
+    OpenAiError::unknown_route().error_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+
+    fn body(e: OpenAiError) -> (u16, serde_json::Value, Option<String>) {
+        let resp = e.error_response();
+        let status = resp.status().as_u16();
+        let retry = resp
+            .headers()
+            .get("x-should-retry")
+            .map(|v| v.to_str().unwrap_or_default().to_owned());
+        let bytes = match resp.into_body().try_into_bytes() {
+            Ok(b) => b,
+            Err(_) => panic!("a streamed error body"),
+        };
+        (status, serde_json::from_slice(&bytes).unwrap(), retry)
+    }
+
+    #[test]
+    fn api_errors_take_openais_types_and_codes() {
+        let (s, v, retry) = body(ApiError::too_many("budget_exhausted", "used up", 60).into());
+        assert_eq!(s, 429);
+        assert_eq!(v["error"]["type"], "insufficient_quota");
+        assert_eq!(v["error"]["code"], "insufficient_quota");
+        assert_eq!(retry.as_deref(), Some("false"));
+        let (s, v, retry) = body(ApiError::too_many("budget_in_use", "busy", 2).into());
+        assert_eq!((s, retry), (429, None));
+        assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+        let (s, v, _) = body(ApiError::unauthorized("no").into());
+        assert_eq!(s, 401);
+        assert_eq!(v["error"]["code"], "invalid_api_key");
+        assert!(v["error"]["param"].is_null());
+        let (s, v, _) = body(OpenAiError::unknown_model("x"));
+        assert_eq!(s, 404);
+        assert_eq!(v["error"]["param"], "model");
+        let (s, v, _) = body(ApiError::internal(anyhow::anyhow!("secret detail")).into());
+        assert_eq!(s, 500);
+        assert_eq!(v["error"]["type"], "server_error");
+        assert!(!v.to_string().contains("secret detail"));
     }
 }
