@@ -115,7 +115,7 @@ function shell(active) {
   account.addEventListener('click', () => openPasswordDialog());
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
-    h('a', { href: '/keys', 'data-nav': '', class: 'navlink', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),
+    h('a', { href: '/keys', 'data-nav': '', class: 'navlink navlink-keys', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
   const header = h('header', { class: 'topbar' },
     menuBtn,

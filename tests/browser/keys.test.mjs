@@ -89,3 +89,16 @@ test('create, copy, use, list and revoke an API key', async () => {
   assert.deepEqual(page.errors.filter((e) => !/401|Failed to load resource/.test(e)), []);
   await page.context().close();
 });
+
+test('on a phone the keys page is reached from the account dialog', async () => {
+  const page = await newPage(browser, { viewport: { width: 360, height: 740 } });
+  await registerViaUi(page, server.url, 'phoneuser');
+  assert.equal(await page.getByRole('link', { name: 'API keys' }).isVisible(), false);
+  await page.getByRole('button', { name: /Account phoneuser/ }).click();
+  await page.getByRole('link', { name: 'Manage API keys' }).click();
+  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  assert.equal(await page.getByRole('dialog').count(), 0);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `the keys page overflows by ${overflow}px`);
+  await page.context().close();
+});

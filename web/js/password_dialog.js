@@ -14,7 +14,10 @@ export function openPasswordDialog() {
     h('h2', { class: 'auth-title' }, 'Change password'),
     h('p', null, 'Your other signed-in browsers and devices will be signed out.'),
     current.wrap, next.wrap, status, h('div', { class: 'dialog-actions' }, cancel, ' ', submit));
-  const dialog = h('dialog', { class: 'password-dialog', 'aria-label': 'Change password' }, form);
+  // On a phone the top bar has no room for the API keys link: it is reachable from here.
+  const keys = h('a', { href: '/keys', 'data-nav': '', class: 'dialog-keys-link' }, 'Manage API keys');
+  const dialog = h('dialog', { class: 'password-dialog', 'aria-label': 'Change password' }, form, h('p', null, keys));
+  keys.addEventListener('click', () => dialog.close());
   cancel.addEventListener('click', () => dialog.close());
   dialog.addEventListener('close', () => dialog.remove());
   form.addEventListener('submit', async (ev) => {
