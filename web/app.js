@@ -6,6 +6,7 @@ import { renderAuth } from './js/auth_view.js';
 import { ChatView } from './js/chat_view.js';
 import { renderAdmin } from './js/admin_view.js';
 import { openAccountDialog } from './js/account_dialog.js';
+import { renderKeys } from './js/keys_view.js';
 
 const app = document.getElementById('app');
 
@@ -116,6 +117,7 @@ function shell(active) {
   account.addEventListener('click', () => openAccountDialog({ me, onSignOut: signOutNow }));
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
+    h('a', { href: '/keys', 'data-nav': '', class: 'navlink navlink-keys', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
   const header = h('header', { class: 'topbar' },
     menuBtn,
@@ -168,6 +170,15 @@ async function route() {
     const section = path.split('/')[2] || 'users';
     document.title = 'Admin · AgentChat';
     renderAdmin(main, section);
+    return;
+  }
+
+  if (path === '/keys') {
+    state.chat?.detach();
+    state.chat = null;
+    const { main } = shell('keys');
+    document.title = 'API keys · AgentChat';
+    renderKeys(main);
     return;
   }
 

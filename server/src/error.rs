@@ -107,6 +107,20 @@ impl ApiError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// Seconds a client should wait before trying again, when that is known.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after_secs
+    }
+
+    /// Logs what really went wrong (5xx only), for boundaries that answer in another shape.
+    pub fn log_source(&self) {
+        if let Some(source) = &self.source {
+            if self.status.is_server_error() {
+                tracing::error!(code = self.code, error = ?source, "request failed");
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for ApiError {
@@ -121,11 +135,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let Some(source) = &self.source {
-            if self.status.is_server_error() {
-                tracing::error!(code = self.code, error = ?source, "request failed");
-            }
-        }
+        self.log_source();
         let mut resp = HttpResponse::build(self.status);
         if let Some(secs) = self.retry_after_secs {
             resp.insert_header((header::RETRY_AFTER, secs.to_string()));

@@ -52,7 +52,8 @@ async fn snapshot(app: &TestApp) -> String {
            (SELECT count(*) FROM messages), \
            (SELECT string_agg(concat_ws(',', name, tools::text), ';' ORDER BY name) FROM roles), \
            (SELECT string_agg(concat_ws(',', name, url_template, headers::text), ';' ORDER BY name) FROM custom_tools), \
-           (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NULL) \
+           (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NULL), \
+           (SELECT string_agg(concat_ws(',', id, user_id, name, expires_at), ';' ORDER BY id) FROM api_keys) \
          ) AS snapshot",
     )
     .get_result::<Counts>(&mut db)
@@ -82,6 +83,10 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
             "method": "GET", "url_template": "https://example.com/x"}),
         (_, p) if p.starts_with("/api/admin/mcp-servers") => {
             json!({"name": "intruder", "url": "http://127.0.0.1:9/mcp"})
+        }
+        ("POST", "/api/keys") => json!({"name": "intruder"}),
+        ("POST", "/v1/chat/completions") => {
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         }
         ("POST", "/api/me/password") => {
             json!({"current_password": "password-of-victim", "new_password": "new-password-1"})

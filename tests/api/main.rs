@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod api_keys;
 mod approvals;
 mod auth;
 mod budget;
@@ -24,6 +25,8 @@ mod mcp;
 mod mcp_faults;
 mod mcp_perf;
 mod observability;
+mod openai_api;
+mod openai_sdk;
 mod openapi;
 mod scim;
 mod scim_okta;

@@ -151,7 +151,11 @@ fn template_names(path: &str) -> BTreeSet<&str> {
 fn registered_routes() -> BTreeSet<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/src");
     let mut files: Vec<(PathBuf, &str)> = Vec::new();
-    for (dir, prefix) in [("routes", "/api"), ("routes/admin", "/api/admin")] {
+    for (dir, prefix) in [
+        ("routes", "/api"),
+        ("routes/admin", "/api/admin"),
+        ("routes/openai", "/v1"),
+    ] {
         for e in std::fs::read_dir(src.join(dir)).unwrap() {
             let p = e.unwrap().path();
             let name = p.file_name().unwrap().to_str().unwrap().to_owned();

@@ -17,12 +17,16 @@ export function openAccountDialog({ me, onSignOut }) {
     h('h3', { class: 'account-section', id: `${errorId}-h` }, 'Change password'),
     h('p', null, 'Your other signed-in browsers and devices will be signed out.'),
     current.wrap, next.wrap, status, h('div', { class: 'dialog-actions' }, submit));
+  const keys = h('a', { href: '/keys', 'data-nav': '', class: 'dialog-keys-link' }, 'Manage API keys');
   const dialog = h('dialog', { class: 'account-dialog', 'aria-label': 'Account' },
     h('div', { class: 'account-head' },
       h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
       h('div', null, h('h2', { class: 'auth-title' }, me.username), h('span', { class: 'role-badge' }, me.role))),
     form,
+    // On a phone the top bar has no room for the API keys link: it is reachable from here.
+    h('p', null, keys),
     h('div', { class: 'dialog-actions account-foot' }, signOut, close));
+  keys.addEventListener('click', () => dialog.close());
   close.addEventListener('click', () => dialog.close());
   signOut.addEventListener('click', () => { dialog.close(); onSignOut(); });
   dialog.addEventListener('close', () => dialog.remove());

@@ -15,6 +15,8 @@ pub enum FinishReason {
     Cancelled,
     /// Paused: a call waits for a person's decision (`approval_required` said which).
     AwaitingApproval,
+    /// The model called tools of an API client, which runs them and continues.
+    ToolCalls,
 }
 
 impl FinishReason {
@@ -26,6 +28,7 @@ impl FinishReason {
             Self::ToolFailures => "tool_failures",
             Self::Cancelled => "cancelled",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::ToolCalls => "tool_calls",
         }
     }
 }

@@ -103,6 +103,7 @@ fn prepared(agent: &Agent) -> PreparedTurn {
         first_call: (hold, 100),
         start: None,
         outstanding: Default::default(),
+        client_tools: Vec::new(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! the client and stored in Postgres.
 
 pub mod active;
+pub mod api;
 mod approval;
 pub mod cancel;
 pub mod context;
@@ -38,6 +39,9 @@ use crate::db::models::message::NewMessage;
 use crate::db::{self, models::turn as turn_db};
 use crate::error::ApiError;
 
+/// A turn's first model input and the tools it may use, as a turn's start builds them.
+pub(crate) type Built = (Vec<crate::llm::ChatMessage>, Registry);
+
 /// Longest accepted user message, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
@@ -60,16 +64,7 @@ impl Agent {
                 format!("content must be 1 to {MAX_MESSAGE_CHARS} characters"),
             ));
         }
-        let turn_id = Uuid::new_v4();
         let user_message = NewMessage::complete(conversation_id, "user", content);
-        let user_message_id = user_message.id;
-        let max_output = i64::from(self.settings.max_output_tokens);
-        let ask = turn_db::BudgetAsk {
-            max_output,
-            min_output: max_output.min(budget::MIN_USEFUL_OUTPUT),
-            now: (self.clock)(),
-            hold_ttl: self.hold_ttl(),
-        };
         let history_room = context::history_room(
             &self.settings.system_prompt,
             content,
@@ -93,6 +88,50 @@ impl Agent {
                 let estimate = agent.estimate_input(&input, allowed, &tools);
                 ((input, tools), estimate)
             }
+        };
+        self.prepare_turn(
+            token,
+            user_message,
+            idempotency,
+            history_room,
+            build,
+            Vec::new(),
+        )
+        .await
+    }
+
+    /// Starts a turn whose new message (a user prompt, or a client's tool results) is
+    /// `new_message`; `build` makes the model input from the history that fits in
+    /// `history_room` and the user's tools. `client_tools` are offered next to ours and
+    /// handed back when called ([`api`]).
+    pub(crate) async fn prepare_turn<F>(
+        &self,
+        token: SignedToken,
+        new_message: NewMessage,
+        idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+        history_room: u64,
+        build: F,
+        client_tools: Vec<crate::llm::ToolSpec>,
+    ) -> Result<PreparedTurn, ApiError>
+    where
+        F: FnOnce(
+                &[crate::db::models::message::Message],
+                &[String],
+                &[CustomToolRow],
+            ) -> (Built, i64)
+            + Send
+            + 'static,
+    {
+        let turn_id = Uuid::new_v4();
+        let conversation_id = new_message.conversation_id;
+        let user_message = new_message;
+        let user_message_id = user_message.id;
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let ask = turn_db::BudgetAsk {
+            max_output,
+            min_output: max_output.min(budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
         };
         let mut conn = db::conn(&self.pool).await?;
         let begun = turn_db::begin(
@@ -149,6 +188,7 @@ impl Agent {
             first_call: (hold, max_tokens),
             start: Some(store::PendingStart::new(conn, committing, user_message_id)),
             outstanding: Default::default(),
+            client_tools,
         })
     }
 

@@ -165,6 +165,7 @@ impl Agent {
             first_call: (placeholder, 0),
             start: None,
             outstanding: Default::default(),
+            client_tools: Vec::new(),
         };
         Ok(Some((turn, history)))
     }

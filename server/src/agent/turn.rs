@@ -64,6 +64,9 @@ pub struct PreparedTurn {
     pub start: Option<PendingStart>,
     /// The reservation not yet settled, for release if the turn task panics.
     pub outstanding: Arc<Mutex<Option<Hold>>>,
+    /// Tools of an API client: offered to the model, and handed back to the client when
+    /// called, never run here ([`super::api`]).
+    pub client_tools: Vec<llm::ToolSpec>,
 }
 /// How the whole turn ended.
 pub(super) enum Ending {
@@ -212,7 +215,10 @@ impl Agent {
             let request = ChatRequest {
                 model: turn.model.clone(),
                 messages: messages.clone(),
-                tools: Self::offered_tools(&turn.tools, &allowed),
+                tools: super::api::with_client_tools(
+                    Self::offered_tools(&turn.tools, &allowed),
+                    &turn.client_tools,
+                ),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: Some(max_tokens),
                 temperature: None,
@@ -267,6 +273,9 @@ impl Agent {
                     output_tokens: usage.output_tokens,
                 })
                 .await;
+            // Calls of the client's tools end the turn: the client runs them.
+            let handed_back = super::api::client_calls(&turn.client_tools, &calls);
+            let calls = handed_back.clone().unwrap_or(calls);
             let stored_calls: Vec<StoredToolCall> =
                 calls.iter().map(StoredToolCall::from_call).collect();
             let assistant_id = Uuid::new_v4();
@@ -295,6 +304,10 @@ impl Agent {
             });
             if calls.is_empty() {
                 return Ending::Finished(FinishReason::Stop);
+            }
+            if handed_back.is_some() {
+                super::api::hand_back(&stored_calls, events).await;
+                return Ending::Finished(FinishReason::ToolCalls);
             }
             if let Some(ending) = self
                 .run_tools(

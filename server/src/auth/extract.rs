@@ -49,6 +49,11 @@ impl From<Rejection> for ApiError {
 
 fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiError> {
     let token = token.ok_or_else(|| ApiError::unauthorized("missing bearer access token"))?;
+    if super::api_key::looks_like_key(&token) {
+        return Err(ApiError::unauthorized(
+            "API keys are accepted only by the /v1 API; sign in for this one",
+        ));
+    }
     let claims = state
         .jwt
         .verify(&token)
@@ -59,7 +64,7 @@ fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiErr
     })
 }
 
-fn bearer(req: &HttpRequest) -> Option<String> {
+pub(super) fn bearer(req: &HttpRequest) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
@@ -68,21 +73,23 @@ fn bearer(req: &HttpRequest) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
-async fn authenticate(
+/// The token's bearer and the token version it carries, checked against the account.
+pub(super) async fn authenticate(
     state: web::Data<AppState>,
     token: Option<String>,
-) -> Result<AuthUser, ApiError> {
+) -> Result<(AuthUser, i32), ApiError> {
     let signed = verify(&state, token)?;
     let mut conn = db::conn(&state.pool).await?;
     let current = user::auth_state(&mut conn, signed.user_id)
         .await?
         .ok_or(Rejection::NoAccount)?;
     current.admits(signed.token_version)?;
-    Ok(AuthUser {
+    let user = AuthUser {
         id: signed.user_id,
         username: current.username,
         role: current.role,
-    })
+    };
+    Ok((user, signed.token_version))
 }
 
 impl FromRequest for AuthUser {
@@ -94,7 +101,7 @@ impl FromRequest for AuthUser {
         let token = bearer(req);
         Box::pin(async move {
             let state = state.ok_or_else(|| ApiError::internal(anyhow::anyhow!("no app state")))?;
-            authenticate(state, token).await
+            authenticate(state, token).await.map(|(user, _)| user)
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Authentication: password hashing, access tokens (JWT), refresh tokens, login throttling
 //! and the extractors that guard every route.
 
+pub mod api_key;
 pub mod extract;
 pub mod jwt;
 pub mod oidc;
@@ -9,4 +10,5 @@ pub mod refresh;
 pub mod session;
 pub mod throttle;
 
+pub use api_key::ApiCaller;
 pub use extract::{AdminUser, AuthUser, SignedToken};

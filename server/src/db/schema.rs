@@ -283,3 +283,19 @@ diesel::allow_tables_to_appear_in_same_query!(
     scim_group_members,
     user_identities
 );
+
+diesel::table! {
+    api_keys (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        name -> Text,
+        prefix -> Text,
+        secret_hash -> Bytea,
+        created_at -> Timestamptz,
+        expires_at -> Nullable<Timestamptz>,
+        last_used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(api_keys -> users (user_id));
+diesel::allow_tables_to_appear_in_same_query!(api_keys, users);

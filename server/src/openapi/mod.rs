@@ -7,6 +7,7 @@
 //! stay true without repeating them on every handler.
 
 pub mod common;
+pub mod openai;
 pub mod schemas;
 
 use std::sync::OnceLock;
@@ -87,6 +88,13 @@ use common::CommonResponses;
         routes::scim::replace_group,
         routes::scim::patch_group,
         routes::scim::delete_group,
+        routes::keys::create,
+        routes::keys::list,
+        routes::keys::revoke,
+        routes::admin::keys::list,
+        routes::admin::keys::revoke,
+        routes::openai::completions::models,
+        routes::openai::completions::chat_completions,
     ),
     components(schemas(crate::error::ErrorBody)),
     modifiers(&CommonResponses),
@@ -97,6 +105,8 @@ use common::CommonResponses;
         (name = "files", description = "The caller's workspace files"),
         (name = "approvals", description = "Tool calls waiting for a person's decision"),
         (name = "admin", description = "Admin-only resources"),
+        (name = "keys", description = "Personal API keys for the OpenAI-compatible API"),
+        (name = "openai", description = "The OpenAI-compatible API: an API key or access token as the bearer; errors in OpenAI's shape"),
         (name = "operations", description = "Probes, metrics, this description"),
         (name = "scim", description = "SCIM 2.0 provisioning by the identity provider (`scim.token`)"),
     )

@@ -8,11 +8,13 @@ pub mod conversations;
 pub mod files;
 pub mod health;
 pub mod jwks;
+pub mod keys;
 pub mod me;
 pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod oidc;
+pub mod openai;
 pub mod scim;
 pub mod table;
 pub mod truncate;
@@ -37,8 +39,14 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(approvals::configure)
                 .configure(models::configure)
                 .configure(files::configure)
+                .configure(keys::configure)
                 .configure(admin::configure),
         )
         .configure(scim::configure)
+        .service(
+            aweb::scope("/v1")
+                .configure(openai::configure)
+                .default_service(aweb::to(openai::error::unknown_route)),
+        )
         .configure(web::configure);
 }

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod custom_tools;
+pub mod keys;
 pub mod mcp_servers;
 pub mod roles;
 pub mod tools;
@@ -18,6 +19,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(approvals::configure)
             .configure(audit::configure)
             .configure(custom_tools::configure)
+            .configure(keys::configure)
             .configure(mcp_servers::configure)
             .configure(roles::configure)
             .configure(tools::configure)

@@ -1,0 +1,182 @@
+//! Anthropic Messages API adapter. The wire format is typed in [`wire`]; [`stream`] reads
+//! answers back.
+
+mod stream;
+pub mod wire;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::http::{self, HttpSettings};
+use super::{host_of, ChatRequest, EventStream, LlmError, LlmProvider, Role, ToolChoice};
+use crate::shard::Sharded;
+pub use stream::MessageDecoder;
+
+/// The `anthropic-version` header value sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` used when the request does not set one (Anthropic requires it).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Talks to `POST {base_url}/v1/messages`.
+#[derive(Debug, Clone)]
+pub struct AnthropicProvider {
+    base_url: String,
+    api_key: Option<String>,
+    settings: HttpSettings,
+    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
+    clients: Sharded<reqwest::Client>,
+}
+
+impl AnthropicProvider {
+    /// Creates the provider. `base_url` is like `https://api.anthropic.com`
+    /// (a trailing slash is ignored); `api_key` is sent as `x-api-key` when set.
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+        settings: HttpSettings,
+    ) -> Result<Self, LlmError> {
+        let base_url = http::normalize_base_url(&base_url.into())?;
+        let clients = http::build_clients(&settings)?;
+        Ok(Self {
+            base_url,
+            api_key: api_key.filter(|k| !k.trim().is_empty()),
+            settings,
+            clients,
+        })
+    }
+
+    /// The normalized base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The body sent for `req` (exposed for tests and debugging).
+    pub fn request_body(&self, req: &ChatRequest) -> wire::MessagesRequest {
+        build_body(req, self.settings.streaming)
+    }
+}
+
+#[async_trait]
+impl LlmProvider for AnthropicProvider {
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn server_address(&self) -> Option<String> {
+        host_of(&self.base_url)
+    }
+
+    async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
+        let started = Instant::now();
+        let url = format!("{}/v1/messages", self.base_url);
+        let body = self.request_body(&req);
+        let resp = http::send_with_retry(&self.settings, started, || {
+            let mut rb = self
+                .clients
+                .current()
+                .post(&url)
+                .header("anthropic-version", ANTHROPIC_VERSION)
+                .json(&body);
+            if let Some(key) = &self.api_key {
+                rb = rb.header("x-api-key", key);
+            }
+            rb
+        })
+        .await?;
+
+        if !self.settings.streaming || http::is_json_response(&resp) {
+            let value = http::read_json_body(resp, &self.settings, started).await?;
+            return Ok(http::events_from(stream::parse_message(value)?));
+        }
+        let events = http::sse_events(resp, &self.settings, started);
+        Ok(http::decode_sse(events, MessageDecoder::default()))
+    }
+}
+
+/// Builds the Messages API request body: system messages joined into `system`, consecutive
+/// messages of one role merged (tool results are the user's), tool results first in a turn.
+fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
+    let system: Vec<&str> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System && !m.content.trim().is_empty())
+        .map(|m| m.content.as_str())
+        .collect();
+    let mut turns: Vec<wire::Message> = Vec::new();
+    for m in &req.messages {
+        let (role, blocks): (&str, Vec<wire::Block>) = match m.role {
+            Role::System => continue,
+            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::Assistant => {
+                let mut blocks: Vec<wire::Block> = text_block(&m.content).into_iter().collect();
+                blocks.extend(m.tool_calls.iter().map(|c| wire::Block::ToolUse {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    input: Some(
+                        match serde_json::from_str::<serde_json::Value>(&c.arguments) {
+                            Ok(v @ serde_json::Value::Object(_)) => v,
+                            _ => serde_json::json!({}),
+                        },
+                    ),
+                }));
+                ("assistant", blocks)
+            }
+            Role::Tool => (
+                "user",
+                vec![wire::Block::ToolResult {
+                    tool_use_id: m.tool_call_id.clone().unwrap_or_default(),
+                    content: m.content.clone(),
+                }],
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(wire::Message {
+                role: role.to_owned(),
+                content: blocks,
+            }),
+        }
+    }
+    for turn in &mut turns {
+        turn.content.sort_by_key(|b| !b.is_tool_result());
+    }
+    let tools = (!req.tools.is_empty()).then(|| {
+        req.tools
+            .iter()
+            .map(|t| wire::Tool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.parameters.clone(),
+            })
+            .collect()
+    });
+    let tool_choice = tools.as_ref().map(|_| match &req.tool_choice {
+        ToolChoice::Auto => wire::ToolChoice::Auto,
+        ToolChoice::None => wire::ToolChoice::None,
+        ToolChoice::Required => wire::ToolChoice::Any,
+        ToolChoice::Named(name) => wire::ToolChoice::Tool { name: name.clone() },
+    });
+    wire::MessagesRequest {
+        model: req.model.clone(),
+        max_tokens: req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        messages: turns,
+        tools,
+        tool_choice,
+        temperature: req.temperature,
+        stream: streaming.then_some(true),
+    }
+}
+
+fn text_block(text: &str) -> Option<wire::Block> {
+    (!text.is_empty()).then(|| wire::Block::Text {
+        text: text.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,88 @@
+//! Unit tests of the Anthropic adapter: body shape and stream events.
+
+use std::collections::VecDeque;
+
+use eventsource_stream::Event;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::llm::http::SseDecoder;
+use crate::llm::{ChatMessage, ToolCall, ToolSpec};
+
+#[test]
+fn body_merges_and_orders_blocks() {
+    let mut req = ChatRequest::new(
+        "claude-x",
+        vec![
+            ChatMessage::system("sys A"),
+            ChatMessage::user("hello"),
+            ChatMessage::user("again"),
+            ChatMessage::assistant_tool_calls(
+                "let me check",
+                vec![
+                    ToolCall {
+                        id: "t1".into(),
+                        name: "a".into(),
+                        arguments: "{\"x\":1}".into(),
+                    },
+                    ToolCall {
+                        id: "t2".into(),
+                        name: "b".into(),
+                        arguments: "not json".into(),
+                    },
+                ],
+            ),
+            ChatMessage::tool_result("t1", "r1"),
+            ChatMessage::tool_result("t2", "r2"),
+            ChatMessage::user("thanks"),
+        ],
+    );
+    req.tools.push(ToolSpec {
+        name: "a".into(),
+        description: "A".into(),
+        parameters: json!({"type": "object"}),
+    });
+    req.tool_choice = ToolChoice::Required;
+    let body = serde_json::to_value(build_body(&req, true)).unwrap();
+    assert_eq!(body["system"], "sys A");
+    assert_eq!(body["max_tokens"], 4096);
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[0]["role"], "user");
+    assert_eq!(msgs[0]["content"].as_array().map(Vec::len), Some(2));
+    assert_eq!(msgs[1]["content"][1]["input"], json!({"x": 1}));
+    assert_eq!(msgs[1]["content"][2]["input"], json!({}));
+    assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
+    assert_eq!(msgs[2]["content"][1]["tool_use_id"], "t2");
+    assert_eq!(msgs[2]["content"][2]["type"], "text");
+    assert_eq!(body["tool_choice"]["type"], "any");
+    assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+}
+
+fn ev(kind: &str, data: Value) -> Event {
+    Event {
+        event: kind.into(),
+        data: data.to_string(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn error_event_and_eof() {
+    let mut d = MessageDecoder::default();
+    let mut out = VecDeque::new();
+    let start = json!({"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3, "cache_read_input_tokens": 2, "output_tokens": 1}}});
+    assert_eq!(d.on_event(&ev("message_start", start), &mut out), Ok(false));
+    assert_eq!(d.input_tokens, Some(5));
+    let err =
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    assert_eq!(
+        d.on_event(&ev("error", err), &mut out),
+        Err(LlmError::Upstream {
+            status: 529,
+            message: "Overloaded".into()
+        })
+    );
+    assert_eq!(d.on_eof(&mut out), Err(LlmError::StreamEndedEarly));
+    assert!(out.is_empty());
+}

@@ -1,0 +1,174 @@
+//! OpenAI Chat Completions adapter (also fits OpenAI-compatible servers such as
+//! vLLM, Ollama, llama.cpp or LiteLLM). The wire format is typed in [`wire`], shared with
+//! the server's own OpenAI-compatible endpoint; [`stream`] reads answers back.
+
+mod stream;
+pub mod wire;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::http::{self, HttpSettings};
+use super::{host_of, ChatMessage, ChatRequest, EventStream, LlmError, LlmProvider, Role};
+use crate::shard::Sharded;
+pub use stream::ChunkDecoder;
+
+/// Talks to `POST {base_url}/chat/completions`.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    base_url: String,
+    api_key: Option<String>,
+    settings: HttpSettings,
+    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
+    clients: Sharded<reqwest::Client>,
+}
+
+impl OpenAiProvider {
+    /// Creates the provider. `base_url` is like `https://api.openai.com/v1`
+    /// (a trailing slash is ignored); `api_key` is sent as a bearer token when set.
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+        settings: HttpSettings,
+    ) -> Result<Self, LlmError> {
+        let base_url = http::normalize_base_url(&base_url.into())?;
+        let clients = http::build_clients(&settings)?;
+        Ok(Self {
+            base_url,
+            api_key: api_key.filter(|k| !k.trim().is_empty()),
+            settings,
+            clients,
+        })
+    }
+
+    /// The normalized base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The body sent for `req` (exposed for tests and debugging).
+    pub fn request_body(&self, req: &ChatRequest) -> wire::ChatCompletionRequest {
+        // api.openai.com rejects `max_tokens` for reasoning models; compatible
+        // servers often only know `max_tokens`.
+        let official = host_of(&self.base_url).is_some_and(|h| h == "api.openai.com");
+        build_body(req, self.settings.streaming, official)
+    }
+}
+
+#[async_trait]
+impl LlmProvider for OpenAiProvider {
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn server_address(&self) -> Option<String> {
+        host_of(&self.base_url)
+    }
+
+    async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
+        let started = Instant::now();
+        let url = format!("{}/chat/completions", self.base_url);
+        let body = self.request_body(&req);
+        let resp = http::send_with_retry(&self.settings, started, || {
+            let mut rb = self.clients.current().post(&url).json(&body);
+            if let Some(key) = &self.api_key {
+                rb = rb.bearer_auth(key);
+            }
+            rb
+        })
+        .await?;
+
+        if !self.settings.streaming || http::is_json_response(&resp) {
+            let value = http::read_json_body(resp, &self.settings, started).await?;
+            return Ok(http::events_from(stream::parse_completion(value)?));
+        }
+        let events = http::sse_events(resp, &self.settings, started);
+        Ok(http::decode_sse(events, ChunkDecoder::default()))
+    }
+}
+
+/// Builds the Chat Completions request body; `official` (api.openai.com) names the output
+/// cap `max_completion_tokens`.
+fn build_body(req: &ChatRequest, streaming: bool, official: bool) -> wire::ChatCompletionRequest {
+    let tools = (!req.tools.is_empty()).then(|| {
+        req.tools
+            .iter()
+            .map(|t| wire::Tool {
+                kind: "function".into(),
+                function: wire::FunctionDef {
+                    name: t.name.clone(),
+                    description: Some(t.description.clone()),
+                    parameters: Some(t.parameters.clone()),
+                },
+            })
+            .collect()
+    });
+    let tool_choice = tools.as_ref().map(|_| match &req.tool_choice {
+        super::ToolChoice::Auto => wire::ToolChoice::Mode("auto".into()),
+        super::ToolChoice::None => wire::ToolChoice::Mode("none".into()),
+        super::ToolChoice::Required => wire::ToolChoice::Mode("required".into()),
+        super::ToolChoice::Named(name) => wire::ToolChoice::Named(wire::NamedToolChoice {
+            kind: "function".into(),
+            function: wire::FunctionName { name: name.clone() },
+        }),
+    });
+    let (max_tokens, max_completion_tokens) = if official {
+        (None, req.max_tokens)
+    } else {
+        (req.max_tokens, None)
+    };
+    wire::ChatCompletionRequest {
+        model: req.model.clone(),
+        messages: req.messages.iter().map(message).collect(),
+        tools,
+        tool_choice,
+        max_tokens,
+        max_completion_tokens,
+        temperature: req.temperature,
+        n: None,
+        stream: Some(streaming),
+        stream_options: streaming.then_some(wire::StreamOptions {
+            include_usage: true,
+        }),
+    }
+}
+
+/// One neutral message in the wire format.
+pub fn message(m: &ChatMessage) -> wire::RequestMessage {
+    let text = |s: &str| Some(wire::Content::Text(s.to_owned()));
+    let (role, content) = match m.role {
+        Role::System => (wire::MessageRole::System, text(&m.content)),
+        Role::User => (wire::MessageRole::User, text(&m.content)),
+        Role::Tool => (wire::MessageRole::Tool, text(&m.content)),
+        Role::Assistant if !m.tool_calls.is_empty() && m.content.is_empty() => {
+            (wire::MessageRole::Assistant, None)
+        }
+        Role::Assistant => (wire::MessageRole::Assistant, text(&m.content)),
+    };
+    let tool_calls = (!m.tool_calls.is_empty()).then(|| {
+        m.tool_calls
+            .iter()
+            .map(|c| wire::ToolCall {
+                id: Some(c.id.clone()),
+                kind: "function".into(),
+                function: wire::FunctionCall {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                },
+            })
+            .collect()
+    });
+    wire::RequestMessage {
+        role,
+        content,
+        name: None,
+        tool_calls,
+        tool_call_id: match m.role {
+            Role::Tool => Some(m.tool_call_id.clone().unwrap_or_default()),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,88 @@
+//! The `/v1` handlers: thin translations between OpenAI's protocol and the agent.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::error::OpenAiError;
+use super::{request, respond};
+use crate::auth::ApiCaller;
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::llm::openai::wire;
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/models", web::get().to(models))
+        .route("/chat/completions", web::post().to(chat_completions));
+}
+
+/// The models the server offers, as OpenAI lists them.
+#[utoipa::path(get, path = "/v1/models", tag = "openai", security(("bearer" = [])),
+    responses(
+    (status = 200, description = "The models offered", body = crate::openapi::openai::OpenAiModels),
+    (status = 401, description = "No valid API key or access token", body = crate::openapi::openai::OpenAiErrorBody)))]
+async fn models(
+    state: web::Data<AppState>,
+    caller: Result<ApiCaller, ApiError>,
+) -> Result<HttpResponse, OpenAiError> {
+    caller?;
+    let llm = &state.settings.llm;
+    let mut ids = vec![llm.model.clone()];
+    ids.extend(llm.models.iter().filter(|m| **m != llm.model).cloned());
+    Ok(HttpResponse::Ok().json(wire::ModelList {
+        object: "list".into(),
+        data: ids
+            .into_iter()
+            .map(|id| wire::Model {
+                id,
+                object: "model".into(),
+                created: 0,
+                owned_by: "agentchat".into(),
+            })
+            .collect(),
+    }))
+}
+
+/// One agent turn in the Chat Completions format: the caller's allowed tools run on the
+/// server, the client's own `tools` come back as `tool_calls`; streamed when `stream` is
+/// true. Stored as the caller's conversation, budgeted and audited like any turn.
+#[utoipa::path(post, path = "/v1/chat/completions", tag = "openai", security(("bearer" = [])),
+    request_body = crate::openapi::openai::OpenAiChatRequest,
+    responses(
+    (status = 200, description = "A `chat.completion`, or with `stream: true` a `text/event-stream` of `chat.completion.chunk` ending in `data: [DONE]`",
+        content((crate::openapi::openai::OpenAiCompletion = "application/json"), (crate::openapi::openai::OpenAiChunk = "text/event-stream"))),
+    (status = 400, description = "Invalid request", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 401, description = "No valid API key or access token", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 404, description = "Unknown model", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 429, description = "Token budget used up (`insufficient_quota`, with `Retry-After`) or held by running turns", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 502, description = "The model failed mid-turn", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 503, description = "The database is unreachable", body = crate::openapi::openai::OpenAiErrorBody)))]
+async fn chat_completions(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    caller: Result<ApiCaller, ApiError>,
+    body: Result<Json<wire::ChatCompletionRequest>, ApiError>,
+) -> Result<HttpResponse, OpenAiError> {
+    let caller = caller?;
+    let Json(body) = body?;
+    let (turn, answer) = request::translate(body, &state.settings.llm)?;
+    let client_tools = turn.client_tools.iter().map(|t| t.name.clone()).collect();
+    let prepared = state.agent.prepare_api(caller.signed(), turn).await?;
+    let meta = respond::Meta::new(
+        prepared.turn_id,
+        prepared.conversation_id,
+        answer,
+        client_tools,
+    );
+    let stream = meta.answer.stream;
+    let rx = state.agent.start(prepared);
+    if stream {
+        Ok(respond::stream(
+            &req,
+            rx,
+            meta,
+            state.settings.sse_keep_alive,
+        ))
+    } else {
+        respond::complete(rx, meta).await
+    }
+}
