@@ -31,7 +31,7 @@ pub use turn::{Agent, PreparedTurn};
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
-use crate::db::{self, models::turn as turn_db};
+use crate::db::models::turn as turn_db;
 use crate::error::ApiError;
 
 /// Longest accepted user message, in characters.
@@ -90,7 +90,7 @@ impl Agent {
                 ((input, tools), estimate)
             }
         };
-        let mut conn = db::conn(&self.pool).await?;
+        let mut conn = self.pool.get_for_start().await?;
         let begun = turn_db::begin(
             &mut conn,
             turn_db::Claim {
