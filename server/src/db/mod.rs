@@ -127,7 +127,7 @@ pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
     })?;
     Ok(Pool {
         shards,
-        starts: admission::StartQueue::new(settings.turn_start_queue),
+        starts: admission::StartQueue::new(settings.turn_start_queue, settings.pool_size / 2),
     })
 }
 
