@@ -89,6 +89,13 @@ impl ApiError {
         e
     }
 
+    /// Too much work arrived at once (a bounded queue is full): retry after `retry_after_secs`.
+    pub fn overloaded(message: impl Into<String>, retry_after_secs: u64) -> Self {
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", message);
+        e.retry_after_secs = Some(retry_after_secs.max(1));
+        e
+    }
+
     /// A bug or an unexpected failure: logged in full, answered with no detail.
     pub fn internal(source: impl Into<anyhow::Error>) -> Self {
         let mut e = Self::new(

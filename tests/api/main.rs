@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod admission;
 mod api_keys;
 mod approvals;
 mod auth;

@@ -36,7 +36,7 @@ pub use turn::{Agent, PreparedTurn};
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
-use crate::db::{self, models::turn as turn_db};
+use crate::db::models::turn as turn_db;
 use crate::error::ApiError;
 
 /// A turn's first model input and the tools it may use, as a turn's start builds them.
@@ -133,7 +133,7 @@ impl Agent {
             now: (self.clock)(),
             hold_ttl: self.hold_ttl(),
         };
-        let mut conn = db::conn(&self.pool).await?;
+        let mut conn = self.pool.get_for_start().await?;
         let begun = turn_db::begin(
             &mut conn,
             turn_db::Claim {

@@ -99,7 +99,8 @@ impl Agent {
             process_id: self.process_id,
         };
         let reserved = async {
-            let mut conn = db::conn(&self.pool)
+            // Patient, like the final store: tool turns of a burst queue for the pool here too.
+            let mut conn = db::conn_patiently(&self.pool, STORE_ATTEMPT)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             turn::next_call(&mut conn, turn.user_id, step)

@@ -22,6 +22,9 @@ pub struct DatabaseSettings {
     pub acquire_timeout: Duration,
     /// Create the database named in the URL when it does not exist.
     pub create_if_missing: bool,
+    /// Turn starts that may wait for a connection at once (a burst queues rather than
+    /// failing); past this many, a start is answered 503 with `Retry-After`.
+    pub turn_start_queue: usize,
     /// How often budget holds of crashed processes are looked for (each look is one
     /// transaction, whether or not it finds any).
     #[serde(rename = "hold_sweep_secs", with = "secs")]
@@ -35,6 +38,7 @@ impl Default for DatabaseSettings {
             pool_size: 16,
             acquire_timeout: Duration::from_secs(2),
             create_if_missing: true,
+            turn_start_queue: 20_000,
             hold_sweep_interval: Duration::from_secs(30),
         }
     }
@@ -51,6 +55,12 @@ impl DatabaseSettings {
         if self.pool_size == 0 {
             return Err(ConfigError::invalid(
                 "database.pool_size",
+                "must be at least 1",
+            ));
+        }
+        if self.turn_start_queue == 0 {
+            return Err(ConfigError::invalid(
+                "database.turn_start_queue",
                 "must be at least 1",
             ));
         }

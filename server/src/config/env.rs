@@ -66,6 +66,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         "database.create_if_missing",
     ),
     var("AGENTCHAT_HOLD_SWEEP_SECS", "database.hold_sweep_secs"),
+    var("AGENTCHAT_TURN_START_QUEUE", "database.turn_start_queue"),
     var("AGENTCHAT_JWT_SECRET", "auth.jwt_secret"),
     var("AGENTCHAT_REGISTRATION", "auth.registration"),
     var(

@@ -1,6 +1,7 @@
 //! Postgres access: the async pool for the request path, database creation and embedded
 //! migrations applied under an advisory lock so that several replicas may start at once.
 
+pub mod admission;
 pub mod models;
 pub mod pipelined;
 pub mod prepared;
@@ -35,7 +36,11 @@ pub type PooledConn = diesel_async::pooled_connection::deadpool::Object<AsyncPgC
 /// The request-path pool: one shard per thread ([`crate::shard`]), so that a connection is
 /// used on the thread whose runtime drives it. The configured size is split between them.
 #[derive(Clone)]
-pub struct Pool(Sharded<ShardPool>);
+pub struct Pool {
+    shards: Sharded<ShardPool>,
+    /// Turn starts waiting for a connection ([`admission`]).
+    starts: admission::StartQueue,
+}
 
 /// One shard's connections. A worker's requests only draw on its own shard, so a shard can
 /// run dry while the pool as a whole looks half used: ops need them one by one.
@@ -52,12 +57,12 @@ pub struct ShardStatus {
 impl Pool {
     /// A connection from this thread's shard, waiting up to the acquire timeout.
     pub async fn get(&self) -> Result<PooledConn, PoolError> {
-        self.0.current().get().await
+        self.shards.current().get().await
     }
 
     /// A connection from this thread's shard, waiting up to `wait`.
     pub async fn get_within(&self, wait: Duration) -> Result<PooledConn, PoolError> {
-        let shard = self.0.current();
+        let shard = self.shards.current();
         let mut timeouts = shard.timeouts();
         timeouts.wait = Some(wait);
         shard.timeout_get(&timeouts).await
@@ -65,7 +70,7 @@ impl Pool {
 
     /// Each shard's connections, in shard order.
     pub fn status(&self) -> Vec<ShardStatus> {
-        self.0
+        self.shards
             .all()
             .iter()
             .map(|shard| {
@@ -120,7 +125,10 @@ pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
             .build()
             .context("building the database pool")
     })?;
-    Ok(Pool(shards))
+    Ok(Pool {
+        shards,
+        starts: admission::StartQueue::new(settings.turn_start_queue, settings.pool_size / 2),
+    })
 }
 
 /// A pooled connection, or 503 when the pool is exhausted or Postgres is unreachable.

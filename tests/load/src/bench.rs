@@ -43,6 +43,13 @@ pub struct Config {
     pub pg_host: String,
     pub pg_port: String,
     pub command: String,
+    /// `--scenarios` keys ([`crate::scenarios::SCENARIOS`]); empty: all.
+    pub scenarios: Vec<String>,
+    /// Turn starts fired at one instant in the burst phase (0: no burst).
+    pub burst: usize,
+    /// `--soak S`: instead of the benchmark, `soak_streams` streams for S seconds.
+    pub soak_secs: Option<u64>,
+    pub soak_streams: usize,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -96,6 +103,10 @@ impl Config {
             pg_host: "127.0.0.1".into(),
             pg_port: "5432".into(),
             command: String::new(),
+            scenarios: Vec::new(),
+            burst: if smoke { 200 } else { 10_000 },
+            soak_secs: None,
+            soak_streams: 200,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -120,6 +131,12 @@ impl Config {
                 "--direct-rate" => c.direct_rate = val()?.parse()?,
                 "--history" => c.history = val()?.parse()?,
                 "--command" => c.command = val()?,
+                "--scenarios" => {
+                    c.scenarios = val()?.split(',').map(|k| k.trim().to_owned()).collect()
+                }
+                "--burst" => c.burst = val()?.parse()?,
+                "--soak" => c.soak_secs = Some(val()?.parse()?),
+                "--soak-streams" => c.soak_streams = val()?.parse()?,
                 other => bail!("unknown option {other}"),
             }
         }
@@ -139,6 +156,16 @@ impl Config {
         );
         c.stream_cycles = c.stream_cycles.clamp(1, 5);
         anyhow::ensure!(c.history <= 10_000, "at most 10000 history messages");
+        crate::scenarios::select(&c.scenarios)?;
+        anyhow::ensure!(c.burst <= 20_000, "at most 20000 starts in a burst");
+        anyhow::ensure!(
+            c.soak_secs.is_none_or(|s| (1..=86_400).contains(&s)),
+            "a soak lasts 1 s to a day"
+        );
+        anyhow::ensure!(
+            (1..=5000).contains(&c.soak_streams),
+            "--soak-streams must be 1..=5000"
+        );
         Ok(c)
     }
 }
@@ -146,6 +173,7 @@ impl Config {
 /// Child processes and the database, torn down on drop whatever happens.
 struct Procs {
     fake: Option<Child>,
+    mcp: Option<Child>,
     server: Option<Child>,
     db: String,
     pg_host: String,
@@ -155,7 +183,10 @@ struct Procs {
 
 impl Drop for Procs {
     fn drop(&mut self) {
-        for c in [self.server.take(), self.fake.take()].into_iter().flatten() {
+        for c in [self.server.take(), self.fake.take(), self.mcp.take()]
+            .into_iter()
+            .flatten()
+        {
             let mut c = c;
             let _ = c.kill();
             let _ = c.wait();
@@ -200,38 +231,41 @@ fn rand_suffix() -> String {
     format!("{:x}{:x}", nanos & 0xffff_ffff, std::process::id())
 }
 
-fn log(msg: impl AsRef<str>) {
+pub(crate) fn log(msg: impl AsRef<str>) {
     eprintln!("[load] {}", msg.as_ref());
 }
 
 #[derive(Clone)]
-struct Conv {
-    user: usize,
-    id: String,
+pub(crate) struct Conv {
+    pub(crate) user: usize,
+    pub(crate) id: String,
 }
 
 /// Everything a phase needs.
-struct Ctx {
-    cfg: Config,
-    api: Api,
-    direct_http: reqwest::Client,
-    fake_base: String,
-    tokens: Arc<Vec<String>>,
-    pool: Arc<Mutex<std::collections::VecDeque<Conv>>>,
-    server_pid: u32,
-    db: String,
+pub(crate) struct Ctx {
+    pub(crate) cfg: Config,
+    pub(crate) api: Api,
+    pub(crate) direct_http: reqwest::Client,
+    pub(crate) fake_base: String,
+    /// The kit's MCP server, and the kit's own session to it (the MCP baseline).
+    pub(crate) mcp_base: String,
+    pub(crate) mcp_direct: Option<crate::mcp::DirectSession>,
+    pub(crate) tokens: Arc<Vec<String>>,
+    pub(crate) pool: Arc<Mutex<std::collections::VecDeque<Conv>>>,
+    pub(crate) server_pid: u32,
+    pub(crate) db: String,
 }
 
 impl Ctx {
-    fn take(&self) -> Option<Conv> {
+    pub(crate) fn take(&self) -> Option<Conv> {
         self.pool.lock().ok()?.pop_front()
     }
-    fn give(pool: &Arc<Mutex<std::collections::VecDeque<Conv>>>, c: Conv) {
+    pub(crate) fn give(pool: &Arc<Mutex<std::collections::VecDeque<Conv>>>, c: Conv) {
         if let Ok(mut p) = pool.lock() {
             p.push_back(c);
         }
     }
-    fn plain(&self) -> Directive {
+    pub(crate) fn plain(&self) -> Directive {
         Directive {
             ttft_ms: self.cfg.ttft_ms,
             n: self.cfg.deltas,
@@ -295,6 +329,8 @@ pub struct Phase {
     pub xact_commits_per_turn: Option<f64>,
     pub writing_xids_per_turn: Option<f64>,
     pub server_rss_mib_after: Option<f64>,
+    /// MCP scenario: the MCP call through the server against the direct session.
+    pub mcp: Option<crate::scenarios::McpPhase>,
 }
 
 fn finish_phase(
@@ -392,6 +428,10 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
     let before = sample(ctx, false);
     let deadline = before.at + Duration::from_secs_f64(secs);
     let direct = spawn_direct(ctx, d, ctx.cfg.direct_rate, deadline);
+    let mcp = match d.mcp {
+        true => crate::scenarios::McpWatch::start(ctx, deadline).await,
+        false => None,
+    };
     let content = format!("hello {}", d.render());
     let mut workers = Vec::new();
     for _ in 0..conc {
@@ -439,10 +479,15 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
     }
     let direct = direct.await.unwrap_or_default();
     let after = sample(ctx, false);
+    let mcp = match mcp {
+        Some(w) => Some(w.finish(ctx, &outs).await),
+        None => None,
+    };
     let p = Phase {
         scenario: scenario.into(),
         model: "closed".into(),
         concurrency: Some(conc),
+        mcp,
         ..Default::default()
     };
     finish_phase(ctx, p, &outs, &direct, &before, &after, deadline)
@@ -468,6 +513,10 @@ async fn open(
     let before = sample(ctx, pg_counters);
     let deadline = before.at + Duration::from_secs_f64(secs);
     let direct = spawn_direct(ctx, d, ctx.cfg.direct_rate, deadline);
+    let mcp = match d.mcp {
+        true => crate::scenarios::McpWatch::start(ctx, deadline).await,
+        false => None,
+    };
     let content = format!("hello {}", d.render());
     let rate = rate.max(0.5);
     let step = Duration::from_secs_f64(1.0 / rate);
@@ -520,10 +569,15 @@ async fn open(
         after.xact = sys::xact_commit(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &ctx.db);
         after.xid = sys::next_xid(&ctx.cfg.pg_host, &ctx.cfg.pg_port);
     }
+    let mcp = match mcp {
+        Some(w) => Some(w.finish(ctx, &outs).await),
+        None => None,
+    };
     let p = Phase {
         scenario: scenario.into(),
         model: "open".into(),
         rate_per_s: Some(rate),
+        mcp,
         ..Default::default()
     };
     let mut p = finish_phase(ctx, p, &outs, &direct, &before, &after, deadline);
@@ -673,13 +727,28 @@ async fn settle_after_close(
     fd_count(ctx.server_pid)
 }
 
-fn fd_count(pid: u32) -> Option<usize> {
+pub(crate) fn fd_count(pid: u32) -> Option<usize> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .ok()
         .map(|d| d.count())
 }
 
-async fn release(ctx: &Ctx) {
+/// Streams the fake upstream is serving now.
+pub(crate) async fn upstream_active(ctx: &Ctx) -> Option<u64> {
+    let v: serde_json::Value = ctx
+        .direct_http
+        .get(format!("{}/control/stats", ctx.fake_base))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    v.get("active").and_then(serde_json::Value::as_u64)
+}
+
+pub(crate) async fn release(ctx: &Ctx) {
     let _ = ctx
         .direct_http
         .post(format!("{}/control/release", ctx.fake_base))
@@ -823,6 +892,8 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CommitProbe {
+    /// Tool turns (one `calculator` step, then the held text) rather than plain ones.
+    pub tool: bool,
     pub turns: usize,
     pub reached_first_token: usize,
     pub completed: usize,
@@ -842,8 +913,10 @@ pub struct CommitProbe {
 /// are separated in time (each read waits for Postgres to flush its counters).
 /// The server's own background work also commits: the kit slows the hold sweeper (30 s by
 /// default) to once a day, and the same window length with no turns is measured first and
-/// subtracted for anything else.
-async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
+/// subtracted for anything else. With `tool`, the first model call answers a tool call and
+/// the second one holds: "before the first token" is then everything up to the first text
+/// token, the tool step's commit included.
+async fn commit_probe(ctx: &Arc<Ctx>, tool: bool) -> CommitProbe {
     let k = 20usize;
     let wait = Duration::from_secs(ctx.cfg.stats_wait_secs);
     let (h, p) = (ctx.cfg.pg_host.clone(), ctx.cfg.pg_port.clone());
@@ -863,6 +936,7 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
         n: 1,
         gap_ms: 60_000,
         hold_s: 300,
+        tool,
         ..Default::default()
     };
     let content = format!("probe {}", hold.render());
@@ -888,7 +962,17 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
         }));
     }
     let limit = Instant::now() + Duration::from_secs(30);
-    while (opened.load(Ordering::Relaxed) as usize) < handles.len() && Instant::now() < limit {
+    // `opened` counts the first tool call of a tool turn: those are holding once the fake
+    // upstream has as many streams open as there are turns (their second calls).
+    let holding = || async {
+        !tool
+            || upstream_active(ctx)
+                .await
+                .is_some_and(|a| a >= handles.len() as u64)
+    };
+    while ((opened.load(Ordering::Relaxed) as usize) < handles.len() || !holding().await)
+        && Instant::now() < limit
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let reached = opened.load(Ordering::Relaxed) as usize;
@@ -913,6 +997,7 @@ async fn commit_probe(ctx: &Arc<Ctx>) -> CommitProbe {
         Some(((b?.saturating_sub(a?) as f64 - idle_per_sec * secs) / k as f64).max(0.0))
     };
     CommitProbe {
+        tool,
         turns: k,
         reached_first_token: reached,
         completed,
@@ -952,10 +1037,67 @@ pub struct Report {
     pub scenarios: Vec<ScenarioResult>,
     pub streams: Option<StreamsResult>,
     pub commit_probe: Option<CommitProbe>,
+    /// The same probe over tool turns (one tool step).
+    pub commit_probe_tool: Option<CommitProbe>,
+    pub burst: Option<crate::burst::BurstResult>,
+    pub soak: Option<crate::soak::SoakResult>,
+    pub mcp_server_cpu_ms: Option<f64>,
     pub fake_upstream_cpu_ms: Option<f64>,
     pub generator_cpu_ms: Option<f64>,
     pub kit_ok: bool,
     pub kit_failures: Vec<String>,
+}
+
+/// Starts `agentchat-load <sub>` (a loopback helper that prints `LISTENING <port>`).
+async fn spawn_helper(sub: &str) -> anyhow::Result<(Child, u16)> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(&exe)
+        .arg(sub)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {sub}"))?;
+    let stdout = child.stdout.take().context("helper stdout")?;
+    let what = sub.to_owned();
+    let port = tokio::task::spawn_blocking(move || -> anyhow::Result<u16> {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        line.trim()
+            .strip_prefix("LISTENING ")
+            .with_context(|| format!("{what} did not start"))?
+            .parse()
+            .context("port")
+    })
+    .await??;
+    Ok((child, port))
+}
+
+/// Waits (bounded) until the server has a session with the kit's MCP server.
+async fn wait_mcp_connected(api: &Api, admin: &str) -> anyhow::Result<()> {
+    let by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = api
+            .http
+            .get(format!("{}/api/admin/mcp-servers", api.base))
+            .bearer_auth(admin)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await?
+            .json::<serde_json::Value>()
+            .await?;
+        let state = v
+            .get("items")
+            .and_then(|i| i.as_array())
+            .and_then(|i| i.iter().find(|s| s["name"] == crate::mcp::SERVER_NAME))
+            .map(|s| s["status"]["state"].as_str().unwrap_or("").to_owned());
+        if state.as_deref() == Some("connected") {
+            return Ok(());
+        }
+        if Instant::now() > by {
+            bail!("the server did not connect to the kit's MCP server: {v}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 pub async fn run_guarded(cfg: Config) -> anyhow::Result<bool> {
@@ -1014,6 +1156,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     let db = format!("agentchat_load_{}", rand_suffix());
     let mut procs = Procs {
         fake: None,
+        mcp: None,
         server: None,
         db: db.clone(),
         pg_host: cfg.pg_host.clone(),
@@ -1021,29 +1164,22 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         db_created: false,
     };
 
-    // Fake upstream (own process, so its CPU is not the generator's and vice versa).
-    let exe = std::env::current_exe()?;
-    let mut fake = Command::new(&exe)
-        .arg("fake-upstream")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting the fake upstream")?;
-    let stdout = fake.stdout.take().context("fake stdout")?;
+    // Fake upstream and MCP server (own processes, so their CPU is not the generator's).
+    let (fake, fake_port) = spawn_helper("fake-upstream").await?;
     let fake_pid = fake.id();
     procs.fake = Some(fake);
-    let fake_port: u16 = tokio::task::spawn_blocking(move || -> anyhow::Result<u16> {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line)?;
-        line.trim()
-            .strip_prefix("LISTENING ")
-            .context("fake upstream did not start")?
-            .parse()
-            .context("port")
-    })
-    .await??;
     let fake_base = format!("http://127.0.0.1:{fake_port}");
     log(format!("fake upstream on {fake_base}"));
+    let (mcp_child, mcp_port) = spawn_helper("mcp-server").await?;
+    let mcp_pid = mcp_child.id();
+    procs.mcp = Some(mcp_child);
+    let mcp_base = format!("http://127.0.0.1:{mcp_port}");
+    let mcp_servers = serde_json::json!([{
+        "name": crate::mcp::SERVER_NAME,
+        "url": format!("{mcp_base}/agentchat/mcp"),
+        "timeout_ms": 10_000,
+    }]);
+    log(format!("MCP server on {mcp_base}"));
 
     // The server, on a fresh database.
     let port = free_port()?;
@@ -1063,6 +1199,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         // commit probe's windows; once a day keeps the counts to the turns' own.
         .env("AGENTCHAT_HOLD_SWEEP_SECS", "86400")
         .env("AGENTCHAT_REGISTRATION", "open")
+        .env("AGENTCHAT_MCP_SERVERS", mcp_servers.to_string())
         .env("AGENTCHAT_WORKSPACE_DIR", cfg.out_dir.join("workspaces"))
         .env(
             "RUST_LOG",
@@ -1147,6 +1284,8 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         .copied()
         .unwrap_or(0)
         .max(cfg.levels.iter().max().copied().unwrap_or(1) * 2)
+        .max(cfg.burst)
+        .max(cfg.soak_secs.map_or(0, |_| cfg.soak_streams))
         + 64;
     let convs_needed = convs_needed.max(256);
     log(format!(
@@ -1193,11 +1332,16 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         report.setup_secs, report.checkpoint_before
     ));
 
+    let direct_http = client::http_client(1000)?;
+    wait_mcp_connected(&api, &tokens[0]).await?;
+    let mcp_direct = crate::mcp::DirectSession::open(direct_http.clone(), &mcp_base).await?;
     let ctx = Arc::new(Ctx {
         cfg: cfg.clone(),
         api,
-        direct_http: client::http_client(1000)?,
+        direct_http,
         fake_base: fake_base.clone(),
+        mcp_base,
+        mcp_direct: Some(mcp_direct),
         tokens,
         pool: Arc::new(Mutex::new(all.into_iter().collect())),
         server_pid,
@@ -1217,29 +1361,42 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     )
     .await;
 
-    let plain = ctx.plain();
-    let tool = Directive {
-        tool: true,
-        ..plain
-    };
-    report
-        .scenarios
-        .push(scenario(&ctx, "plain chat", plain).await);
-    report
-        .scenarios
-        .push(scenario(&ctx, "chat with one tool call", tool).await);
-    report.streams = Some(streams(&ctx).await);
-    log("commit probe (commits before the first token / after it)");
-    let cp = commit_probe(&ctx).await;
-    log(format!(
-        "  xact_commit before first token {}/turn, after {}/turn",
-        crate::stats::f(cp.xact_before_first_token, 2),
-        crate::stats::f(cp.xact_after_first_token, 2)
-    ));
-    report.commit_probe = Some(cp);
+    if let Some(secs) = cfg.soak_secs {
+        report.soak = Some(crate::soak::soak(&ctx, secs, cfg.soak_streams).await);
+    } else {
+        for def in crate::scenarios::select(&cfg.scenarios)? {
+            let d = (def.directive)(ctx.plain());
+            report.scenarios.push(scenario(&ctx, def.name, d).await);
+        }
+        if cfg.burst > 0 {
+            report.burst = Some(crate::burst::burst(&ctx, cfg.burst).await);
+        }
+        report.streams = Some(streams(&ctx).await);
+        for tool in [false, true] {
+            log(format!(
+                "commit probe, {} turns (commits before the first text token / after it)",
+                if tool { "tool" } else { "plain" }
+            ));
+            let cp = commit_probe(&ctx, tool).await;
+            log(format!(
+                "  xact_commit before first token {}/turn, after {}/turn",
+                crate::stats::f(cp.xact_before_first_token, 2),
+                crate::stats::f(cp.xact_after_first_token, 2)
+            ));
+            match tool {
+                false => report.commit_probe = Some(cp),
+                true => report.commit_probe_tool = Some(cp),
+            }
+        }
+        if cfg.smoke {
+            // Exercises the soak's code path briefly; the real one is `--soak 600`.
+            report.soak = Some(crate::soak::soak(&ctx, 5, 20).await);
+        }
+    }
 
     report.generator_cpu_ms = sys::cpu_ticks(std::process::id())
         .map(|t| t.saturating_sub(gen_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
+    report.mcp_server_cpu_ms = sys::cpu_ticks(mcp_pid).map(|t| t as f64 * 1000.0 / sys::CLK_TCK);
     report.fake_upstream_cpu_ms = sys::cpu_ticks(fake_pid)
         .map(|t| t.saturating_sub(fake_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
     report.machine.loadavg_end = sys::loadavg();
@@ -1281,11 +1438,12 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             failures.push("streams: no held turn completed after release".into());
         }
     }
-    if let Some(cp) = &report.commit_probe {
+    for cp in report.commit_probe.iter().chain(&report.commit_probe_tool) {
         if cp.completed == 0 {
             failures.push("commit probe: no turn completed".into());
         }
     }
+    failures.extend(crate::report_extra::failures(&report));
     report.kit_ok = failures.is_empty();
     report.kit_failures = failures;
     report.config = Some(cfg.clone());

@@ -22,6 +22,13 @@ pub struct Outcome {
     pub deltas: u32,
     pub tool_calls: u32,
     pub tool_results: u32,
+    /// The first `tool_call` event to its `tool_result`, µs: the tool's run as the client
+    /// sees it (the server sends the call just before running it).
+    pub tool_us: Option<u64>,
+    /// Request sent to the response headers, µs (admission: how long a start waited).
+    pub headers_us: Option<u64>,
+    /// The HTTP status when the server refused the turn.
+    pub status: Option<u16>,
 }
 
 impl Outcome {
@@ -137,8 +144,46 @@ impl Api {
             .http
             .put(format!("{}/api/admin/roles/{role}", self.base))
             .bearer_auth(admin_token)
-            .json(&json!({"tools": ["current_time", "calculator"], "token_budget": tokens, "budget_period": "month"}));
+            .json(&json!({"tools": ["current_time", "calculator", format!("{}__*", crate::mcp::SERVER_NAME)], "token_budget": tokens, "budget_period": "month"}));
         self.json(rb, "set role budget").await.map(|_| ())
+    }
+
+    /// `(username, id)` of every account (admin only; the kit makes at most 1,000).
+    pub async fn users(&self, admin_token: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let rb = self
+            .http
+            .get(format!("{}/api/admin/users?limit=500", self.base))
+            .bearer_auth(admin_token);
+        let v = self.json(rb, "list users").await?;
+        Ok(v.get("items")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|u| {
+                        Some((
+                            u.get("username")?.as_str()?.to_owned(),
+                            u.get("id")?.as_str()?.to_owned(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Gives one account a token budget of its own (admin only).
+    pub async fn set_user_budget(
+        &self,
+        admin_token: &str,
+        user_id: &str,
+        tokens: i64,
+    ) -> anyhow::Result<()> {
+        let rb = self
+            .http
+            .patch(format!("{}/api/admin/users/{user_id}", self.base))
+            .bearer_auth(admin_token)
+            .json(&json!({"token_budget": tokens}));
+        self.json(rb, "set user budget").await.map(|_| ())
     }
 
     /// Runs one streamed turn. `opened` is bumped when the first model output arrives.
@@ -167,10 +212,19 @@ impl Api {
             Ok(Err(e)) => return Outcome::fail(start, classify(&e)),
             Ok(Ok(r)) => r,
         };
+        let headers_at = Instant::now();
         if !resp.status().is_success() {
-            return Outcome::fail(start, format!("http_{}", resp.status().as_u16()));
+            let mut o = Outcome::fail(start, format!("http_{}", resp.status().as_u16()));
+            o.status = Some(resp.status().as_u16());
+            o.headers_us = Some(us(headers_at - start));
+            return o;
         }
-        let mut out = Outcome::default();
+        let mut out = Outcome {
+            headers_us: Some(us(headers_at - start)),
+            status: Some(resp.status().as_u16()),
+            ..Default::default()
+        };
+        let mut tool_call_at: Option<Instant> = None;
         let mut stream = resp.bytes_stream();
         let mut buf: Vec<u8> = Vec::with_capacity(4096);
         let mut last_delta: Option<Instant> = None;
@@ -216,10 +270,14 @@ impl Api {
                             }
                         }
                         out.tool_calls += 1;
+                        tool_call_at.get_or_insert(now);
                         last_delta = None;
                     }
                     "tool_result" => {
                         out.tool_results += 1;
+                        if out.tool_us.is_none() {
+                            out.tool_us = tool_call_at.map(|t| us(now - t));
+                        }
                         if !data.contains("\"success\":true") {
                             out.error = Some("tool_failed".into());
                         }

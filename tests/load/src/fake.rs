@@ -12,6 +12,8 @@
 //! * `gap`   ms between deltas
 //! * `tool`  1: the first model call of a turn answers with one `calculator` tool call
 //!   (finish_reason `tool_calls`); the call after the tool result answers with text
+//! * `mcp`   1 (with `tool=1`): the tool call is `loadkit__echo {"text": …}`, the kit's MCP
+//!   server's tool, instead of `calculator`
 //! * `hold`  >0: send ONE delta after `ttft`, then keep the stream open (a delta every `gap` ms)
 //!   until `POST /control/release` or `hold` seconds have passed, then finish
 //! * `size`  characters per delta
@@ -39,6 +41,8 @@ pub struct Directive {
     pub n: u32,
     pub gap_ms: u64,
     pub tool: bool,
+    /// The tool call goes to the kit's MCP server (`loadkit__echo`).
+    pub mcp: bool,
     pub hold_s: u64,
     pub size: usize,
 }
@@ -50,6 +54,7 @@ impl Default for Directive {
             n: 20,
             gap_ms: 5,
             tool: false,
+            mcp: false,
             hold_s: 0,
             size: 6,
         }
@@ -62,8 +67,14 @@ const MAX_HOLD_S: u64 = 900;
 impl Directive {
     pub fn render(&self) -> String {
         format!(
-            "load:ttft={},n={},gap={},tool={},hold={},size={}",
-            self.ttft_ms, self.n, self.gap_ms, self.tool as u8, self.hold_s, self.size
+            "load:ttft={},n={},gap={},tool={},mcp={},hold={},size={}",
+            self.ttft_ms,
+            self.n,
+            self.gap_ms,
+            self.tool as u8,
+            self.mcp as u8,
+            self.hold_s,
+            self.size
         )
     }
 
@@ -85,6 +96,7 @@ impl Directive {
                 "n" => d.n = v.min(100_000) as u32,
                 "gap" => d.gap_ms = v.min(60_000),
                 "tool" => d.tool = v != 0,
+                "mcp" => d.mcp = v != 0,
                 "hold" => d.hold_s = v.min(MAX_HOLD_S),
                 "size" => d.size = (v as usize).clamp(1, 4096),
                 _ => {}
@@ -264,10 +276,15 @@ async fn produce(
     }
     tokio::time::sleep(Duration::from_millis(d.ttft_ms)).await;
     if answer_tool {
+        let (name, arguments) = if d.mcp {
+            ("loadkit__echo", r#"{"text":"load"}"#)
+        } else {
+            ("calculator", r#"{"expression":"1+1"}"#)
+        };
         send!(chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{
                 "index": 0, "id": "call_load_1", "type": "function",
-                "function": {"name": "calculator", "arguments": "{\"expression\":\"1+1\"}"}
+                "function": {"name": name, "arguments": arguments}
             }]}),
             None
         ));
@@ -337,6 +354,7 @@ mod tests {
             n: 7,
             gap_ms: 2,
             tool: true,
+            mcp: true,
             hold_s: 9,
             size: 4,
         };

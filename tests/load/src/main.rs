@@ -4,11 +4,17 @@
 //! * `agentchat-load run [--smoke] [options]` — everything: starts the fake upstream and the
 //!   server (fresh database), runs the scenarios, writes report.md + report.json, cleans up.
 //! * `agentchat-load fake-upstream [--port N]` — only the fake upstream (loopback).
+//! * `agentchat-load mcp-server [--port N]` — only the fast MCP server (loopback).
 
 mod bench;
+mod burst;
 mod client;
 mod fake;
+mod mcp;
 mod report;
+mod report_extra;
+mod scenarios;
+mod soak;
 mod stats;
 mod sys;
 
@@ -19,7 +25,9 @@ fn usage() -> ! {
         "usage:\n  agentchat-load run [--smoke] [--out DIR] [--server-bin PATH] [--results-md PATH]\n\
          \x20     [--users N] [--levels 8,32,128] [--step-secs S] [--open-secs S] [--streams 1000,5000]\n\
          \x20     [--stream-cycles N] [--p99-bound-ms MS] [--ttft-ms MS] [--deltas N] [--gap-ms MS]\n\
-         \x20     [--stats-wait-secs S] [--history N] [--command TEXT]\n  agentchat-load fake-upstream [--port N]"
+         \x20     [--stats-wait-secs S] [--history N] [--command TEXT] [--scenarios plain,tool,mcp]\n\
+         \x20     [--burst N] [--soak SECS] [--soak-streams N]\n\
+         \x20 agentchat-load fake-upstream [--port N]\n  agentchat-load mcp-server [--port N]"
     );
     std::process::exit(2)
 }
@@ -27,7 +35,7 @@ fn usage() -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
-        Some("fake-upstream") => {
+        Some(sub @ ("fake-upstream" | "mcp-server")) => {
             let mut port = 0u16;
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {
@@ -46,10 +54,15 @@ fn main() {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
-            match rt.block_on(fake::serve(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))) {
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            let served = match sub {
+                "mcp-server" => rt.block_on(mcp::serve(addr)),
+                _ => rt.block_on(fake::serve(addr)),
+            };
+            match served {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("fake upstream: {e:#}");
+                    eprintln!("{sub}: {e:#}");
                     1
                 }
             }

@@ -211,6 +211,7 @@ pub fn markdown(r: &Report) -> String {
             st.after_close_fds.iter().map(fds).collect::<Vec<_>>().join(", "),
             st.completed, st.errors, f(st.mib_per_1000, 1));
     }
+    crate::report_extra::markdown(r, &mut s);
     let _ = writeln!(
         s,
         "\n## Kit status: {}",

@@ -1,0 +1,151 @@
+//! Admission of turn starts. A turn's start is one transaction on a pooled connection; a burst
+//! of thousands of starts at one instant used to wait for a connection only as long as any
+//! request does (the acquire timeout), and those still waiting then got 503 although the
+//! burst would have been served a moment later. Starts now wait their turn for as long as a
+//! turn may start, and the queue is bounded: past the configured depth a start is refused at
+//! once with 503 and `Retry-After`, so a flood cannot pile up without limit.
+//!
+//! Starts queue here, not in the pool: only a few at a time (half the pool) wait for a
+//! connection. The pool's own queue is FIFO, so thousands of starts queued there would stand
+//! in front of the running turns' step and final commits, which then time out — a burst
+//! admitted that way never finishes (the load kit saw 7,945 of 10,000 admitted and 6 done).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Pool, PoolError, PooledConn};
+use crate::error::ApiError;
+
+/// How long a queued start may wait for a connection. A burst the queue admits is served at
+/// a few hundred starts per second or more, so a full default queue drains well within it;
+/// a database that does not answer fails the wait sooner (connections are created lazily
+/// with their own timeout).
+pub const START_WAIT: Duration = Duration::from_secs(60);
+
+/// What a refused start is told to wait before retrying.
+const RETRY_AFTER_SECS: u64 = 2;
+
+/// Starts waiting for a connection, shared by every shard of a pool.
+#[derive(Debug, Clone)]
+pub struct StartQueue {
+    waiting: Arc<AtomicUsize>,
+    depth: usize,
+    /// Starts allowed to wait for a connection in the pool at once.
+    at_pool: Arc<tokio::sync::Semaphore>,
+}
+
+/// Counts a start as waiting until it has its connection (or gives up).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl StartQueue {
+    /// A queue admitting at most `depth` waiting starts, `at_pool` of them at the pool.
+    pub fn new(depth: usize, at_pool: usize) -> Self {
+        Self {
+            waiting: Arc::new(AtomicUsize::new(0)),
+            depth,
+            at_pool: Arc::new(tokio::sync::Semaphore::new(at_pool.max(1))),
+        }
+    }
+
+    /// Starts waiting now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// A connection for a turn's start: queued behind earlier starts, or 503 with
+    /// `Retry-After` when the queue is full.
+    pub async fn admit<F, Fut>(&self, get: F) -> Result<PooledConn, ApiError>
+    where
+        F: FnOnce(Duration) -> Fut,
+        Fut: std::future::Future<Output = Result<PooledConn, PoolError>>,
+    {
+        let before = self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _counted = Waiting(&self.waiting);
+        if before >= self.depth {
+            return Err(ApiError::overloaded(
+                "too many replies are starting at once; retry shortly",
+                RETRY_AFTER_SECS,
+            ));
+        }
+        let started = tokio::time::Instant::now();
+        let permit = tokio::time::timeout(START_WAIT, self.at_pool.acquire())
+            .await
+            .map_err(|_| {
+                ApiError::overloaded(
+                    "replies are starting slowly; retry shortly",
+                    RETRY_AFTER_SECS,
+                )
+            })?
+            .map_err(ApiError::unavailable)?;
+        let conn = get(START_WAIT.saturating_sub(started.elapsed())).await?;
+        drop(permit);
+        Ok(conn)
+    }
+}
+
+impl Pool {
+    /// A connection for a turn's start ([`StartQueue::admit`]).
+    pub async fn get_for_start(&self) -> Result<PooledConn, ApiError> {
+        self.starts
+            .admit(|wait| async move { self.get_within(wait).await })
+            .await
+    }
+
+    /// Turn starts waiting for a connection right now.
+    pub fn starts_waiting(&self) -> usize {
+        self.starts.waiting()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn past_the_depth_a_start_is_refused_at_once_with_retry_after() {
+        let queue = StartQueue::new(2, 2);
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (q, g) = (queue.clone(), gate.clone());
+            held.push(tokio::spawn(async move {
+                q.admit(|_| async move {
+                    g.notified().await;
+                    Err(PoolError::Closed)
+                })
+                .await
+                .map(|_| ())
+            }));
+        }
+        while queue.waiting() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let refused = queue
+            .admit(|_| async { Err(PoolError::Closed) })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        use actix_web::ResponseError;
+        assert_eq!(
+            refused.status_code(),
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(refused.code(), "overloaded");
+        let response = refused.error_response();
+        let retry = response.headers().get("retry-after").unwrap();
+        assert_eq!(retry.to_str().unwrap(), RETRY_AFTER_SECS.to_string());
+        assert_eq!(queue.waiting(), 2, "a refused start does not stay counted");
+        gate.notify_waiters();
+        for h in held {
+            let _ = h.await.unwrap();
+        }
+        assert_eq!(queue.waiting(), 0);
+    }
+}

@@ -1,0 +1,266 @@
+//! The soak: `streams` turns streaming at all times for a while (each worker starts its next
+//! turn as soon as one ends), a mix of plain turns (~4 s each), tool turns and MCP tool turns,
+//! while two accounts run on small budgets of their own so that reservations near the limit,
+//! refusals and exhausted budgets are part of the load. Server RSS and descriptors are
+//! sampled every `SAMPLE_EVERY`; at the end the budget invariant is checked in Postgres:
+//! no period has spent more than its limit, and no reservation or hold is left over.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::bench::{fd_count, log, Ctx};
+use crate::fake::Directive;
+use crate::sys;
+
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// Accounts 1 and 2 (not the admin) get this budget of their own.
+const TIGHT_BUDGET: i64 = 150_000;
+const TIGHT_USERS: [usize; 2] = [1, 2];
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SoakSample {
+    pub t_s: f64,
+    pub rss_mib: Option<f64>,
+    pub fds: Option<usize>,
+    /// Turns finished (ok) so far.
+    pub turns_ok: u64,
+    pub streaming: u64,
+}
+
+/// The budget invariant, read in Postgres after the soak.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Invariant {
+    pub periods: u64,
+    /// Periods whose `spent` exceeds their limit: must be 0.
+    pub over_limit: u64,
+    /// Reserved tokens and holds left after every turn ended: must be 0.
+    pub reserved_left: i64,
+    pub holds_left: u64,
+    /// The tight accounts' `spent / limit`, highest.
+    pub tight_spent_fraction: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SoakResult {
+    pub secs: u64,
+    pub streams: usize,
+    pub samples: Vec<SoakSample>,
+    pub turns_ok: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// Mean RSS over the first and the last fifth of the samples (after the first minute when
+    /// the soak is long enough), and the difference.
+    pub rss_early_mib: Option<f64>,
+    pub rss_late_mib: Option<f64>,
+    pub fds_early: Option<f64>,
+    pub fds_late: Option<f64>,
+    pub flat_memory: bool,
+    pub flat_fds: bool,
+    pub invariant: Option<Invariant>,
+    pub invariant_error: Option<String>,
+    pub ok: bool,
+    pub loadavg_start: String,
+    pub loadavg_end: String,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = v.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// The turn a worker runs for its `i`-th turn: mostly plain, one in ten a tool turn, one in
+/// ten an MCP tool turn (when the kit runs its MCP server).
+fn kind(i: u64, mcp: bool) -> Directive {
+    let plain = Directive {
+        ttft_ms: 20,
+        n: 40,
+        gap_ms: 100,
+        ..Default::default()
+    };
+    match i % 10 {
+        3 => Directive {
+            tool: true,
+            ..plain
+        },
+        7 if mcp => Directive {
+            tool: true,
+            mcp: true,
+            ..plain
+        },
+        _ => plain,
+    }
+}
+
+pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
+    let mut r = SoakResult {
+        secs,
+        streams,
+        loadavg_start: sys::loadavg(),
+        ..Default::default()
+    };
+    let tight = tighten(ctx).await;
+    if let Err(e) = &tight {
+        r.errors.insert(format!("setting tight budgets: {e:#}"), 1);
+    }
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let ok = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+    let mcp = ctx.mcp_direct.is_some();
+    let mut workers = Vec::new();
+    for w in 0..streams {
+        let Some(conv) = ctx.take() else {
+            *r.errors.entry("no_free_conversation".into()).or_insert(0) += 1;
+            break;
+        };
+        let (ctx, ok, errors) = (ctx.clone(), ok.clone(), errors.clone());
+        workers.push(tokio::spawn(async move {
+            let mut i = w as u64;
+            while Instant::now() < deadline {
+                let content = format!("soak {}", kind(i, mcp).render());
+                i += 1;
+                let o = ctx
+                    .api
+                    .turn(
+                        &ctx.tokens[conv.user],
+                        &conv.id,
+                        &content,
+                        Instant::now(),
+                        Duration::from_secs(60),
+                        None,
+                    )
+                    .await;
+                if o.ok {
+                    ok.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let e = o.error.unwrap_or_else(|| "unknown".into());
+                let refused = e == "http_429";
+                if let Ok(mut m) = errors.lock() {
+                    *m.entry(e).or_insert(0) += 1;
+                }
+                // An exhausted budget stays exhausted: do not spin on it.
+                let pause = if refused { 1000 } else { 100 };
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            Ctx::give(&ctx.pool, conv);
+        }));
+    }
+    let running = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (ctx, ok, running) = (ctx.clone(), ok.clone(), running.clone());
+        tokio::spawn(async move {
+            let t0 = Instant::now();
+            let mut samples = Vec::new();
+            while running.load(Ordering::Relaxed) {
+                samples.push(SoakSample {
+                    t_s: t0.elapsed().as_secs_f64(),
+                    rss_mib: sys::rss_kib(ctx.server_pid).map(|k| k as f64 / 1024.0),
+                    fds: fd_count(ctx.server_pid),
+                    turns_ok: ok.load(Ordering::Relaxed),
+                    streaming: crate::bench::upstream_active(&ctx).await.unwrap_or(0),
+                });
+                let next = t0 + SAMPLE_EVERY * samples.len() as u32;
+                while running.load(Ordering::Relaxed) && Instant::now() < next {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+            samples
+        })
+    };
+    log(format!("soak: {streams} streams for {secs} s"));
+    for w in workers {
+        let _ = w.await;
+    }
+    running.store(false, Ordering::Relaxed);
+    r.samples = sampler.await.unwrap_or_default();
+    r.turns_ok = ok.load(Ordering::Relaxed);
+    if let Ok(m) = errors.lock() {
+        for (k, v) in m.iter() {
+            *r.errors.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    judge(&mut r);
+    // Holds are released as turns end; give the last ones a moment.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    match invariant(ctx) {
+        Ok(inv) => r.invariant = Some(inv),
+        Err(e) => r.invariant_error = Some(format!("{e:#}")),
+    }
+    r.ok = r.flat_memory
+        && r.flat_fds
+        && r.turns_ok > 0
+        && r.invariant.as_ref().is_some_and(|i| {
+            i.over_limit == 0 && i.reserved_left == 0 && i.holds_left == 0 && i.periods > 0
+        });
+    r.loadavg_end = sys::loadavg();
+    log(format!(
+        "  {} turns ok, errors {:?}; RSS {} → {} MiB, fds {} → {}; invariant {:?}",
+        r.turns_ok,
+        r.errors,
+        crate::stats::f(r.rss_early_mib, 1),
+        crate::stats::f(r.rss_late_mib, 1),
+        crate::stats::f(r.fds_early, 0),
+        crate::stats::f(r.fds_late, 0),
+        r.invariant
+    ));
+    r
+}
+
+/// Early and late means; flat = the late RSS within 10 % + 8 MiB of the early one, the late
+/// descriptor count within 10 % + 16 of the early one.
+fn judge(r: &mut SoakResult) {
+    // Skip the first minute of a long soak (pools and caches fill up).
+    let settled: Vec<&SoakSample> = r
+        .samples
+        .iter()
+        .filter(|s| r.secs < 300 || s.t_s >= 60.0)
+        .collect();
+    let fifth = (settled.len() / 5).max(1);
+    let early = &settled[..fifth.min(settled.len())];
+    let late = &settled[settled.len().saturating_sub(fifth)..];
+    r.rss_early_mib = mean(early.iter().filter_map(|s| s.rss_mib));
+    r.rss_late_mib = mean(late.iter().filter_map(|s| s.rss_mib));
+    r.fds_early = mean(early.iter().filter_map(|s| s.fds.map(|f| f as f64)));
+    r.fds_late = mean(late.iter().filter_map(|s| s.fds.map(|f| f as f64)));
+    r.flat_memory =
+        matches!((r.rss_early_mib, r.rss_late_mib), (Some(a), Some(b)) if b <= a * 1.10 + 8.0);
+    r.flat_fds = matches!((r.fds_early, r.fds_late), (Some(a), Some(b)) if b <= a * 1.10 + 16.0);
+}
+
+/// Small budgets of their own for the tight accounts.
+async fn tighten(ctx: &Ctx) -> anyhow::Result<()> {
+    let users = ctx.api.users(&ctx.tokens[0]).await?;
+    for i in TIGHT_USERS {
+        let name = format!("load_user_{i}");
+        if let Some((_, id)) = users.iter().find(|(u, _)| *u == name) {
+            ctx.api
+                .set_user_budget(&ctx.tokens[0], id, TIGHT_BUDGET)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+fn invariant(ctx: &Ctx) -> anyhow::Result<Invariant> {
+    let sql = "SELECT count(*), \
+          count(*) FILTER (WHERE lim IS NOT NULL AND b.spent > lim), \
+          coalesce(sum(b.reserved), 0), \
+          (SELECT count(*) FROM budget_holds), \
+          coalesce(max(b.spent::float8 / lim) FILTER (WHERE u.token_budget IS NOT NULL), 0) \
+        FROM budget_periods b JOIN users u ON u.id = b.user_id JOIN roles r ON r.name = u.role, \
+        LATERAL (SELECT coalesce(u.token_budget, r.token_budget) AS lim) l";
+    let out = sys::psql_in(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &ctx.db, sql)?;
+    let v: Vec<&str> = out.split('|').collect();
+    anyhow::ensure!(v.len() == 5, "unexpected answer {out}");
+    Ok(Invariant {
+        periods: v[0].parse()?,
+        over_limit: v[1].parse()?,
+        reserved_left: v[2].parse()?,
+        holds_left: v[3].parse()?,
+        tight_spent_fraction: v[4].parse()?,
+    })
+}
