@@ -96,7 +96,12 @@ use common::CommonResponses;
         routes::openai::completions::models,
         routes::openai::completions::chat_completions,
     ),
-    components(schemas(crate::error::ErrorBody)),
+    components(schemas(
+        crate::error::ErrorBody,
+        // What `data` of a turn's server-sent events holds, and of a `/v1` stream.
+        crate::agent::TurnEvent,
+        crate::openapi::openai::OpenAiChunk
+    )),
     modifiers(&CommonResponses),
     tags(
         (name = "auth", description = "Accounts and sessions"),

@@ -82,6 +82,21 @@ pub struct ConversationDetail {
     pub messages: Vec<message::Message>,
 }
 
+/// One server-sent event as it travels: `data` is the payload as JSON text (for a turn's
+/// streams a [`TurnEvent`], named by `event`, placed by `id`; for `/v1` streaming a
+/// `chat.completion.chunk`, and `[DONE]` last).
+#[derive(ToSchema)]
+pub struct SseEvent {
+    /// The event's type (`turn_start`, `text_delta`, ...); absent on `/v1` streams.
+    #[schema(required = false, nullable = false)]
+    pub event: Option<String>,
+    /// The event's place in its stream: send the last one back as `Last-Event-ID`.
+    #[schema(required = false, nullable = false)]
+    pub id: Option<String>,
+    /// The payload, JSON text (`[DONE]` ends a `/v1` stream).
+    pub data: String,
+}
+
 /// `POST /api/conversations/{id}/truncate`.
 #[derive(ToSchema)]
 pub struct Truncated {

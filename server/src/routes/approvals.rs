@@ -99,7 +99,7 @@ struct DecisionBody {
     params(("id" = Uuid, Path)), request_body = DecisionBody, responses(
     (status = 200, description = "Recorded; or the resumed turn's events",
         content((crate::openapi::schemas::DecisionResult = "application/json"),
-                (crate::agent::TurnEvent = "text/event-stream"))),
+                (crate::openapi::schemas::SseEvent = "text/event-stream"))),
     (status = 403, description = "A member deciding an admin approval, or an admin deciding a call only its user decides", body = crate::error::ErrorBody),
     (status = 409, description = "Already decided, or expired", body = crate::error::ErrorBody)))]
 async fn decide(

@@ -38,7 +38,7 @@ struct MessageBody {
 #[utoipa::path(post, path = "/api/conversations/{id}/messages", tag = "conversations",
     params(("id" = Uuid, Path)), request_body = MessageBody, responses(
     (status = 200, description = "The turn's events as they happen, or its summary",
-        content((crate::agent::TurnEvent = "text/event-stream"), (crate::openapi::schemas::TurnSummary = "application/json"))),
+        content((crate::openapi::schemas::SseEvent = "text/event-stream"), (crate::openapi::schemas::TurnSummary = "application/json"))),
     (status = 409, description = "A turn already runs in this conversation", body = crate::error::ErrorBody),
     (status = 429, description = "The token budget is used up or held by running turns", body = crate::error::ErrorBody)))]
 async fn post_message(

@@ -49,7 +49,7 @@ async fn models(
     request_body = crate::openapi::openai::OpenAiChatRequest,
     responses(
     (status = 200, description = "A `chat.completion`, or with `stream: true` a `text/event-stream` of `chat.completion.chunk` ending in `data: [DONE]`",
-        content((crate::openapi::openai::OpenAiCompletion = "application/json"), (crate::openapi::openai::OpenAiChunk = "text/event-stream"))),
+        content((crate::openapi::openai::OpenAiCompletion = "application/json"), (crate::openapi::schemas::SseEvent = "text/event-stream"))),
     (status = 400, description = "Invalid request", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 401, description = "No valid API key or access token", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 404, description = "Unknown model", body = crate::openapi::openai::OpenAiErrorBody),
