@@ -20,13 +20,11 @@ export class ChatView {
     this.nextCursor = null;
     this.current = null; // conversation object
     this.streaming = null; // {convId, controller, turn}
-    this.pollTimer = null;
     this.build();
   }
 
   detach() {
     this.attached = false;
-    this.stopPolling();
     document.removeEventListener('keydown', this.onKey);
   }
   abort() { this.streaming?.controller.abort(); }
@@ -261,17 +259,9 @@ export class ChatView {
     this.log.setAttribute('aria-busy', busy ? 'true' : 'false');
   }
 
-  stopPolling() {
-    if (this.pollTimer) clearTimeout(this.pollTimer);
-    this.pollTimer = null;
-  }
-
   /** Opens a conversation (or the empty "new chat" state when id is null). */
   async open(id) {
-    this.stopPolling();
     this.clearBanner();
-    this.pendingServerTurn = false;
-    this.pendingTurnEl = null;
     const liveHere = this.streaming && this.streaming.convId === id;
     if (!id) {
       this.current = null;
@@ -305,55 +295,42 @@ export class ChatView {
 
   renderConversation(conv) {
     const msgs = conv.messages || [];
-    clear(this.log);
-    if (!msgs.length) this.log.append(this.emptyState());
-    else this.log.append(...renderStored(msgs));
-    const last = msgs[msgs.length - 1];
     const running = this.streaming && this.streaming.convId === conv.id;
-    const recent = last && (Date.now() - new Date(last.created_at).getTime() < 10 * 60 * 1000);
-    if (!running && last && last.role === 'user' && recent) {
-      // A turn may still be running on the server (e.g. after a reload mid-turn).
-      const turn = new AssistantTurn({ live: true });
-      turn.note('The answer is still being generated on the server. It will appear here when it is stored.', 'info');
-      this.log.append(turn.el);
-      this.pendingTurnEl = turn.el;
+    // A turn still running on the server (after a reload, say) is re-attached from its start:
+    // the steps it has stored come with it, so they are not drawn twice.
+    const active = !running && conv.active_turn ? conv.active_turn : null;
+    let shown = msgs;
+    if (active) {
+      const at = msgs.findIndex((m) => m.id === active.id);
+      if (at >= 0) shown = msgs.slice(0, at + 1);
+    }
+    clear(this.log);
+    if (!shown.length) this.log.append(this.emptyState());
+    else this.log.append(...renderStored(shown));
+    if (running) {
+      this.log.append(this.streaming.turn.el);
       this.setBusy(true);
-      this.pendingServerTurn = true;
-      this.poll(conv.id, 0);
+    } else if (active) {
+      this.reattach(conv.id, active.id);
     } else {
-      if (running) this.log.append(this.streaming.turn.el);
-      this.setBusy(Boolean(running));
-      this.pendingServerTurn = false;
+      this.setBusy(false);
     }
   }
 
-  poll(id, n) {
-    this.stopPolling();
-    if (n > 60) { this.endPending(); return; }
-    this.pollTimer = setTimeout(async () => {
-      if (!this.attached || !this.current || this.current.id !== id) return;
-      try {
-        const conv = await api.get(`/api/conversations/${encodeURIComponent(id)}`);
-        const msgs = conv.messages || [];
-        const last = msgs[msgs.length - 1];
-        if (last && last.role !== 'user') {
-          this.current = conv;
-          this.pendingServerTurn = false;
-          this.renderConversation(conv);
-          this.scrollToEnd(true);
-          this.refreshMe();
-          return;
-        }
-      } catch { /* keep polling */ }
-      this.poll(id, n + 1);
-    }, n < 5 ? 1000 : 2500);
-  }
-
-  endPending() {
-    this.pendingServerTurn = false;
-    this.pendingTurnEl?.remove();
-    this.pendingTurnEl = null;
-    this.setBusy(false);
+  /** Follows a turn running on the server (whichever process runs it). */
+  async reattach(convId, turnId) {
+    const turn = new AssistantTurn({ live: true });
+    this.log.append(turn.el);
+    this.scrollToEnd(true);
+    try {
+      await this.runTurn(convId, turn, turnId,
+        (onEvent, signal) => api.followTurn(convId, turnId, null, onEvent, signal));
+    } catch (err) {
+      if (err.status === 401) return;
+      turn.finish(null);
+      turn.note(`Could not follow the answer: ${err.message}`, 'warn');
+    }
+    this.refreshMe();
   }
 
   async stop() {
@@ -361,11 +338,7 @@ export class ChatView {
     if (!id) return;
     this.stopBtn.disabled = true;
     try {
-      const res = await api.post(`/api/conversations/${encodeURIComponent(id)}/cancel`, {});
-      if (!this.streaming && this.pendingServerTurn) {
-        if (res && res.cancelled === false && res.running === false) this.endPending();
-        else this.poll(id, 0);
-      }
+      await api.post(`/api/conversations/${encodeURIComponent(id)}/cancel`, {});
     } catch (err) {
       toast(`Could not stop: ${err.message}`, 'error');
     } finally {
@@ -379,10 +352,6 @@ export class ChatView {
   async send() {
     const content = this.input.value.trim();
     if (!content) return;
-    if (this.pendingServerTurn) {
-      toast('The previous answer is still being generated. Wait for it or press Stop.', 'error');
-      return;
-    }
     if (this.streaming) {
       if (this.streaming.convId !== this.current?.id) toast('Another chat is still answering. Wait for it or stop it first.', 'error');
       return;
@@ -411,63 +380,20 @@ export class ChatView {
     const bubble = userBubble(content);
     this.log.append(bubble);
     const turn = new AssistantTurn({ live: true });
-    const controller = new AbortController();
-    this.streaming = { convId: conv.id, controller, turn };
-    this.setBusy(true);
-    let appended = false;
-    let finished = false;
-    const ensureTurn = () => {
-      if (!appended) { this.log.append(turn.el); appended = true; }
-    };
-    ensureTurn();
+    this.log.append(turn.el);
     this.scrollToEnd(true);
-    const started = performance.now();
     try {
-      await api.streamTurn(conv.id, content, (ev) => {
-        switch (ev.type) {
-          case 'turn_start': break;
-          case 'text_delta': turn.addText(ev.text); break;
-          case 'tool_call': turn.addToolCall(ev); break;
-          case 'tool_result': turn.addToolResult(ev); break;
-          case 'usage': turn.addUsage(ev); break;
-          case 'done': {
-            finished = true;
-            let extra = '';
-            if (ev.finish_reason === 'budget_exhausted') extra = this.resetsText();
-            turn.finish(ev.finish_reason, extra);
-            break;
-          }
-          case 'error': {
-            finished = true;
-            turn.note(errorText(ev.code, ev.message), 'error');
-            turn.finish(null);
-            break;
-          }
-          default: break;
-        }
-        this.scrollToEnd();
-      }, controller.signal);
-      if (!finished) {
-        turn.finish(null);
-        turn.note('The connection closed before the answer finished. Reload the chat to see what was stored.', 'warn');
-      }
-      turn.renderMeta(Math.round(performance.now() - started));
+      await this.runTurn(conv.id, turn, null,
+        (onEvent, signal) => api.streamTurn(conv.id, content, onEvent, signal));
     } catch (err) {
-      if (err.name === 'AbortError') {
-        turn.finish('cancelled');
-      } else if (err.status === 401) {
-        return;
-      } else {
-        // Refused before streaming: nothing was stored. Put the text back.
-        turn.el.remove();
-        bubble.remove();
-        if (!this.input.value) { this.input.value = content; this.autosize(); }
-        if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
-        this.showBanner(refusalText(err, this));
-      }
+      if (err.status === 401) return;
+      // Refused before streaming: nothing was stored. Put the text back.
+      turn.el.remove();
+      bubble.remove();
+      if (!this.input.value) { this.input.value = content; this.autosize(); }
+      if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
+      this.showBanner(refusalText(err, this));
     } finally {
-      if (this.streaming && this.streaming.controller === controller) this.streaming = null;
-      this.setBusy(false);
       const c = this.conversations.find((x) => x.id === conv.id);
       if (c) {
         c.updated_at = new Date().toISOString();
@@ -479,11 +405,90 @@ export class ChatView {
     }
   }
 
+  /**
+   * Shows a live turn: `first` opens its stream; if that drops before the turn's `done` or
+   * `error`, it is re-attached with the last event id seen (nothing repeated, nothing lost).
+   * Rejects (ApiError) only when the first request is refused before anything streamed.
+   */
+  async runTurn(convId, turn, turnId, first) {
+    const controller = new AbortController();
+    this.streaming = { convId, controller, turn };
+    this.setBusy(true);
+    let lastId = null;
+    let finished = false;
+    const started = performance.now();
+    const onEvent = (ev, id) => {
+      if (id) lastId = id;
+      switch (ev.type) {
+        case 'turn_start': turnId = ev.message_id; break;
+        case 'text_delta': turn.addText(ev.text); break;
+        case 'tool_call': turn.addToolCall(ev); break;
+        case 'tool_result': turn.addToolResult(ev); break;
+        case 'usage': turn.addUsage(ev); break;
+        case 'done': {
+          finished = true;
+          let extra = '';
+          if (ev.finish_reason === 'budget_exhausted') extra = this.resetsText();
+          turn.finish(ev.finish_reason, extra);
+          break;
+        }
+        case 'error': {
+          finished = true;
+          turn.note(errorText(ev.code, ev.message), 'error');
+          turn.finish(null);
+          break;
+        }
+        default: break;
+      }
+      this.scrollToEnd();
+    };
+    try {
+      let failures = 0;
+      for (let attempt = 0; ; attempt += 1) {
+        const before = lastId;
+        try {
+          if (attempt === 0) await first(onEvent, controller.signal);
+          else await api.followTurn(convId, turnId, lastId, onEvent, controller.signal);
+        } catch (err) {
+          if (err.name === 'AbortError') throw err;
+          if (attempt === 0 && lastId === null && err instanceof api.ApiError) throw err;
+          if (err instanceof api.ApiError && err.status < 500) break;
+        }
+        if (finished || !turnId) break;
+        failures = lastId === before ? failures + 1 : 0;
+        if (failures > 6) break;
+        await pause(Math.min(250 * 2 ** failures, 4000), controller.signal);
+      }
+      if (!finished) {
+        turn.finish(null);
+        turn.note('The connection closed before the answer finished. Reload the chat to see what was stored.', 'warn');
+      }
+      turn.renderMeta(Math.round(performance.now() - started));
+    } catch (err) {
+      if (err.name !== 'AbortError') throw err;
+      turn.finish('cancelled');
+    } finally {
+      if (this.streaming && this.streaming.controller === controller) this.streaming = null;
+      this.setBusy(false);
+    }
+  }
+
   resetsText() {
     const b = this.appState.me?.budget;
     if (b && b.resets_at) return `It resets on ${new Date(b.resets_at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}.`;
     return '';
   }
+}
+
+/** Waits `ms`, or rejects with an AbortError when `signal` aborts. */
+function pause(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(new DOMException('aborted', 'AbortError'));
+    }, { once: true });
+  });
 }
 
 function errorText(code, message) {

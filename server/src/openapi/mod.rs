@@ -44,6 +44,7 @@ use common::CommonResponses;
         routes::conversations::delete,
         routes::messages::post_message,
         routes::messages::cancel,
+        routes::turn_events::events,
         routes::files::list,
         routes::files::download,
         routes::files::upload,

@@ -11,6 +11,7 @@ pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod table;
+pub mod turn_events;
 pub mod web;
 
 use actix_web::web as aweb;
@@ -27,6 +28,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(me::configure)
                 .configure(conversations::configure)
                 .configure(messages::configure)
+                .configure(turn_events::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(admin::configure),

@@ -51,6 +51,11 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/api/conversations/{id}", User),
     r("POST", "/api/conversations/{id}/messages", User),
     r("POST", "/api/conversations/{id}/cancel", User),
+    r(
+        "GET",
+        "/api/conversations/{id}/turns/{turn_id}/events",
+        User,
+    ),
     r("GET", "/api/models", User),
     r("GET", "/api/files", User),
     r("GET", "/api/files/{path:.+}", User),

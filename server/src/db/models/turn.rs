@@ -409,34 +409,41 @@ pub async fn next_call(
     })
 }
 
-/// Settles the last hold, stores what the turn produced and its usage, and releases the
-/// claim, in one commit and one round trip.
-pub async fn finish(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-    rows: Vec<NewMessage>,
-    usage_rows: Vec<NewUsage>,
-    audit_rows: Vec<NewAudit>,
-    settle: Option<(Hold, i64)>,
-) -> QueryResult<()> {
+/// The end of a turn, stored by [`finish`].
+pub struct Finish {
+    pub conversation_id: Uuid,
+    pub turn_id: Uuid,
+    pub rows: Vec<NewMessage>,
+    pub usage_rows: Vec<NewUsage>,
+    pub audit_rows: Vec<NewAudit>,
+    pub settle: Option<(Hold, i64)>,
+    /// The turn's final event, for clients re-attaching after the end.
+    pub end: serde_json::Value,
+}
+
+/// Settles the last hold, stores what the turn produced, its usage and its final event, and
+/// releases the claim, in one commit and one round trip.
+pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let c = tx.conn();
     // The conversation row is locked before the budget row, as in `begin`: two transactions
     // taking them in opposite orders could deadlock. A turn that no longer holds its claim
     // (it was ended as interrupted while this process could not reach the database) stores
     // nothing: the release fails the transaction ([`is_claim_lost`]).
-    let released = release_own(c, conversation_id, turn_id);
-    let settled = match &settle {
+    let released = release_own(c, f.conversation_id, f.turn_id);
+    let settled = match &f.settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let work = futures_util::future::try_join5(
         released,
         settled,
-        message::insert_many(c, &rows),
-        usage::insert_many(c, &usage_rows),
-        audit::insert_many(c, &audit_rows),
+        message::insert_many(c, &f.rows),
+        usage::insert_many(c, &f.usage_rows),
+        futures_util::future::try_join(
+            audit::insert_many(c, &f.audit_rows),
+            super::turn_end::record(c, f.conversation_id, f.turn_id, f.end),
+        ),
     );
     tx.run(work).await.map(|_| ())
 }
