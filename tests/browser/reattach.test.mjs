@@ -67,7 +67,7 @@ test('reloading mid-answer keeps the answer coming, whole and once', async () =>
 });
 
 test('Stop works on a re-attached turn', async () => {
-  const page = await memberPage('stopper');
+  const page = await memberPage('halter');
   upstream.push({ slow: true, chunkDelayMs: 40 });
   await send(page, 'talk forever');
   const answer = page.locator('.msg-assistant').last();
@@ -75,7 +75,7 @@ test('Stop works on a re-attached turn', async () => {
   await page.waitForURL(/\/c\//);
   await page.reload();
   await page.locator('.msg-assistant').last().locator('.text-seg').filter({ hasText: 'word20' }).waitFor();
-  await page.getByRole('button', { name: 'Stop' }).click();
+  await page.getByRole('button', { name: 'Stop', exact: true }).click();
   await page.locator('.msg-assistant').last().locator('.turn-note').filter({ hasText: 'Stopped' }).waitFor({ timeout: 10000 });
   await page.getByRole('button', { name: 'Send' }).waitFor();
   await page.context().close();
