@@ -82,7 +82,8 @@ impl Drop for RemoteWatch {
 
 /// One client's view of one turn.
 pub struct Follower {
-    agent: Agent,
+    pool: db::Pool,
+    turns: super::ActiveTurns,
     user_id: Uuid,
     conversation_id: Uuid,
     turn_id: Uuid,
@@ -132,7 +133,8 @@ impl Agent {
     ) -> Follower {
         let limit = self.settings.turn_timeout + super::store::STORE_GRACE;
         Follower {
-            agent: self.clone(),
+            pool: self.pool.clone(),
+            turns: self.turns.clone(),
             user_id,
             conversation_id,
             turn_id,
@@ -184,7 +186,7 @@ impl Follower {
 
     async fn fill(&mut self) {
         if self.log.is_none() {
-            self.log = self.agent.turns.log_of(self.turn_id);
+            self.log = self.turns.log_of(self.turn_id);
         }
         if let Some(log) = self.log.clone() {
             let mut changed = log.subscribe();
@@ -211,10 +213,10 @@ impl Follower {
     async fn read_database(&mut self) {
         if self.remote.is_none() && self.log.is_none() {
             // Subscribed before reading: an announcement after the read is not missed.
-            self.remote = self.agent.turns.remote.watch(self.turn_id);
+            self.remote = self.turns.remote.watch(self.turn_id);
         }
         let loaded = async {
-            let mut conn = db::conn(&self.agent.pool).await.ok()?;
+            let mut conn = db::conn(&self.pool).await.ok()?;
             replay::load(&mut conn, self.user_id, self.conversation_id, self.turn_id)
                 .await
                 .ok()
@@ -241,12 +243,12 @@ impl Follower {
             self.done = !stored.running;
             return;
         }
-        if let Some(log) = self.agent.turns.log_of(self.turn_id) {
+        if let Some(log) = self.turns.log_of(self.turn_id) {
             self.log = Some(log);
             return;
         }
         // Running on another process: ask it to announce its commits, then wait.
-        if let Ok(mut conn) = db::conn(&self.agent.pool).await {
+        if let Ok(mut conn) = db::conn(&self.pool).await {
             let ask = super::cancel::Signal::Follow(self.turn_id);
             let _ = super::cancel::signal(&mut conn, ask).await;
         }
