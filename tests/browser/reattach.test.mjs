@@ -1,5 +1,6 @@
 // Reloading the page mid-answer: the conversation re-attaches to the running turn and the
-// whole answer arrives, once; Stop still works on a re-attached turn.
+// whole answer arrives, once; a dropped stream reconnects with the last id it saw; Stop still
+// works on a re-attached turn.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -78,5 +79,28 @@ test('Stop works on a re-attached turn', async () => {
   await page.getByRole('button', { name: 'Stop', exact: true }).click();
   await page.locator('.msg-assistant').last().locator('.turn-note').filter({ hasText: 'Stopped' }).waitFor({ timeout: 10000 });
   await page.getByRole('button', { name: 'Send' }).waitFor();
+  await page.context().close();
+});
+
+test('a dropped stream reconnects with the last event id and nothing is repeated', async () => {
+  const page = await memberPage('commuter');
+  const words = Array.from({ length: 40 }, (_, i) => `v${i}`);
+  const full = words.join(' ');
+  upstream.push({ text: full, chunkDelayMs: 60 });
+  const reattached = [];
+  page.on('request', (r) => { if (r.url().includes('/turns/')) reattached.push(r.url()); });
+  // The stream of the message is cut after its first few events, as a dropped network would.
+  await page.route('**/api/conversations/*/messages', async (route) => {
+    const resp = await route.fetch();
+    const events = (await resp.text()).split('\n\n').filter((b) => b.includes('event:'));
+    await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `${events.slice(0, 6).join('\n\n')}\n\n` });
+  }, { times: 1 });
+  await send(page, 'count again');
+  const answer = () => page.locator('.msg-assistant').last().locator('.text-seg');
+  await answer().filter({ hasText: 'v39' }).waitFor({ timeout: 15000 });
+  await page.getByRole('button', { name: 'Send' }).waitFor();
+  assert.equal((await answer().textContent()).trim(), full);
+  assert.ok(reattached.some((u) => /after=1\.\d+/.test(u)), `re-attached with the last id: ${reattached}`);
+  assert.equal(await page.locator('.turn-note').count(), 0);
   await page.context().close();
 });
