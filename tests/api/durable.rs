@@ -526,6 +526,19 @@ async fn a_reply_that_cannot_be_stored_is_an_error_and_frees_its_conversation_la
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(free, "the conversation stayed claimed");
+    // Re-attaching to the lost turn ends with the error its client was given.
+    let lost = events[0].data["message_id"].as_str().unwrap();
+    let replay = events_of(
+        app.get_as(
+            &s.access,
+            &format!("/api/conversations/{conv}/turns/{lost}/events?after=0"),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(replay.last().unwrap().data, last.data, "{replay:?}");
     let t = app.budget_totals(s.user_id).await;
     assert_eq!((t.reserved, t.holds), (0, 0));
     // Both model calls are charged what they used, and the ledger agrees.

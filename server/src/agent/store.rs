@@ -243,9 +243,17 @@ impl Agent {
             while Instant::now() < until {
                 let done = tokio::time::timeout(STORE_ATTEMPT, async {
                     let mut conn = db::conn(&agent.pool).await.ok()?;
-                    turn::release_with(&mut conn, conversation_id, turn_id, hold.clone(), &usage)
-                        .await
-                        .ok()
+                    let end = serde_json::to_value(super::turn::unsaved()).unwrap_or_default();
+                    turn::release_with(
+                        &mut conn,
+                        conversation_id,
+                        turn_id,
+                        hold.clone(),
+                        &usage,
+                        end,
+                    )
+                    .await
+                    .ok()
                 })
                 .await;
                 if matches!(done, Ok(Some(()))) {

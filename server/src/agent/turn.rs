@@ -336,7 +336,7 @@ fn error_event(code: &str, message: &str) -> TurnEvent {
 }
 
 /// The turn ran, but what it produced could not be stored before its deadline.
-fn unsaved() -> TurnEvent {
+pub(super) fn unsaved() -> TurnEvent {
     error_event(
         "unavailable",
         "the database is unavailable, so this reply could not be saved; try again shortly",

@@ -480,13 +480,15 @@ pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
 }
 
 /// Releases the claim of a turn that could not be stored, charging its last hold what the
-/// model used (and recording that usage: the ledger matches the budget).
+/// model used (and recording that usage: the ledger matches the budget) and recording the
+/// error its client was given as its end.
 pub async fn release_with(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
     settle: Option<(Hold, i64)>,
     usage_rows: &[NewUsage],
+    end: serde_json::Value,
 ) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let released = release(tx.conn(), conversation_id, turn_id);
@@ -495,9 +497,12 @@ pub async fn release_with(
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let recorded = usage::insert_many(tx.conn(), usage_rows);
-    tx.run(futures_util::future::try_join3(released, settled, recorded))
-        .await
-        .map(|_| ())
+    let ended = super::turn_end::record(tx.conn(), conversation_id, turn_id, end);
+    tx.run(futures_util::future::try_join4(
+        released, settled, recorded, ended,
+    ))
+    .await
+    .map(|_| ())
 }
 
 /// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).
