@@ -25,6 +25,7 @@ mod mcp_faults;
 mod mcp_perf;
 mod observability;
 mod openapi;
+mod reattach;
 mod security_fixes;
 mod security_sessions;
 mod tokens;

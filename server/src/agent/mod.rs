@@ -8,6 +8,7 @@ pub mod context;
 pub mod control;
 pub mod decisions;
 pub mod events;
+pub mod follow;
 pub mod liveness;
 #[cfg(test)]
 mod loop_tests;
@@ -19,6 +20,7 @@ pub mod store;
 mod supervise;
 mod tool_calls;
 pub mod turn;
+pub mod turn_log;
 
 use uuid::Uuid;
 
@@ -31,6 +33,7 @@ pub use active::ActiveTurns;
 pub use control::{StopReason, TurnControl};
 pub use events::{FinishReason, TurnEvent};
 pub use turn::{Agent, PreparedTurn};
+pub use turn_log::EventId;
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
@@ -59,9 +62,10 @@ impl Agent {
                 format!("content must be 1 to {MAX_MESSAGE_CHARS} characters"),
             ));
         }
-        let turn_id = Uuid::new_v4();
         let user_message = NewMessage::complete(conversation_id, "user", content);
         let user_message_id = user_message.id;
+        // A turn is named by the message that started it: any process finds it from its id.
+        let turn_id = user_message_id;
         let max_output = i64::from(self.settings.max_output_tokens);
         let ask = turn_db::BudgetAsk {
             max_output,

@@ -49,6 +49,7 @@ use common::CommonResponses;
         routes::approvals::list,
         routes::approvals::decide,
         routes::admin::approvals::list,
+        routes::turn_events::events,
         routes::files::list,
         routes::files::download,
         routes::files::upload,

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod models;
 pub mod table;
 pub mod truncate;
+pub mod turn_events;
 pub mod web;
 
 use actix_web::web as aweb;
@@ -32,6 +33,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(messages::configure)
                 .configure(truncate::configure)
                 .configure(approvals::configure)
+                .configure(turn_events::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(admin::configure),

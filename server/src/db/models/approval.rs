@@ -110,7 +110,7 @@ pub fn may_decide(a: &Approval, who: &Decider) -> Result<(), Refusal> {
 /// A decided step handed to this process to run on.
 #[derive(Debug, Clone)]
 pub struct Resume {
-    /// The id the resumed part of the turn runs under (its claim on the conversation).
+    /// The turn's id (its user message's), under which it claims the conversation again.
     pub turn_id: Uuid,
     pub conversation_id: Uuid,
     pub user_id: Uuid,
@@ -260,7 +260,8 @@ async fn take_over_if_decided(
     {
         return Ok(None);
     }
-    let turn_id = Uuid::new_v4();
+    // The turn goes on under its own id (its user message's): clients re-attach to it.
+    let turn_id = first.turn_id;
     let started = std::time::Instant::now();
     loop {
         let stale = Utc::now()
@@ -295,6 +296,8 @@ async fn take_over_if_decided(
         .set(dsl::resumed_at.eq(db_now()))
         .execute(c)
         .await?;
+    // It runs again: the end its pause recorded is no longer its end.
+    super::turn_end::forget(c, turn_id).await?;
     Ok(Some(Resume {
         turn_id,
         conversation_id: first.conversation_id,

@@ -13,6 +13,7 @@ pub mod refresh_token;
 pub mod role;
 pub mod secret;
 pub mod turn;
+pub mod turn_end;
 pub mod usage;
 pub mod user;
 
