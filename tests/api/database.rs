@@ -201,12 +201,15 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     ];
     turn::finish(
         db,
-        conversation,
-        claim.turn_id,
-        rows,
-        vec![usage(50), usage(60)],
-        Vec::new(),
-        Some((second, 70)),
+        turn::Finish {
+            conversation_id: conversation,
+            turn_id: claim.turn_id,
+            rows,
+            usage_rows: vec![usage(50), usage(60)],
+            audit_rows: Vec::new(),
+            settle: Some((second, 70)),
+            end: serde_json::Value::Null,
+        },
     )
     .await
     .unwrap();
@@ -297,12 +300,15 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     ]);
     let err = turn::finish(
         &mut db,
-        conversation,
-        claim.turn_id,
-        rows,
-        usage_rows,
-        Vec::new(),
-        settle,
+        turn::Finish {
+            conversation_id: conversation,
+            turn_id: claim.turn_id,
+            rows,
+            usage_rows,
+            audit_rows: Vec::new(),
+            settle,
+            end: serde_json::Value::Null,
+        },
     )
     .await
     .unwrap_err();
@@ -323,12 +329,15 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     )]);
     turn::finish(
         &mut db,
-        conversation,
-        claim.turn_id,
-        rows,
-        usage_rows,
-        Vec::new(),
-        settle,
+        turn::Finish {
+            conversation_id: conversation,
+            turn_id: claim.turn_id,
+            rows,
+            usage_rows,
+            audit_rows: Vec::new(),
+            settle,
+            end: serde_json::Value::Null,
+        },
     )
     .await
     .unwrap();
@@ -611,12 +620,15 @@ async fn finishing_locks_the_conversation_before_the_budget() {
     let finishing = tokio::spawn(async move {
         let result = turn::finish(
             &mut db,
-            conversation,
-            claim.turn_id,
-            Vec::new(),
-            Vec::new(),
-            Vec::new(),
-            Some((hold, 10)),
+            turn::Finish {
+                conversation_id: conversation,
+                turn_id: claim.turn_id,
+                rows: Vec::new(),
+                usage_rows: Vec::new(),
+                audit_rows: Vec::new(),
+                settle: Some((hold, 10)),
+                end: serde_json::Value::Null,
+            },
         )
         .await;
         result.map(|()| db)
@@ -789,12 +801,15 @@ async fn a_finish_without_its_claim_stores_nothing() {
         .unwrap();
     let err = turn::finish(
         &mut db,
-        conversation,
-        claim.turn_id,
-        vec![NewMessage::complete(conversation, "assistant", "too late")],
-        Vec::new(),
-        Vec::new(),
-        Some((hold, 60)),
+        turn::Finish {
+            conversation_id: conversation,
+            turn_id: claim.turn_id,
+            rows: vec![NewMessage::complete(conversation, "assistant", "too late")],
+            usage_rows: Vec::new(),
+            audit_rows: Vec::new(),
+            settle: Some((hold, 60)),
+            end: serde_json::Value::Null,
+        },
     )
     .await
     .unwrap_err();

@@ -430,7 +430,7 @@ async fn sigterm_drains_running_turns_then_stores_the_rest_as_shutdown() {
 }
 
 #[tokio::test]
-async fn every_event_carries_its_sequence_number_as_its_sse_id() {
+async fn every_event_carries_its_place_in_the_turn_as_its_sse_id() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::Text {
         text: "one two three".into(),
@@ -445,14 +445,22 @@ async fn every_event_carries_its_sequence_number_as_its_sse_id() {
         .text()
         .await
         .unwrap();
-    let ids: Vec<u64> = body
+    let ids: Vec<&str> = body
         .lines()
         .filter_map(|l| l.strip_prefix("id:"))
-        .map(|v| v.trim().parse().unwrap())
+        .map(str::trim)
         .collect();
     let events = parse_sse(&body);
     assert_eq!(ids.len(), events.len(), "{body}");
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    // `0` is turn_start; a text delta is where it ends in the step's text (13 bytes), usage
+    // comes right after; `end` is the final event.
+    assert_eq!(ids[0], "0");
+    let last_delta = events
+        .iter()
+        .rposition(|e| e.event == "text_delta")
+        .unwrap();
+    assert_eq!(ids[last_delta], "1.13");
+    assert_eq!(&ids[last_delta + 1..], ["1.14", "end"]);
     let done = app.conversation(&s.access, &conv).await;
     assert!(done["active_turn"].is_null(), "{done}");
 }
@@ -518,6 +526,19 @@ async fn a_reply_that_cannot_be_stored_is_an_error_and_frees_its_conversation_la
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(free, "the conversation stayed claimed");
+    // Re-attaching to the lost turn ends with the error its client was given.
+    let lost = events[0].data["message_id"].as_str().unwrap();
+    let replay = events_of(
+        app.get_as(
+            &s.access,
+            &format!("/api/conversations/{conv}/turns/{lost}/events?after=0"),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(replay.last().unwrap().data, last.data, "{replay:?}");
     let t = app.budget_totals(s.user_id).await;
     assert_eq!((t.reserved, t.holds), (0, 0));
     // Both model calls are charged what they used, and the ledger agrees.
@@ -567,20 +588,20 @@ async fn an_idempotency_key_never_runs_a_turn_twice() {
     )
     .await;
 
-    // A retry while the first is still being answered does not start another.
+    // A retry while the first is still being answered follows it rather than start another.
     fake.push(Reply::text("slowly").hang());
     let running = {
         let r = send("k-2", "take your time").await.unwrap();
         assert_eq!(r.status(), 200);
-        tokio::spawn(async move { r.text().await.unwrap() })
+        tokio::spawn(async move { parse_sse(&r.text().await.unwrap()) })
     };
     wait_for_requests(&fake, 2).await;
-    expect_error(
-        send("k-2", "take your time").await.unwrap(),
-        409,
-        "turn_in_progress",
-    )
-    .await;
+    let retry = {
+        let r = send("k-2", "take your time").await.unwrap();
+        assert_eq!(r.status(), 200);
+        tokio::spawn(async move { parse_sse(&r.text().await.unwrap()) })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(fake.request_count(), 2);
     let r = app
         .post_as(&s.access, &format!("/api/conversations/{conv}/cancel"))
@@ -588,5 +609,8 @@ async fn an_idempotency_key_never_runs_a_turn_twice() {
         .await
         .unwrap();
     assert_eq!(r.status(), 202);
-    running.await.unwrap();
+    let (first, again) = (running.await.unwrap(), retry.await.unwrap());
+    assert_eq!(first[0].data["message_id"], again[0].data["message_id"]);
+    assert_eq!(first.last().unwrap().data, again.last().unwrap().data);
+    assert_eq!(again.last().unwrap().data["finish_reason"], "cancelled");
 }

@@ -141,6 +141,7 @@ async fn every_route_refuses_other_users_objects_and_changes_nothing() {
         .chat(&victim.access, &conversation, "my secret plans")
         .await;
     assert_eq!(events.last().unwrap().event, "done");
+    let turn = events[0].data["message_id"].as_str().unwrap().to_owned();
     let r = app
         .client
         .put(app.url("/api/files/secret/plans.txt"))
@@ -164,7 +165,7 @@ async fn every_route_refuses_other_users_objects_and_changes_nothing() {
     let before = snapshot(&app).await;
     let mut checked = 0;
     for route in ROUTES {
-        let url = fill(route.path, &conversation, victim.user_id);
+        let url = fill(route.path, &conversation, victim.user_id).replace("{turn_id}", &turn);
         let body = body_for(route.method, route.path);
         let what = format!("{} {}", route.method, route.path);
         match route.access {

@@ -29,6 +29,7 @@ mod observability;
 mod openai_api;
 mod openai_sdk;
 mod openapi;
+mod reattach;
 mod scim;
 mod scim_okta;
 mod security_fixes;

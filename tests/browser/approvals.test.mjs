@@ -84,7 +84,8 @@ test('denying from the chat card tells the model why', async () => {
   await card.getByRole('textbox', { name: 'Note for calculator' }).fill('not today');
   await card.getByRole('button', { name: 'Deny' }).click();
   const answer = page.locator('.msg-assistant').last().locator('.text-seg').filter({ hasText: 'The tool answered' });
-  await answer.waitFor();
+  // The answer streams word by word: read it once its last words (the note) are in.
+  await answer.filter({ hasText: 'not today' }).waitFor();
   assert.match(await answer.textContent(), /bea denied/);
   assert.match(await answer.textContent(), /not today/);
   await page.context().close();

@@ -192,8 +192,9 @@ export const put = (p, b, o) => api('PUT', p, b, o);
 export const del = (p) => api('DELETE', p);
 
 /**
- * Posts a message and reads the SSE stream, calling onEvent({type, ...data}) per event.
- * Resolves when the stream ends. Rejects with ApiError for a refusal before streaming.
+ * Posts a message and reads the SSE stream, calling onEvent({type, ...data}, id) per event
+ * (`id` is the event's place in the turn, for re-attaching). Resolves when the stream ends.
+ * Rejects with ApiError for a refusal before streaming.
  */
 export async function streamTurn(conversationId, content, onEvent, signal) {
   const resp = await api('POST', `/api/conversations/${encodeURIComponent(conversationId)}/messages`,
@@ -201,13 +202,28 @@ export async function streamTurn(conversationId, content, onEvent, signal) {
   await readSse(resp, onEvent);
 }
 
-/** Reads an SSE response to its end, calling onEvent({type, ...data}) per event. */
+/**
+ * Re-attaches to a turn (after a reload or a dropped connection): the events after `lastId`
+ * (all of them when null), then the live turn until it ends.
+ */
+export async function followTurn(conversationId, turnId, lastId, onEvent, signal) {
+  const path = `/api/conversations/${encodeURIComponent(conversationId)}/turns/${encodeURIComponent(turnId)}/events`;
+  const query = lastId ? `?after=${encodeURIComponent(lastId)}` : '';
+  const resp = await api('GET', path + query, undefined, { accept: 'text/event-stream', response: true, signal });
+  await readSse(resp, onEvent);
+}
+
+/**
+ * Reads an SSE response to its end, calling onEvent({type, ...data}, id) per event
+ * (also used by approval_card.js for the turn a decision resumes).
+ */
 export async function readSse(resp, onEvent) {
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
   const dispatch = (block) => {
     let event = 'message';
+    let id = null;
     const data = [];
     for (const line of block.split('\n')) {
       if (line.startsWith(':')) continue; // keep-alive comment
@@ -217,12 +233,13 @@ export async function readSse(resp, onEvent) {
       if (value.startsWith(' ')) value = value.slice(1);
       if (name === 'event') event = value;
       else if (name === 'data') data.push(value);
+      else if (name === 'id') id = value;
     }
     if (!data.length) return;
     let parsed;
     try { parsed = JSON.parse(data.join('\n')); } catch { return; }
     if (!parsed.type) parsed.type = event;
-    onEvent(parsed);
+    onEvent(parsed, id);
   };
   for (;;) {
     const { value, done } = await reader.read();

@@ -8,7 +8,8 @@ import { FilesPanel } from './files_panel.js';
 import { ConversationList } from './conversation_list.js';
 import { exportMenu } from './export_menu.js';
 import { decorate } from './message_actions.js';
-import { showApproval, showPending } from './approval_card.js';
+import { showPending } from './approval_card.js';
+import { runTurn } from './live_turn.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -20,13 +21,11 @@ export class ChatView {
     this.attached = true;
     this.current = null; // conversation object
     this.streaming = null; // {convId, controller, turn}
-    this.pollTimer = null;
     this.build();
   }
 
   detach() {
     this.attached = false;
-    this.stopPolling();
     document.removeEventListener('keydown', this.onKey);
   }
   abort() { this.streaming?.controller.abort(); }
@@ -186,17 +185,9 @@ export class ChatView {
     this.log.setAttribute('aria-busy', busy ? 'true' : 'false');
   }
 
-  stopPolling() {
-    if (this.pollTimer) clearTimeout(this.pollTimer);
-    this.pollTimer = null;
-  }
-
   /** Opens a conversation (or the empty "new chat" state when id is null). */
   async open(id) {
-    this.stopPolling();
     this.clearBanner();
-    this.pendingServerTurn = false;
-    this.pendingTurnEl = null;
     const liveHere = this.streaming && this.streaming.convId === id;
     if (!id) {
       this.current = null;
@@ -230,26 +221,26 @@ export class ChatView {
 
   renderConversation(conv) {
     const msgs = conv.messages || [];
-    clear(this.log);
-    if (!msgs.length) this.log.append(this.emptyState());
-    else this.log.append(...renderStored(msgs));
-    showPending(this.log, conv.id, this.appState.me);
-    const last = msgs[msgs.length - 1];
     const running = this.streaming && this.streaming.convId === conv.id;
-    const recent = last && (Date.now() - new Date(last.created_at).getTime() < 10 * 60 * 1000);
-    if (!running && last && last.role === 'user' && recent) {
-      // A turn may still be running on the server (e.g. after a reload mid-turn).
-      const turn = new AssistantTurn({ live: true });
-      turn.note('The answer is still being generated on the server. It will appear here when it is stored.', 'info');
-      this.log.append(turn.el);
-      this.pendingTurnEl = turn.el;
+    // A turn still running on the server (after a reload, say) is re-attached from its start:
+    // the steps it has stored come with it, so they are not drawn twice.
+    const active = !running && conv.active_turn ? conv.active_turn : null;
+    let shown = msgs;
+    if (active) {
+      const at = msgs.findIndex((m) => m.id === active.id);
+      if (at >= 0) shown = msgs.slice(0, at + 1);
+    }
+    clear(this.log);
+    if (!shown.length) this.log.append(this.emptyState());
+    else this.log.append(...renderStored(shown));
+    showPending(this.log, conv.id, this.appState.me);
+    if (running) {
+      this.log.append(this.streaming.turn.el);
       this.setBusy(true);
-      this.pendingServerTurn = true;
-      this.poll(conv.id, 0);
+    } else if (active) {
+      this.reattach(conv.id, active.id);
     } else {
-      if (running) this.log.append(this.streaming.turn.el);
-      this.setBusy(Boolean(running));
-      this.pendingServerTurn = false;
+      this.setBusy(false);
     }
     this.decorate();
   }
@@ -257,7 +248,7 @@ export class ChatView {
   /** Copy / Edit / Regenerate on the messages, when no answer is being generated. */
   decorate() {
     decorate(this.log, {
-      busy: () => Boolean(this.streaming) || this.pendingServerTurn,
+      busy: () => Boolean(this.streaming),
       resend: (fromId, text) => this.resend(fromId, text),
     });
   }
@@ -277,33 +268,20 @@ export class ChatView {
     await this.send();
   }
 
-  poll(id, n) {
-    this.stopPolling();
-    if (n > 60) { this.endPending(); return; }
-    this.pollTimer = setTimeout(async () => {
-      if (!this.attached || !this.current || this.current.id !== id) return;
-      try {
-        const conv = await api.get(`/api/conversations/${encodeURIComponent(id)}`);
-        const msgs = conv.messages || [];
-        const last = msgs[msgs.length - 1];
-        if (last && last.role !== 'user') {
-          this.current = conv;
-          this.pendingServerTurn = false;
-          this.renderConversation(conv);
-          this.scrollToEnd(true);
-          this.refreshMe();
-          return;
-        }
-      } catch { /* keep polling */ }
-      this.poll(id, n + 1);
-    }, n < 5 ? 1000 : 2500);
-  }
-
-  endPending() {
-    this.pendingServerTurn = false;
-    this.pendingTurnEl?.remove();
-    this.pendingTurnEl = null;
-    this.setBusy(false);
+  /** Follows a turn running on the server (whichever process runs it). */
+  async reattach(convId, turnId) {
+    const turn = new AssistantTurn({ live: true });
+    this.log.append(turn.el);
+    this.scrollToEnd(true);
+    try {
+      await runTurn(this, convId, turn, turnId,
+        (onEvent, signal) => api.followTurn(convId, turnId, null, onEvent, signal));
+    } catch (err) {
+      if (err.status === 401) return;
+      turn.finish(null);
+      turn.note(`Could not follow the answer: ${err.message}`, 'warn');
+    }
+    this.refreshMe();
   }
 
   async stop() {
@@ -316,10 +294,6 @@ export class ChatView {
       // before `turn_start`): nothing to stop yet, so stop it the moment it starts.
       if (this.streaming && !this.streaming.started && res && res.running === false) {
         this.streaming.stopOnStart = true;
-      }
-      if (!this.streaming && this.pendingServerTurn) {
-        if (res && res.cancelled === false && res.running === false) this.endPending();
-        else this.poll(id, 0);
       }
     } catch (err) {
       toast(`Could not stop: ${err.message}`, 'error');
@@ -334,10 +308,6 @@ export class ChatView {
   async send() {
     const content = this.input.value.trim();
     if (!content) return;
-    if (this.pendingServerTurn) {
-      toast('The previous answer is still being generated. Wait for it or press Stop.', 'error');
-      return;
-    }
     if (this.streaming) {
       if (this.streaming.convId !== this.current?.id) toast('Another chat is still answering. Wait for it or stop it first.', 'error');
       return;
@@ -369,80 +339,30 @@ export class ChatView {
     const bubble = userBubble(content);
     this.log.append(bubble);
     const turn = new AssistantTurn({ live: true });
-    const controller = new AbortController();
-    this.streaming = { convId: conv.id, controller, turn };
-    this.setBusy(true);
-    let appended = false;
-    let finished = false;
-    const ensureTurn = () => {
-      if (!appended) { this.log.append(turn.el); appended = true; }
-    };
-    ensureTurn();
+    this.log.append(turn.el);
     this.scrollToEnd(true);
-    const started = performance.now();
     try {
-      await api.streamTurn(conv.id, content, (ev) => {
-        switch (ev.type) {
-          case 'turn_start':
-            bubble.dataset.messageId = ev.message_id;
-            if (this.streaming?.controller === controller) {
-              this.streaming.started = true;
-              if (this.streaming.stopOnStart) this.stop();
-            }
-            break;
-          case 'text_delta': turn.addText(ev.text); break;
-          case 'tool_call': turn.addToolCall(ev); break;
-          case 'tool_result': turn.addToolResult(ev); break;
-          case 'usage': turn.addUsage(ev); break;
-          case 'approval_required': showApproval(turn, ev, { me: this.appState.me, log: this.log }); break;
-          case 'done': {
-            finished = true;
-            let extra = '';
-            if (ev.finish_reason === 'budget_exhausted') extra = this.resetsText();
-            turn.finish(ev.finish_reason, extra);
-            break;
-          }
-          case 'error': {
-            finished = true;
-            turn.note(errorText(ev.code, ev.message), 'error');
-            turn.finish(null);
-            break;
-          }
-          default: break;
-        }
-        this.scrollToEnd();
-      }, controller.signal);
-      if (!finished) {
-        turn.finish(null);
-        turn.note('The connection closed before the answer finished. Reload the chat to see what was stored.', 'warn');
-      }
-      turn.renderMeta(Math.round(performance.now() - started));
+      await runTurn(this, conv.id, turn, null,
+        (onEvent, signal) => api.streamTurn(conv.id, content, onEvent, signal), bubble);
     } catch (err) {
-      if (err.name === 'AbortError') {
-        turn.finish('cancelled');
-      } else if (err.status === 401) {
-        return;
-      } else {
-        // Refused before streaming: nothing was stored. Put the text back.
-        turn.el.remove();
-        bubble.remove();
-        if (!this.input.value) { this.input.value = content; this.autosize(); }
-        if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
-        this.showBanner(refusalText(err, this));
-        // A chat whose first message was refused up front holds nothing: no empty chat is
-        // left behind in the list.
-        if (createdHere) {
-          refusedFirst = true;
-          this.convList.forget(conv.id);
-          api.del(`/api/conversations/${encodeURIComponent(conv.id)}`).catch(() => {});
-          this.current = null;
-          history.replaceState(null, '', '/');
-          this.showTitle();
-        }
+      if (err.status === 401) return;
+      // Refused before streaming: nothing was stored. Put the text back.
+      turn.el.remove();
+      bubble.remove();
+      if (!this.input.value) { this.input.value = content; this.autosize(); }
+      if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
+      this.showBanner(refusalText(err, this));
+      // A chat whose first message was refused up front holds nothing: no empty chat is
+      // left behind in the list.
+      if (createdHere) {
+        refusedFirst = true;
+        this.convList.forget(conv.id);
+        api.del(`/api/conversations/${encodeURIComponent(conv.id)}`).catch(() => {});
+        this.current = null;
+        history.replaceState(null, '', '/');
+        this.showTitle();
       }
     } finally {
-      if (this.streaming && this.streaming.controller === controller) this.streaming = null;
-      this.setBusy(false);
       if (!refusedFirst) this.convList.touch(conv.id);
       if (this.current && this.current.id === conv.id) this.decorate();
       this.refreshMe();
@@ -450,27 +370,12 @@ export class ChatView {
     }
   }
 
+
   resetsText() {
     const b = this.appState.me?.budget;
     if (b && b.resets_at) return `It resets on ${new Date(b.resets_at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}.`;
     return '';
   }
-}
-
-function errorText(code, message) {
-  const friendly = {
-    upstream_error: 'The model provider returned an error',
-    upstream_rate_limited: 'The model provider is rate limiting requests; try again in a moment',
-    upstream_timeout: 'The model provider took too long to answer',
-    upstream_unreachable: 'The model provider could not be reached',
-    upstream_malformed: 'The model provider sent a reply that could not be understood',
-    upstream_incomplete: 'The model provider stopped in the middle of its reply',
-    upstream_misconfigured: 'The model provider is not configured correctly; tell an admin',
-    unavailable: 'The service is temporarily unavailable',
-    budget_exhausted: 'Your token budget is used up',
-  };
-  const head = friendly[code] || 'Something went wrong';
-  return message ? `${head}. (${message})` : `${head}.`;
 }
 
 function refusalText(err, view) {

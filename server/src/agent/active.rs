@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
 use super::control::{StopReason, TurnControl};
+use super::turn_log::EventSink;
 
 /// One running turn.
 #[derive(Clone)]
@@ -16,10 +17,13 @@ struct Entry {
     control: TurnControl,
 }
 
-/// Conversation id -> its running turn.
+/// Conversation id -> its running turn; turn id -> its events (for followers).
 #[derive(Default, Clone)]
 pub struct ActiveTurns {
     inner: Arc<Mutex<HashMap<Uuid, Entry>>>,
+    logs: Arc<Mutex<HashMap<Uuid, EventSink>>>,
+    /// Followers here of turns running on other processes ([`super::follow`]).
+    pub remote: super::follow::RemoteTurns,
 }
 
 /// Removes the entry when the turn ends, however it ends.
@@ -36,8 +40,12 @@ impl ActiveTurns {
         conversation_id: Uuid,
         turn_id: Uuid,
         user_id: Uuid,
+        log: EventSink,
     ) -> (TurnControl, ActiveGuard) {
         let control = TurnControl::default();
+        if let Ok(mut m) = self.logs.lock() {
+            m.insert(turn_id, log);
+        }
         if let Ok(mut m) = self.inner.lock() {
             let entry = Entry {
                 turn_id,
@@ -83,6 +91,11 @@ impl ActiveTurns {
             .and_then(|m| m.get(&conversation_id).map(|e| e.turn_id))
     }
 
+    /// The events of the turn, if it runs here.
+    pub fn log_of(&self, turn_id: Uuid) -> Option<EventSink> {
+        self.logs.lock().ok().and_then(|m| m.get(&turn_id).cloned())
+    }
+
     /// Cancels the turn if it runs here.
     pub fn cancel_turn(&self, turn_id: Uuid) -> bool {
         let found = self.controls(|_, e| e.turn_id == turn_id);
@@ -116,6 +129,9 @@ impl ActiveTurns {
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
+        if let Ok(mut m) = self.turns.logs.lock() {
+            m.remove(&self.turn_id);
+        }
         if let Ok(mut m) = self.turns.inner.lock() {
             if m.get(&self.conversation_id)
                 .is_some_and(|e| e.turn_id == self.turn_id)

@@ -5,7 +5,6 @@
 //! offered next to the server's, and a model message that calls one ends the turn with
 //! those calls handed back (`finish_reason: tool_calls`), never run here.
 
-use tokio::sync::mpsc;
 
 use super::context::StoredToolCall;
 use super::events::{ToolCallEvent, TurnEvent};
@@ -132,15 +131,13 @@ pub(super) fn client_calls(
 }
 
 /// Announces the calls handed back to the client.
-pub(super) async fn hand_back(calls: &[StoredToolCall], events: &mpsc::Sender<TurnEvent>) {
+pub(super) fn hand_back(calls: &[StoredToolCall], events: &super::turn_log::TurnLog) {
     for c in calls {
-        let _ = events
-            .send(TurnEvent::ToolCall(Box::new(ToolCallEvent {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })))
-            .await;
+        events.push(TurnEvent::ToolCall(Box::new(ToolCallEvent {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        })));
     }
 }
 

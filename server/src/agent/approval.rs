@@ -3,18 +3,20 @@
 //! one commit, the client is told what waits (`approval_required`), and the turn ends with
 //! `awaiting_approval`, holding nothing. [`super::resume`] runs it on once decided.
 
+use std::time::Duration;
+
 use serde_json::Value;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::events::{ApprovalRequiredEvent, FinishReason, TurnEvent};
 use super::record::{mark_incomplete, TurnRecord};
 use super::turn::{Agent, Ending, PreparedTurn};
 use crate::db;
-use crate::db::models::approval::{self as approval_db, NewApproval, Pause};
+use crate::db::models::approval::{self as approval_db, Approval, NewApproval, Pause};
 use crate::llm;
 use crate::tools::approval::{self, Approver};
 use crate::tools::mcp::tool::SEPARATOR;
+use crate::tools::{ExecutedCall, Outcome, ToolOutput};
 
 /// A call that waits for a decision.
 pub(super) struct Waiting {
@@ -101,7 +103,7 @@ impl Agent {
         turn: &PreparedTurn,
         calls: &[llm::ToolCall],
         waits: Vec<Option<Waiting>>,
-        events: &mpsc::Sender<TurnEvent>,
+        events: &super::turn_log::EventSink,
         record: &mut TurnRecord,
     ) -> Ending {
         let Some(message_id) = record.last_assistant else {
@@ -179,5 +181,41 @@ impl Agent {
                 .await;
         }
         Ending::Finished(FinishReason::AwaitingApproval)
+    }
+}
+
+/// The tool error the model gets for a call that was denied or expired.
+pub(super) fn not_decided(a: &Approval) -> ExecutedCall {
+    let (code, message) = if a.state == "expired" {
+        (
+            "approval_expired",
+            format!(
+                "approval_expired: nobody approved this call of `{}` in time, so it did not run",
+                a.tool
+            ),
+        )
+    } else {
+        let who = a.decided_by_name.as_deref().unwrap_or("someone");
+        let why = a
+            .note
+            .as_deref()
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| format!(": {}", db::pg_safe_text(n)))
+            .unwrap_or_else(|| " (no reason given)".to_owned());
+        (
+            "approval_denied",
+            format!(
+                "approval_denied: {who} denied this call of `{}`{why}; it did not run",
+                a.tool
+            ),
+        )
+    };
+    ExecutedCall {
+        output: ToolOutput::err(message),
+        outcome: Outcome::Refused,
+        error_code: Some(code),
+        duration: Duration::ZERO,
+        result_bytes: 0,
+        truncated: false,
     }
 }

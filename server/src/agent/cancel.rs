@@ -1,6 +1,7 @@
 //! Cancel anywhere: `POST .../cancel` on any process, or an admin disabling or re-roling a
 //! user, stops the turn wherever it runs. The request is a Postgres NOTIFY on one channel;
-//! every process LISTENs on a connection of its own and stops the turns it runs.
+//! every process LISTENs on a connection of its own and stops the turns it runs. The same
+//! channel carries the re-attach protocol: `follow:` and `changed:` ([`super::follow`]).
 
 use std::time::Duration;
 
@@ -46,20 +47,64 @@ impl Stop {
 
 /// Asks every process (this one included) to stop the turn or the user's turns.
 pub async fn broadcast(conn: &mut AsyncPgConnection, stop: Stop) -> diesel::QueryResult<()> {
+    signal(conn, Signal::Stop(stop)).await
+}
+
+/// Everything said on the channel: stops, and the re-attach protocol ([`super::follow`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Stop(Stop),
+    /// A process follows this turn: the process running it should announce its changes.
+    Follow(Uuid),
+    /// This turn committed a step or ended.
+    Changed(Uuid),
+}
+
+impl Signal {
+    fn payload(self) -> String {
+        match self {
+            Self::Stop(stop) => stop.payload(),
+            Self::Follow(id) => format!("follow:{id}"),
+            Self::Changed(id) => format!("changed:{id}"),
+        }
+    }
+
+    fn parse(payload: &str) -> Option<Self> {
+        if let Some(stop) = Stop::parse(payload) {
+            return Some(Self::Stop(stop));
+        }
+        let (kind, id) = payload.split_once(':')?;
+        let id = Uuid::parse_str(id).ok()?;
+        match kind {
+            "follow" => Some(Self::Follow(id)),
+            "changed" => Some(Self::Changed(id)),
+            _ => None,
+        }
+    }
+}
+
+/// Says `signal` to every process (this one included).
+pub async fn signal(conn: &mut AsyncPgConnection, signal: Signal) -> diesel::QueryResult<()> {
     sql("SELECT pg_notify('agentchat_turns', $1)")
-        .bind::<Text, _>(stop.payload())
+        .bind::<Text, _>(signal.payload())
         .execute(conn)
         .await
         .map(drop)
 }
 
-/// Stops what a notification names among this process's turns.
-pub fn apply(turns: &ActiveTurns, stop: Stop) {
-    match stop {
-        Stop::Turn(id) => {
+/// Acts on what a notification says, for this process's turns and followers.
+pub fn apply(turns: &ActiveTurns, signal: Signal) {
+    match signal {
+        Signal::Stop(Stop::Turn(id)) => {
             turns.cancel_turn(id);
         }
-        Stop::User(id) => turns.stop_user(id, StopReason::Revoked),
+        Signal::Stop(Stop::User(id)) => turns.stop_user(id, StopReason::Revoked),
+        Signal::Follow(id) => {
+            if let Some(log) = turns.log_of(id) {
+                log.followed_remotely();
+            }
+        }
+        Signal::Changed(id) => turns.remote.changed(id),
     }
 }
 
@@ -95,8 +140,8 @@ async fn listen(url: &str, turns: &ActiveTurns) -> Result<(), tokio_postgres::Er
     });
     client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
     while let Some(payload) = rx.recv().await {
-        if let Some(stop) = Stop::parse(&payload) {
-            apply(turns, stop);
+        if let Some(signal) = Signal::parse(&payload) {
+            apply(turns, signal);
         }
     }
     drop(client);
@@ -115,5 +160,12 @@ mod tests {
         }
         assert_eq!(Stop::parse("turn:nope"), None);
         assert_eq!(Stop::parse("other:1"), None);
+        for signal in [
+            Signal::Stop(Stop::Turn(id)),
+            Signal::Follow(id),
+            Signal::Changed(id),
+        ] {
+            assert_eq!(Signal::parse(&signal.payload()), Some(signal));
+        }
     }
 }

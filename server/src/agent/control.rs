@@ -1,4 +1,4 @@
-//! Stopping a running turn from outside: cancel, the client leaving, the deadline, shutdown.
+//! Stopping a running turn from outside: cancel, the deadline, shutdown, revoked access.
 
 use std::sync::{Arc, OnceLock};
 
@@ -9,8 +9,6 @@ use tokio_util::sync::CancellationToken;
 pub enum StopReason {
     /// `POST .../cancel`.
     Cancelled,
-    /// The streaming client went away.
-    ClientGone,
     /// The turn ran past its deadline.
     Deadline,
     /// The server is shutting down.
@@ -23,7 +21,6 @@ impl StopReason {
     pub(super) fn status_reason(self) -> &'static str {
         match self {
             Self::Cancelled => "cancelled",
-            Self::ClientGone => "client_disconnected",
             Self::Deadline => "turn_timeout",
             Self::Shutdown => "shutdown",
             Self::Revoked => "access_revoked",

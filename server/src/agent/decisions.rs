@@ -5,11 +5,10 @@
 
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::events::TurnEvent;
 use super::turn::Agent;
+use super::turn_log::EventSink;
 use crate::db;
 use crate::db::models::approval::{self as approval_db, Approval, Decided, Decider, Refusal};
 use crate::error::ApiError;
@@ -31,12 +30,12 @@ impl Decision {
 }
 
 /// What a decision did: the approval as recorded and, when this decision let the turn go on
-/// and the caller follows it, the turn's events.
+/// and the caller follows it, the turn's event log.
 pub struct DecisionOutcome {
     pub approval: Approval,
     /// The turn went on (here), whether or not its events are followed.
     pub resumed: bool,
-    pub events: Option<mpsc::Receiver<TurnEvent>>,
+    pub events: Option<EventSink>,
 }
 
 impl Agent {
@@ -86,7 +85,8 @@ impl Agent {
                 let events = match resume {
                     Some(r) if follow && !expired => Some(self.start_resumed(r)),
                     Some(r) => {
-                        self.resume_unattended(r);
+                        // Nobody follows it here; it runs to its end all the same.
+                        drop(self.start_resumed(r));
                         None
                     }
                     None => None,
@@ -143,7 +143,7 @@ impl Agent {
                         .approval_decisions
                         .with_label_values(&["expired"])
                         .inc_by(u64::try_from(expired.count()).unwrap_or(0));
-                    self.resume_unattended(resume);
+                    drop(self.start_resumed(resume));
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "settling a paused step failed"),

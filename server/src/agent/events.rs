@@ -1,11 +1,11 @@
 //! What a turn reports while it runs: the SSE events of the API contract.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 /// Why a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     Stop,
@@ -34,7 +34,7 @@ impl FinishReason {
 }
 
 /// One event of a turn, in the order the contract gives.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TurnEvent {
     TurnStart {
@@ -60,7 +60,7 @@ pub enum TurnEvent {
 }
 
 /// A call waits for a decision before it runs.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApprovalRequiredEvent {
     pub approval_id: Uuid,
     pub tool_call_id: String,
@@ -76,14 +76,14 @@ pub struct ApprovalRequiredEvent {
 }
 
 /// The turn failed.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorEvent {
     pub code: String,
     pub message: String,
 }
 
 /// The model asked for a tool.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ToolCallEvent {
     pub id: String,
     pub name: String,
@@ -91,7 +91,7 @@ pub struct ToolCallEvent {
 }
 
 /// A tool call finished.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ToolResultEvent {
     pub id: String,
     pub name: String,

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::control::{StopReason, TurnControl};
@@ -114,7 +113,7 @@ async fn text_is_forwarded_and_missing_usage_is_counted_locally() {
         Some(StreamEvent::TextDelta("there".into())),
         completed(Vec::new(), None),
     ]]);
-    let (tx, mut rx) = mpsc::channel(16);
+    let tx = super::turn_log::TurnLog::new(Uuid::nil());
     let outcome = a
         .call_model(request(), 321, None, &tx, &TurnControl::default())
         .await;
@@ -124,12 +123,23 @@ async fn text_is_forwarded_and_missing_usage_is_counted_locally() {
     assert_eq!(text, "hello there");
     assert_eq!(usage.input_tokens, 321);
     assert!(usage.output_tokens > 0);
-    drop(tx);
-    let mut deltas = String::new();
-    while let Some(TurnEvent::TextDelta { text }) = rx.recv().await {
-        deltas.push_str(&text);
-    }
-    assert_eq!(deltas, "hello there");
+    let super::turn_log::Read::Events(events) = tx.read_after(None, 0, 100) else {
+        panic!("nothing recorded");
+    };
+    let deltas: Vec<_> = events
+        .into_iter()
+        .map(|(id, e)| match e {
+            TurnEvent::TextDelta { text } => (id.to_sse(), text),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            ("1.6".to_owned(), "hello ".to_owned()),
+            ("1.11".into(), "there".into())
+        ]
+    );
 }
 
 #[tokio::test]
@@ -138,7 +148,7 @@ async fn a_stopped_call_keeps_what_was_streamed_and_says_why() {
         Some(StreamEvent::TextDelta("half".into())),
         None,
     ]]);
-    let (tx, _rx) = mpsc::channel(16);
+    let tx = super::turn_log::TurnLog::new(Uuid::nil());
     let control = TurnControl::default();
     let stopper = control.clone();
     tokio::spawn(async move {
@@ -161,7 +171,7 @@ async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_call
         username: turn.username.clone(),
         conversation_id: turn.conversation_id,
     };
-    let (tx, _rx) = mpsc::channel(64);
+    let tx = super::turn_log::TurnLog::new(Uuid::nil());
     let mut record = TurnRecord::default();
     let mut history = Vec::new();
     let mut failures = HashMap::new();

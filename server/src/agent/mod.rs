@@ -9,6 +9,7 @@ pub mod context;
 pub mod control;
 pub mod decisions;
 pub mod events;
+pub mod follow;
 pub mod liveness;
 #[cfg(test)]
 mod loop_tests;
@@ -16,11 +17,11 @@ mod model_call;
 mod record;
 mod replay;
 mod resume;
-mod resume_calls;
 pub mod store;
 mod supervise;
 mod tool_calls;
 pub mod turn;
+pub mod turn_log;
 
 use uuid::Uuid;
 
@@ -33,6 +34,7 @@ pub use active::ActiveTurns;
 pub use control::{StopReason, TurnControl};
 pub use events::{FinishReason, TurnEvent};
 pub use turn::{Agent, PreparedTurn};
+pub use turn_log::EventId;
 
 use crate::auth::SignedToken;
 use crate::db::models::message::NewMessage;
@@ -122,10 +124,11 @@ impl Agent {
             + Send
             + 'static,
     {
-        let turn_id = Uuid::new_v4();
         let conversation_id = new_message.conversation_id;
         let user_message = new_message;
         let user_message_id = user_message.id;
+        // A turn is named by the message that started it: any process finds it from its id.
+        let turn_id = user_message_id;
         let max_output = i64::from(self.settings.max_output_tokens);
         let ask = turn_db::BudgetAsk {
             max_output,

@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::control::{StopReason, TurnControl};
@@ -41,7 +40,7 @@ impl Agent {
         request: ChatRequest,
         input_estimate: u64,
         start: Option<PendingStart>,
-        events: &mpsc::Sender<TurnEvent>,
+        events: &super::turn_log::EventSink,
         control: &TurnControl,
     ) -> ModelOutcome {
         let provider = self.llm.provider_name();
@@ -126,7 +125,7 @@ impl Agent {
         request: ChatRequest,
         input_estimate: u64,
         start: Option<PendingStart>,
-        events: &mpsc::Sender<TurnEvent>,
+        events: &super::turn_log::EventSink,
         control: &TurnControl,
         first: &std::sync::OnceLock<Instant>,
     ) -> ModelOutcome {

@@ -4,21 +4,24 @@
 //! expired ones become tool errors naming who decided and why. Their results are stored with
 //! the next model call's reservation (as between any two steps), and the turn goes on as usual.
 
-use tokio::sync::mpsc;
 use tracing::Instrument;
+use uuid::Uuid;
 
-use super::context;
+use super::context::{self, StoredToolCall};
 use super::control::TurnControl;
-use super::events::{FinishReason, TurnEvent};
-use super::resume_calls::{as_stored, unavailable};
-use super::turn::Agent;
+use super::events::{ErrorEvent, FinishReason, TurnEvent};
+use super::record::millis;
+use super::tool_calls::{audit_row, result_event};
+use super::turn::{Agent, PreparedTurn};
+use super::turn_log::{EventSink, TurnLog};
 use crate::db;
-use crate::db::models::approval::{Claimant, Resume};
-use crate::db::models::budget::Reserve;
-use crate::db::models::turn as turn_db;
-
-/// Events buffered per resumed turn before it waits for a slow client.
-const EVENT_BUFFER: usize = 256;
+use crate::db::models::approval::{Approval, Claimant, Resume};
+use crate::db::models::audit::ApprovalAudit;
+use crate::db::models::budget::{Hold, Reserve};
+use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::{conversation, custom_tool, role, turn as turn_db, user};
+use crate::llm;
+use crate::tools::ToolContext;
 
 impl Agent {
     /// Who may claim a conversation for a resumed turn: this process.
@@ -29,13 +32,18 @@ impl Agent {
         }
     }
 
-    /// Runs a decided step on, on a task of its own; returns its events. The turn is
-    /// registered (cancel reaches it) and its claim released if the task panics.
-    pub fn start_resumed(&self, resume: Resume) -> mpsc::Receiver<TurnEvent> {
-        let (control, guard) =
-            self.turns
-                .register(resume.conversation_id, resume.turn_id, resume.user_id);
-        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+    /// Runs a decided step on, on a task of its own; returns its event log (follow it with
+    /// [`Agent::follow_started`]). The turn is registered under its own id (cancel and
+    /// re-attaching reach it) and its claim released if the task panics. It runs to its end
+    /// whether or not anyone follows.
+    pub fn start_resumed(&self, resume: Resume) -> EventSink {
+        let log = TurnLog::new(resume.turn_id);
+        let (control, guard) = self.turns.register(
+            resume.conversation_id,
+            resume.turn_id,
+            resume.user_id,
+            log.clone(),
+        );
         let (turn_id, conversation_id) = (resume.turn_id, resume.conversation_id);
         let span = tracing::info_span!(
             "invoke_agent",
@@ -47,76 +55,128 @@ impl Agent {
             resumed = true,
         );
         let agent = self.clone();
+        let events = log.clone();
         let running = tokio::spawn(
             async move {
                 let _guard = guard;
-                agent.run_resumed(resume, tx, control).await;
+                agent.run_resumed(resume, events, control).await;
             }
             .instrument(span),
         );
         let agent = self.clone();
+        let ended = log.clone();
         tokio::spawn(async move {
             if let Err(e) = running.await {
                 if e.is_panic() {
+                    ended.push(TurnEvent::Error(Box::new(ErrorEvent {
+                        code: "interrupted".into(),
+                        message: "the reply to this message did not complete".into(),
+                    })));
                     tracing::error!(%conversation_id, "a resumed turn panicked; releasing its conversation");
                     agent.abandon(turn_id, conversation_id, None).await;
                 }
             }
         });
-        rx
+        log
     }
 
-    /// [`Agent::start_resumed`] for a turn nobody follows: its events are read and dropped
-    /// (a turn whose receiver is gone stops as if its client left).
-    pub fn resume_unattended(&self, resume: Resume) {
-        let mut rx = self.start_resumed(resume);
-        tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    }
-
-    async fn run_resumed(
-        &self,
-        resume: Resume,
-        events: mpsc::Sender<TurnEvent>,
-        control: TurnControl,
-    ) {
-        let (mut turn, history) = match self.load_resumed(&resume).await {
+    async fn run_resumed(&self, resume: Resume, events: EventSink, control: TurnControl) {
+        let cancelled = TurnEvent::Done {
+            message_id: None,
+            finish_reason: FinishReason::Cancelled,
+        };
+        let (mut turn, history) = match self.load_resumed(&resume, &events).await {
             Ok(Some(loaded)) => loaded,
             Ok(None) => {
                 // The account is gone or disabled: nothing runs; the claim is let go.
-                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
-                let _ = events
-                    .send(TurnEvent::Done {
-                        message_id: None,
-                        finish_reason: FinishReason::Cancelled,
-                    })
+                self.release_resumed(&resume, Vec::new(), Vec::new(), cancelled, &events)
                     .await;
                 return;
             }
             Err(e) => {
                 tracing::error!(error = %e, "loading a resumed turn failed");
-                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
-                let _ = events.send(unavailable()).await;
+                self.release_resumed(&resume, Vec::new(), Vec::new(), unavailable(), &events)
+                    .await;
                 return;
             }
         };
-        let _ = events
-            .send(TurnEvent::TurnStart {
-                message_id: turn.user_message_id,
-            })
-            .await;
-        let Some((results, audit)) = self
-            .run_decided(&turn, &resume, &history, &events, &control)
-            .await
-        else {
-            self.release_resumed(&resume, Vec::new(), Vec::new()).await;
-            let _ = events
-                .send(TurnEvent::Done {
-                    message_id: None,
-                    finish_reason: FinishReason::Cancelled,
-                })
-                .await;
-            return;
+        events.push(TurnEvent::TurnStart {
+            message_id: turn.user_message_id,
+        });
+        let ctx = ToolContext {
+            user_id: turn.user_id,
+            username: turn.username.clone(),
+            conversation_id: turn.conversation_id,
         };
+        let order: Vec<String> = history
+            .iter()
+            .find(|m| m.id == resume.message_id)
+            .and_then(|m| m.tool_calls.clone())
+            .and_then(|v| serde_json::from_value::<Vec<StoredToolCall>>(v).ok())
+            .map(|calls| calls.into_iter().map(|c| c.id).collect())
+            .unwrap_or_default();
+        let mut decided: Vec<&Approval> = resume.calls.iter().collect();
+        decided.sort_by_key(|a| order.iter().position(|id| *id == a.tool_call_id));
+        let calls: Vec<(llm::ToolCall, &Approval)> = decided
+            .into_iter()
+            .map(|a| {
+                let call = llm::ToolCall {
+                    id: a.tool_call_id.clone(),
+                    name: a.tool.clone(),
+                    arguments: a.arguments.to_string(),
+                };
+                (call, a)
+            })
+            .collect();
+        let approved: Vec<llm::ToolCall> = calls
+            .iter()
+            .filter(|(_, a)| a.state == "approved")
+            .map(|(c, _)| c.clone())
+            .collect();
+        let ran = tokio::select! {
+            r = self.execute_all(&turn.tools, &ctx, &approved, &turn.allowed_tools) => r,
+            _ = control.token.cancelled() => {
+                self.release_resumed(&resume, Vec::new(), Vec::new(), cancelled, &events).await;
+                return;
+            }
+        };
+        let mut ran = ran.into_iter();
+        let mut results = Vec::new();
+        let mut audit = Vec::new();
+        for (call, a) in &calls {
+            let (result, ids) = if a.state == "approved" {
+                match ran.next() {
+                    Some(r) => r,
+                    None => (super::approval::not_decided(a), (None, None)),
+                }
+            } else {
+                (super::approval::not_decided(a), (None, None))
+            };
+            events.push(result_event(call, &result));
+            let mut row = audit_row(&turn, call, &result, ids);
+            row.approval = Some(ApprovalAudit {
+                policy: a.approver.clone(),
+                decision: a.state.clone(),
+                decided_by: a.decided_by_name.clone(),
+                note: a.note.clone(),
+                decided_at: a.decided_at,
+            });
+            audit.push(row);
+            results.push(NewMessage {
+                id: Uuid::new_v4(),
+                conversation_id: turn.conversation_id,
+                role: "tool".into(),
+                content: result.output.to_model_string(),
+                tool_calls: None,
+                tool_call_id: Some(call.id.clone()),
+                status: "complete".into(),
+                status_reason: result.error_code.map(str::to_owned),
+                model: None,
+                input_tokens: None,
+                output_tokens: None,
+                duration_ms: Some(millis(result.duration)),
+            });
+        }
         let mut history = history;
         history.extend(results.iter().map(as_stored));
         let max_output = u64::from(self.settings.max_output_tokens);
@@ -152,11 +212,14 @@ impl Agent {
             Ok(n) => n,
             Err(e) => {
                 tracing::error!(error = %e, "storing the decided calls failed");
-                self.release_resumed(&resume, results, audit).await;
-                let _ = events.send(unavailable()).await;
+                self.release_resumed(&resume, results, audit, unavailable(), &events)
+                    .await;
                 return;
             }
         };
+        // The decided calls' results are stored: the paused step is whole in Postgres.
+        events.committed();
+        self.announce(&events);
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
                 let cap = super::clamp_output(hold.amount - estimate, max_output);
@@ -171,30 +234,152 @@ impl Agent {
                     tracing::error!(error = %e, "reserving budget for a resumed turn failed");
                 }
                 self.metrics.budget_refusals.inc();
-                self.release_resumed(&resume, Vec::new(), Vec::new()).await;
-                let _ = events
-                    .send(TurnEvent::Done {
-                        message_id: None,
-                        finish_reason: FinishReason::BudgetExhausted,
-                    })
+                let exhausted = TurnEvent::Done {
+                    message_id: None,
+                    finish_reason: FinishReason::BudgetExhausted,
+                };
+                self.release_resumed(&resume, Vec::new(), Vec::new(), exhausted, &events)
                     .await;
                 return;
             }
         }
-        // The loop announces a turn it did not start itself; this one is announced above.
-        let (inner_tx, mut inner_rx) = mpsc::channel(EVENT_BUFFER);
-        let forward = tokio::spawn(async move {
-            let mut first = true;
-            while let Some(e) = inner_rx.recv().await {
-                if std::mem::take(&mut first) && matches!(e, TurnEvent::TurnStart { .. }) {
-                    continue;
-                }
-                if events.send(e).await.is_err() {
-                    break;
-                }
-            }
-        });
-        self.run(turn, inner_tx, control).await;
-        let _ = forward.await;
+        // The loop announces the turn again (the same `turn_start`) and numbers its model
+        // calls after the paused step.
+        self.run(turn, events, control).await;
     }
+
+    /// The resumed turn as the loop takes it (its first call's budget still to reserve) and
+    /// the conversation's history. `None`: the account is gone or disabled.
+    async fn load_resumed(
+        &self,
+        resume: &Resume,
+        events: &EventSink,
+    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>)>> {
+        let mut conn = db::conn(&self.pool)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let Some(account) = user::auth_state(&mut conn, resume.user_id).await? else {
+            return Ok(None);
+        };
+        if account.disabled {
+            return Ok(None);
+        }
+        let allowed = role::find(&mut conn, &account.role)
+            .await?
+            .map(|r| r.tools)
+            .unwrap_or_default();
+        let conversation =
+            conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
+        let custom = custom_tool::list(&mut conn).await?;
+        let room = context::history_room(
+            &self.settings.system_prompt,
+            "",
+            self.settings.context_window_tokens,
+            u64::from(self.settings.max_output_tokens),
+        );
+        let history = message::list_recent(&mut conn, resume.conversation_id, room).await?;
+        // The turn goes on in the step that paused: its ids continue the stored ones.
+        let stored = super::replay::load(
+            &mut conn,
+            resume.user_id,
+            resume.conversation_id,
+            resume.turn_id,
+        )
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the paused turn's message is gone"))?;
+        let (step, text_len, calls, results) = stored.paused_step();
+        events.resume_at(step, text_len, calls, results);
+        let user_message_id = resume.turn_id;
+        let model = conversation
+            .and_then(|c| c.model)
+            .filter(|m| self.settings.models.contains(m))
+            .unwrap_or_else(|| self.settings.model.clone());
+        let placeholder = Hold {
+            id: Uuid::nil(),
+            user_id: resume.user_id,
+            period: crate::budget::Period::Total,
+            period_start: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            amount: 0,
+        };
+        let turn = PreparedTurn {
+            turn_id: resume.turn_id,
+            user_id: resume.user_id,
+            username: account.username,
+            conversation_id: resume.conversation_id,
+            user_message_id,
+            model,
+            input: Vec::new(),
+            allowed_tools: allowed,
+            tools: self.registry_with(&custom),
+            first_call: (placeholder, 0),
+            start: None,
+            outstanding: Default::default(),
+            client_tools: Vec::new(),
+        };
+        Ok(Some((turn, history)))
+    }
+
+    /// Ends a resumed turn that cannot go on: stores what it has and its final event, lets
+    /// the claim go, then gives the event to its followers.
+    async fn release_resumed(
+        &self,
+        resume: &Resume,
+        results: Vec<NewMessage>,
+        audit: Vec<crate::db::models::audit::NewAudit>,
+        end: TurnEvent,
+        events: &EventSink,
+    ) {
+        let finish = turn_db::Finish {
+            conversation_id: resume.conversation_id,
+            turn_id: resume.turn_id,
+            rows: results,
+            usage_rows: Vec::new(),
+            audit_rows: audit,
+            settle: None,
+            end: serde_json::to_value(&end).unwrap_or(serde_json::Value::Null),
+        };
+        let released = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn_db::finish(&mut conn, finish)
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        .await;
+        if let Err(e) = released {
+            tracing::error!(error = %e, "releasing a resumed turn failed; its claim expires by itself");
+        }
+        events.push(end);
+        self.announce(events);
+    }
+}
+
+/// A result about to be stored, as the history holds it.
+fn as_stored(m: &NewMessage) -> Message {
+    Message {
+        id: m.id,
+        seq: 0,
+        conversation_id: m.conversation_id,
+        role: m.role.clone(),
+        content: m.content.clone(),
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        status: m.status.clone(),
+        status_reason: m.status_reason.clone(),
+        model: m.model.clone(),
+        input_tokens: m.input_tokens,
+        output_tokens: m.output_tokens,
+        duration_ms: m.duration_ms,
+        created_at: chrono::Utc::now(),
+    }
+}
+
+fn unavailable() -> TurnEvent {
+    TurnEvent::Error(Box::new(ErrorEvent {
+        code: "unavailable".into(),
+        message: "the database is unavailable, so the approved calls could not go on; \
+                  try again shortly"
+            .into(),
+    }))
 }

@@ -5,7 +5,6 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::events::TurnEvent;
@@ -52,7 +51,7 @@ impl PendingStart {
 
     /// Commits the start (the connection goes back to the pool), then sends `turn_start`:
     /// the client never hears of a message id that is not stored.
-    pub async fn commit(mut self, events: &mpsc::Sender<TurnEvent>) -> diesel::QueryResult<()> {
+    pub async fn commit(mut self, events: &super::turn_log::EventSink) -> diesel::QueryResult<()> {
         if let (Some(committing), Some(conn)) = (self.committing.take(), self.conn.as_mut()) {
             committing.wait(conn).await?;
             // Healthy again: back to the pool rather than closed by `drop`.
@@ -116,11 +115,15 @@ impl Agent {
             }
         };
         // Committed: the step, the settlement and the audit rows are stored, whatever the
-        // reservation.
+        // reservation. Followers now find the step in Postgres; memory lets it go.
         record.pending = None;
         record.messages.clear();
         record.usage.clear();
         record.audit.clear();
+        if let Some(log) = self.turns.log_of(turn.turn_id) {
+            log.committed();
+            self.announce(&log);
+        }
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
                 let cap = super::clamp_output(hold.amount - estimate, max_output);
@@ -137,16 +140,19 @@ impl Agent {
         }
     }
 
-    /// Stores the rest of the turn (messages, usage, the last settlement) and releases the
-    /// conversation, retrying until `deadline` (at least [`MIN_STORE_WINDOW`] from now):
-    /// `done` means stored. False when it could not be stored; the claim and the hold are
-    /// then released in the background as soon as the database answers again.
+    /// Stores the rest of the turn (messages, usage, the last settlement, its final event
+    /// `end`) and releases the conversation, retrying until `deadline` (at least
+    /// [`MIN_STORE_WINDOW`] from now): `done` means stored. False when it could not be
+    /// stored; the claim and the hold are then released in the background as soon as the
+    /// database answers again.
     pub(super) async fn persist(
         &self,
         turn: &PreparedTurn,
         mut record: TurnRecord,
         deadline: Instant,
+        end: &TurnEvent,
     ) -> bool {
+        let end = serde_json::to_value(end).unwrap_or(serde_json::Value::Null);
         let until = deadline.max(Instant::now() + MIN_STORE_WINDOW);
         let mut attempt = 0u32;
         loop {
@@ -157,12 +163,15 @@ impl Agent {
                     .map_err(|e| anyhow::anyhow!("no database connection: {e}"))?;
                 let stored = turn::finish(
                     &mut conn,
-                    turn.conversation_id,
-                    turn.turn_id,
-                    record.messages.clone(),
-                    record.usage.clone(),
-                    record.audit.clone(),
-                    record.pending.clone(),
+                    turn::Finish {
+                        conversation_id: turn.conversation_id,
+                        turn_id: turn.turn_id,
+                        rows: record.messages.clone(),
+                        usage_rows: record.usage.clone(),
+                        audit_rows: record.audit.clone(),
+                        settle: record.pending.clone(),
+                        end: end.clone(),
+                    },
                 )
                 .await;
                 match &stored {
@@ -235,9 +244,17 @@ impl Agent {
             while Instant::now() < until {
                 let done = tokio::time::timeout(STORE_ATTEMPT, async {
                     let mut conn = db::conn(&agent.pool).await.ok()?;
-                    turn::release_with(&mut conn, conversation_id, turn_id, hold.clone(), &usage)
-                        .await
-                        .ok()
+                    let end = serde_json::to_value(super::turn::unsaved()).unwrap_or_default();
+                    turn::release_with(
+                        &mut conn,
+                        conversation_id,
+                        turn_id,
+                        hold.clone(),
+                        &usage,
+                        end,
+                    )
+                    .await
+                    .ok()
                 })
                 .await;
                 if matches!(done, Ok(Some(()))) {

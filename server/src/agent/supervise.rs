@@ -2,22 +2,24 @@
 //! it), runs it on a task of its own, and releases its claim and hold if that task panics.
 //! Routes only translate HTTP.
 
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::events::TurnEvent;
+use super::events::{ErrorEvent, TurnEvent};
 use super::turn::{Agent, PreparedTurn};
-
-/// Events buffered per turn before it waits for a slow client.
-const EVENT_BUFFER: usize = 256;
+use super::turn_log::{EventSink, TurnLog};
 
 impl Agent {
-    /// Starts a prepared turn and returns its events (the channel closes when it has ended).
-    pub fn start(&self, prepared: PreparedTurn) -> mpsc::Receiver<TurnEvent> {
-        let (control, guard) =
-            self.turns
-                .register(prepared.conversation_id, prepared.turn_id, prepared.user_id);
-        let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+    /// Starts a prepared turn and returns its event log (follow it with
+    /// [`Agent::follow_started`]). The turn runs to its end whether or not anyone follows.
+    pub fn start(&self, prepared: PreparedTurn) -> EventSink {
+        let log = TurnLog::new(prepared.turn_id);
+        let (control, guard) = self.turns.register(
+            prepared.conversation_id,
+            prepared.turn_id,
+            prepared.user_id,
+            log.clone(),
+        );
+        let tx = log.clone();
         let (turn_id, conversation_id) = (prepared.turn_id, prepared.conversation_id);
         let outstanding = prepared.outstanding.clone();
         let span = tracing::info_span!(
@@ -38,15 +40,20 @@ impl Agent {
             .instrument(span),
         );
         let agent = self.clone();
+        let ended = log.clone();
         tokio::spawn(async move {
             if let Err(e) = running.await {
                 if e.is_panic() {
+                    ended.push(TurnEvent::Error(Box::new(ErrorEvent {
+                        code: "interrupted".into(),
+                        message: "the reply to this message did not complete".into(),
+                    })));
                     tracing::error!(%conversation_id, "a turn panicked; releasing its budget and conversation");
                     let hold = outstanding.lock().ok().and_then(|mut o| o.take());
                     agent.abandon(turn_id, conversation_id, hold).await;
                 }
             }
         });
-        rx
+        log
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -31,7 +30,7 @@ impl Agent {
         text: String,
         allowed: &[String],
         control: &TurnControl,
-        events: &mpsc::Sender<TurnEvent>,
+        events: &super::turn_log::EventSink,
         record: &mut TurnRecord,
         messages: &mut Vec<ChatMessage>,
         consecutive_failures: &mut HashMap<String, u32>,

@@ -1,15 +1,14 @@
 //! One agent turn: call the model, run the tools it asks for, feed the results back, repeat
 //! until it answers or a hard stop (iterations, repeated tool failures, cancellation, the
-//! client leaving, the turn deadline, shutdown). Streams [`TurnEvent`]s as it goes. Each
-//! finished step is stored before the next model call ([`super::store`]); `done` is sent only
-//! once the whole turn is stored.
+//! turn deadline, shutdown). Records its [`TurnEvent`]s in its log as it goes, for whoever
+//! follows it; a client leaving does not stop it. Each finished step is stored before the
+//! next model call ([`super::store`]); `done` is sent only once the whole turn is stored.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::context::StoredToolCall;
@@ -18,6 +17,7 @@ use super::events::{ErrorEvent, FinishReason, TurnEvent};
 use super::model_call::ModelOutcome;
 use super::record::{clamp_i64, incomplete_assistant, millis, TurnRecord};
 use super::store::PendingStart;
+use super::turn_log::EventSink;
 use crate::budget::Clock;
 use crate::config::LlmSettings;
 use crate::db;
@@ -79,28 +79,15 @@ pub(super) enum Ending {
     Unstored,
 }
 impl Agent {
-    /// Runs the turn to its end, sending events to `events`, then stores its messages and
+    /// Runs the turn to its end, recording events in `events`, then stores its messages and
     /// releases the conversation. Never panics; never runs past the turn deadline.
-    pub async fn run(
-        &self,
-        turn: PreparedTurn,
-        events: mpsc::Sender<TurnEvent>,
-        control: TurnControl,
-    ) {
+    pub async fn run(&self, turn: PreparedTurn, events: EventSink, control: TurnControl) {
         let deadline = {
             let control = control.clone();
             let limit = self.settings.turn_timeout;
             tokio::spawn(async move {
                 tokio::time::sleep(limit).await;
                 control.stop(StopReason::Deadline);
-            })
-        };
-        let client_watch = {
-            let control = control.clone();
-            let events = events.clone();
-            tokio::spawn(async move {
-                events.closed().await;
-                control.stop(StopReason::ClientGone);
             })
         };
         let emit = |e: TurnEvent| {
@@ -140,10 +127,11 @@ impl Agent {
                 .with_label_values(&[&turn.model])
                 .inc_by(overrun);
         }
-        client_watch.abort();
         deadline.abort();
 
         let last_assistant = record.last_assistant;
+        let shutdown = control.stopped() == Some(StopReason::Shutdown);
+        let last = final_event(&ending, last_assistant, shutdown);
         let stored = if matches!(ending, Ending::Unstored) {
             // Unconfirmed is not always rolled back: the connection may have died with the
             // COMMIT on its way. Releasing is right either way: it only touches this turn's
@@ -154,27 +142,15 @@ impl Agent {
                 .await;
             false
         } else {
-            self.persist(&turn, record, started + self.settings.turn_timeout)
-                .await
+            let deadline = started + self.settings.turn_timeout;
+            self.persist(&turn, record, deadline, &last).await
         };
         let event = match ending {
             Ending::Finished(_) | Ending::Failed { .. } if !stored => unsaved(),
-            _ if control.stopped() == Some(StopReason::Shutdown) => error_event(
-                "shutdown",
-                "the server is restarting; what was produced so far is saved",
-            ),
-            Ending::Finished(finish_reason) => TurnEvent::Done {
-                message_id: last_assistant,
-                finish_reason,
-            },
-            Ending::Failed { code, message } => error_event(&code, &message),
-            Ending::Unstored => error_event(
-                "unavailable",
-                "the database did not confirm your message, so it may not have been saved; \
-                 reload the conversation and try again",
-            ),
+            _ => last,
         };
         emit(event).await;
+        self.announce(&events);
     }
 
     async fn iterate(
@@ -182,7 +158,7 @@ impl Agent {
         turn: &PreparedTurn,
         mut messages: Vec<ChatMessage>,
         mut start: Option<PendingStart>,
-        events: &mpsc::Sender<TurnEvent>,
+        events: &EventSink,
         control: &TurnControl,
         record: &mut TurnRecord,
     ) -> Ending {
@@ -224,6 +200,7 @@ impl Agent {
                 temperature: None,
             };
             let input_estimate = Self::count_input(&messages, &allowed, &turn.tools);
+            events.begin_step(iteration);
             let started = Instant::now();
             let outcome = self
                 .call_model(request, input_estimate, start.take(), events, control)
@@ -306,7 +283,7 @@ impl Agent {
                 return Ending::Finished(FinishReason::Stop);
             }
             if handed_back.is_some() {
-                super::api::hand_back(&stored_calls, events).await;
+                super::api::hand_back(&stored_calls, events);
                 return Ending::Finished(FinishReason::ToolCalls);
             }
             if let Some(ending) = self
@@ -344,6 +321,26 @@ impl Agent {
     }
 }
 
+/// The turn's final event if what it produced is stored (recorded with the last commit).
+fn final_event(ending: &Ending, last_assistant: Option<Uuid>, shutdown: bool) -> TurnEvent {
+    match ending {
+        _ if shutdown => error_event(
+            "shutdown",
+            "the server is restarting; what was produced so far is saved",
+        ),
+        Ending::Finished(finish_reason) => TurnEvent::Done {
+            message_id: last_assistant,
+            finish_reason: *finish_reason,
+        },
+        Ending::Failed { code, message } => error_event(code, message),
+        Ending::Unstored => error_event(
+            "unavailable",
+            "the database did not confirm your message, so it may not have been saved; \
+             reload the conversation and try again",
+        ),
+    }
+}
+
 fn error_event(code: &str, message: &str) -> TurnEvent {
     TurnEvent::Error(Box::new(ErrorEvent {
         code: code.to_owned(),
@@ -352,7 +349,7 @@ fn error_event(code: &str, message: &str) -> TurnEvent {
 }
 
 /// The turn ran, but what it produced could not be stored before its deadline.
-fn unsaved() -> TurnEvent {
+pub(super) fn unsaved() -> TurnEvent {
     error_event(
         "unavailable",
         "the database is unavailable, so this reply could not be saved; try again shortly",

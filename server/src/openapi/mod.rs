@@ -53,6 +53,7 @@ use common::CommonResponses;
         routes::approvals::list,
         routes::approvals::decide,
         routes::admin::approvals::list,
+        routes::turn_events::events,
         routes::files::list,
         routes::files::download,
         routes::files::upload,

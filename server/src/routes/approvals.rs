@@ -3,14 +3,12 @@
 //! streamed in the answer). Admins list everyone's at `/api/admin/approvals`.
 
 use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse, Responder};
-use actix_web_lab::sse;
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::agent::decisions::Decision;
-use crate::agent::TurnEvent;
 use crate::auth::AuthUser;
 use crate::db::models::approval::{self as approval_db, Decider, ListFilter};
 use crate::db::{self};
@@ -142,19 +140,17 @@ async fn decide(
         .agent
         .decide(*id, &decider, decision, note, follow)
         .await?;
-    let Some(rx) = outcome.events else {
+    let Some(log) = outcome.events else {
         return Ok(HttpResponse::Ok()
             .json(json!({"approval": outcome.approval, "resumed": outcome.resumed})));
     };
-    let stream = futures_util::stream::unfold((rx, 0u64), |(mut rx, n)| async move {
-        rx.recv().await.map(|e| (to_sse(&e, n + 1), (rx, n + 1)))
-    });
-    Ok(sse::Sse::from_infallible_stream(stream)
-        .with_keep_alive(state.settings.sse_keep_alive)
-        .customize()
-        .insert_header(("X-Accel-Buffering", "no"))
-        .respond_to(&req)
-        .map_into_boxed_body())
+    // Followed as the owner's turn (an admin may be the one deciding); its ids are places in
+    // the turn, as on every stream of it.
+    let a = &outcome.approval;
+    let follower = state
+        .agent
+        .follow_resumed(a.user_id, a.conversation_id, log);
+    super::messages::respond(&req, &state, follower).await
 }
 
 fn wants_stream(req: &HttpRequest) -> bool {
@@ -162,12 +158,4 @@ fn wants_stream(req: &HttpRequest) -> bool {
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/event-stream"))
-}
-
-fn to_sse(e: &TurnEvent, seq: u64) -> sse::Event {
-    sse::Event::Data(
-        sse::Data::new(e.to_json())
-            .event(e.name())
-            .id(seq.to_string()),
-    )
 }

@@ -174,8 +174,10 @@ async fn get(
     let conv = conversation::find_owned(&mut conn, *id, who.id)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
-    let messages = message::list(&mut conn, conv.id).await?;
+    // The running turn first: one that ends between the two reads is then whole in the
+    // messages (read the other way round, its answer and its claim could both be missing).
     let active = turn::active_turn(&mut conn, conv.id).await?;
+    let messages = message::list(&mut conn, conv.id).await?;
     let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
     body["messages"] = serde_json::to_value(messages).map_err(ApiError::internal)?;
     // A reloaded page learns that a reply is still being generated.

@@ -7,10 +7,10 @@ use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::agent::{cancel, TurnEvent};
+use crate::agent::follow::Follower;
+use crate::agent::{cancel, EventId, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
 use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::{self, models::conversation, models::turn};
@@ -33,8 +33,11 @@ struct MessageBody {
 }
 
 /// Runs one agent turn: a `text/event-stream` of turn events (`turn_start`, `text_delta`,
-/// `tool_call`, `tool_result`, `usage`, `done`, `error`; each `data:` is the event's JSON),
-/// or with `Accept: application/json` the finished turn as one document.
+/// `tool_call`, `tool_result`, `usage`, `done`, `error`; each `data:` is the event's JSON,
+/// each `id:` its place in the turn), or with `Accept: application/json` the finished turn as
+/// one document. The turn goes on if the client leaves; it can re-attach with
+/// `GET .../turns/{turn_id}/events`. A retry with the same `Idempotency-Key` follows the
+/// turn the first request started.
 #[utoipa::path(post, path = "/api/conversations/{id}/messages", tag = "conversations",
     params(("id" = Uuid, Path)), request_body = MessageBody, responses(
     (status = 200, description = "The turn's events as they happen, or its summary",
@@ -53,32 +56,42 @@ async fn post_message(
         Some(k) => state.agent.replay_duplicate(token.user_id, *id, k).await?,
         None => None,
     };
-    let mut rx = match duplicate {
-        Some(events) => replayed(events),
+    let user_id = token.user_id;
+    let follower = match duplicate {
+        Some(turn_id) => state.agent.follow(user_id, *id, turn_id, None).await?,
         None => {
             let prepared = state.agent.prepare(token, *id, &body.content, key).await?;
-            state.agent.start(prepared)
+            let log = state.agent.start(prepared);
+            state.agent.follow_started(user_id, *id, log)
         }
     };
-    if wants_json(&req) {
+    respond(&req, &state, follower).await
+}
+
+/// A followed turn as the client asked: SSE, or (`Accept: application/json`) one document
+/// once it has ended.
+pub(super) async fn respond(
+    req: &HttpRequest,
+    state: &AppState,
+    mut follower: Follower,
+) -> Result<HttpResponse, ApiError> {
+    if wants_json(req) {
         let mut events = Vec::new();
-        while let Some(e) = rx.recv().await {
+        while let Some((_, e)) = follower.next().await {
             events.push(e);
         }
         return Ok(HttpResponse::Ok().json(summarise(events)));
     }
     let open = StreamGauge::open(state.metrics.active_streams.clone());
-    // Every event carries its sequence number in the turn as its SSE `id`.
-    let stream = futures_util::stream::unfold((rx, open, 0u64), |(mut rx, open, n)| async move {
-        rx.recv()
-            .await
-            .map(|e| (to_sse(&e, n + 1), (rx, open, n + 1)))
+    // Every event carries its place in the turn as its SSE `id`.
+    let stream = futures_util::stream::unfold((follower, open), |(mut f, open)| async move {
+        f.next().await.map(|(id, e)| (to_sse(&e, id), (f, open)))
     });
     Ok(sse::Sse::from_infallible_stream(stream)
         .with_keep_alive(state.settings.sse_keep_alive)
         .customize()
         .insert_header(("X-Accel-Buffering", "no"))
-        .respond_to(&req)
+        .respond_to(req)
         .map_into_boxed_body())
 }
 
@@ -149,15 +162,6 @@ fn idempotency_key(
     }
 }
 
-/// A finished turn's replayed events as a closed channel, answered like a live turn.
-fn replayed(events: Vec<TurnEvent>) -> mpsc::Receiver<TurnEvent> {
-    let (tx, rx) = mpsc::channel(events.len().max(1));
-    for e in events {
-        let _ = tx.try_send(e);
-    }
-    rx
-}
-
 /// Counts an open SSE stream until the response body is dropped (finished or client gone).
 struct StreamGauge(prometheus::IntGauge);
 
@@ -181,12 +185,8 @@ fn wants_json(req: &HttpRequest) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
 }
 
-fn to_sse(e: &TurnEvent, seq: u64) -> sse::Event {
-    sse::Event::Data(
-        sse::Data::new(e.to_json())
-            .event(e.name())
-            .id(seq.to_string()),
-    )
+fn to_sse(e: &TurnEvent, id: EventId) -> sse::Event {
+    sse::Event::Data(sse::Data::new(e.to_json()).event(e.name()).id(id.to_sse()))
 }
 
 /// The finished turn as one document: the final answer, the finish reason, and every event.

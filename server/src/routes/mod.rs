@@ -18,6 +18,7 @@ pub mod openai;
 pub mod scim;
 pub mod table;
 pub mod truncate;
+pub mod turn_events;
 pub mod web;
 
 use actix_web::web as aweb;
@@ -37,6 +38,7 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(messages::configure)
                 .configure(truncate::configure)
                 .configure(approvals::configure)
+                .configure(turn_events::configure)
                 .configure(models::configure)
                 .configure(files::configure)
                 .configure(keys::configure)

@@ -60,6 +60,11 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/api/conversations/{id}/truncate", User),
     r("GET", "/api/approvals", User),
     r("POST", "/api/approvals/{id}", User),
+    r(
+        "GET",
+        "/api/conversations/{id}/turns/{turn_id}/events",
+        User,
+    ),
     r("GET", "/api/models", User),
     r("GET", "/api/files", User),
     r("GET", "/api/files/{path:.+}", User),

@@ -136,7 +136,8 @@ async fn take_over_if_decided(
     {
         return Ok(None);
     }
-    let turn_id = Uuid::new_v4();
+    // The turn goes on under its own id (its user message's): clients re-attach to it.
+    let turn_id = first.turn_id;
     let started = std::time::Instant::now();
     loop {
         let stale = Utc::now()
@@ -171,6 +172,8 @@ async fn take_over_if_decided(
         .set(dsl::resumed_at.eq(db_now()))
         .execute(c)
         .await?;
+    // It runs again: the end its pause recorded is no longer its end.
+    super::turn_end::forget(c, turn_id).await?;
     Ok(Some(Resume {
         turn_id,
         conversation_id: first.conversation_id,

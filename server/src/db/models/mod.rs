@@ -17,6 +17,7 @@ pub mod role;
 pub mod scim;
 pub mod secret;
 pub mod turn;
+pub mod turn_end;
 pub mod usage;
 pub mod user;
 

@@ -411,34 +411,41 @@ pub async fn next_call(
     })
 }
 
-/// Settles the last hold, stores what the turn produced and its usage, and releases the
-/// claim, in one commit and one round trip.
-pub async fn finish(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-    rows: Vec<NewMessage>,
-    usage_rows: Vec<NewUsage>,
-    audit_rows: Vec<NewAudit>,
-    settle: Option<(Hold, i64)>,
-) -> QueryResult<()> {
+/// The end of a turn, stored by [`finish`].
+pub struct Finish {
+    pub conversation_id: Uuid,
+    pub turn_id: Uuid,
+    pub rows: Vec<NewMessage>,
+    pub usage_rows: Vec<NewUsage>,
+    pub audit_rows: Vec<NewAudit>,
+    pub settle: Option<(Hold, i64)>,
+    /// The turn's final event, for clients re-attaching after the end.
+    pub end: serde_json::Value,
+}
+
+/// Settles the last hold, stores what the turn produced, its usage and its final event, and
+/// releases the claim, in one commit and one round trip.
+pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let c = tx.conn();
     // The conversation row is locked before the budget row, as in `begin`: two transactions
     // taking them in opposite orders could deadlock. A turn that no longer holds its claim
     // (it was ended as interrupted while this process could not reach the database) stores
     // nothing: the release fails the transaction ([`is_claim_lost`]).
-    let released = release_own(c, conversation_id, turn_id);
-    let settled = match &settle {
+    let released = release_own(c, f.conversation_id, f.turn_id);
+    let settled = match &f.settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let work = futures_util::future::try_join5(
         released,
         settled,
-        message::insert_many(c, &rows),
-        usage::insert_many(c, &usage_rows),
-        audit::insert_many(c, &audit_rows),
+        message::insert_many(c, &f.rows),
+        usage::insert_many(c, &f.usage_rows),
+        futures_util::future::try_join(
+            audit::insert_many(c, &f.audit_rows),
+            super::turn_end::record(c, f.conversation_id, f.turn_id, f.end),
+        ),
     );
     tx.run(work).await.map(|_| ())
 }
@@ -475,13 +482,15 @@ pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
 }
 
 /// Releases the claim of a turn that could not be stored, charging its last hold what the
-/// model used (and recording that usage: the ledger matches the budget).
+/// model used (and recording that usage: the ledger matches the budget) and recording the
+/// error its client was given as its end.
 pub async fn release_with(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
     settle: Option<(Hold, i64)>,
     usage_rows: &[NewUsage],
+    end: serde_json::Value,
 ) -> QueryResult<()> {
     let mut tx = Pipelined::open(conn);
     let released = release(tx.conn(), conversation_id, turn_id);
@@ -490,9 +499,12 @@ pub async fn release_with(
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let recorded = usage::insert_many(tx.conn(), usage_rows);
-    tx.run(futures_util::future::try_join3(released, settled, recorded))
-        .await
-        .map(|_| ())
+    let ended = super::turn_end::record(tx.conn(), conversation_id, turn_id, end);
+    tx.run(futures_util::future::try_join4(
+        released, settled, recorded, ended,
+    ))
+    .await
+    .map(|_| ())
 }
 
 /// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).

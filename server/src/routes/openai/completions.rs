@@ -74,7 +74,19 @@ async fn chat_completions(
         client_tools,
     );
     let stream = meta.answer.stream;
-    let rx = state.agent.start(prepared);
+    let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
+    let log = state.agent.start(prepared);
+    // The turn runs on its own; this request follows its log (a client that goes away
+    // leaves it to finish and be stored).
+    let mut follower = state.agent.follow_started(user_id, conversation_id, log);
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(async move {
+        while let Some((_, e)) = follower.next().await {
+            if tx.send(e).await.is_err() {
+                break;
+            }
+        }
+    });
     if stream {
         Ok(respond::stream(
             &req,
