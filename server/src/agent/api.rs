@@ -5,7 +5,6 @@
 //! offered next to the server's, and a model message that calls one ends the turn with
 //! those calls handed back (`finish_reason: tool_calls`), never run here.
 
-
 use super::context::StoredToolCall;
 use super::events::{ToolCallEvent, TurnEvent};
 use super::turn::{Agent, PreparedTurn};
