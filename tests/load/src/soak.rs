@@ -231,14 +231,26 @@ fn judge(r: &mut SoakResult) {
     r.flat_fds = matches!((r.fds_early, r.fds_late), (Some(a), Some(b)) if b <= a * 1.10 + 16.0);
 }
 
-/// Small budgets of their own for the tight accounts.
+/// Small budgets of their own for the tight accounts: `TIGHT_BUDGET` more than what they
+/// have already spent (earlier phases of a run spend too), so that the invariant measures the
+/// soak and not a limit lowered below past spending.
 async fn tighten(ctx: &Ctx) -> anyhow::Result<()> {
     let users = ctx.api.users(&ctx.tokens[0]).await?;
     for i in TIGHT_USERS {
         let name = format!("load_user_{i}");
         if let Some((_, id)) = users.iter().find(|(u, _)| *u == name) {
+            anyhow::ensure!(
+                id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+                "unexpected user id {id}"
+            );
+            let sql = format!(
+                "SELECT coalesce(max(spent + reserved), 0) FROM budget_periods \
+                 WHERE user_id = '{id}'"
+            );
+            let out = sys::psql_in(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &ctx.db, &sql)?;
+            let spent: i64 = out.trim().parse().unwrap_or(0);
             ctx.api
-                .set_user_budget(&ctx.tokens[0], id, TIGHT_BUDGET)
+                .set_user_budget(&ctx.tokens[0], id, spent + TIGHT_BUDGET)
                 .await?;
         }
     }
