@@ -120,7 +120,11 @@ impl Application {
         liveness.spawn(state.pool.clone());
         cancel::spawn_listener(
             state.settings.database.url.expose().to_owned(),
-            state.turns.clone(),
+            cancel::Listeners {
+                turns: state.turns.clone(),
+                mcp: state.agent.mcp.clone(),
+                pool: state.pool.clone(),
+            },
         );
         crate::agent::decisions::spawn_sweeper(state.agent.clone());
         let server = run(listener, state.clone())?;

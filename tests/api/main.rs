@@ -25,6 +25,7 @@ mod llm_adapters;
 mod mcp;
 mod mcp_faults;
 mod mcp_perf;
+mod mcp_replicas;
 mod observability;
 mod openai_api;
 mod openai_sdk;

@@ -1,7 +1,8 @@
 //! Cancel anywhere: `POST .../cancel` on any process, or an admin disabling or re-roling a
 //! user, stops the turn wherever it runs. The request is a Postgres NOTIFY on one channel;
 //! every process LISTENs on a connection of its own and stops the turns it runs. The same
-//! channel carries the re-attach protocol: `follow:` and `changed:` ([`super::follow`]).
+//! channel carries the re-attach protocol: `follow:` and `changed:` ([`super::follow`]), and
+//! `mcp`: the admin API changed an MCP server ([`crate::tools::mcp::sync`]).
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use uuid::Uuid;
 use super::active::ActiveTurns;
 use super::control::StopReason;
 use crate::db::prepared::sql;
+use crate::tools::mcp::McpManager;
 
 /// The channel every process listens on.
 const CHANNEL: &str = "agentchat_turns";
@@ -58,6 +60,8 @@ pub enum Signal {
     Follow(Uuid),
     /// This turn committed a step or ended.
     Changed(Uuid),
+    /// The admin API added, changed or deleted an MCP server: every process re-reads them.
+    McpServersChanged,
 }
 
 impl Signal {
@@ -66,12 +70,16 @@ impl Signal {
             Self::Stop(stop) => stop.payload(),
             Self::Follow(id) => format!("follow:{id}"),
             Self::Changed(id) => format!("changed:{id}"),
+            Self::McpServersChanged => "mcp".to_owned(),
         }
     }
 
     fn parse(payload: &str) -> Option<Self> {
         if let Some(stop) = Stop::parse(payload) {
             return Some(Self::Stop(stop));
+        }
+        if payload == "mcp" {
+            return Some(Self::McpServersChanged);
         }
         let (kind, id) = payload.split_once(':')?;
         let id = Uuid::parse_str(id).ok()?;
@@ -92,8 +100,17 @@ pub async fn signal(conn: &mut AsyncPgConnection, signal: Signal) -> diesel::Que
         .map(drop)
 }
 
-/// Acts on what a notification says, for this process's turns and followers.
-pub fn apply(turns: &ActiveTurns, signal: Signal) {
+/// What a notification acts on in this process.
+#[derive(Clone)]
+pub struct Listeners {
+    pub turns: ActiveTurns,
+    pub mcp: McpManager,
+    pub pool: crate::db::Pool,
+}
+
+/// Acts on what a notification says, for this process's turns, followers and MCP servers.
+pub fn apply(to: &Listeners, signal: Signal) {
+    let turns = &to.turns;
     match signal {
         Signal::Stop(Stop::Turn(id)) => {
             turns.cancel_turn(id);
@@ -105,22 +122,41 @@ pub fn apply(turns: &ActiveTurns, signal: Signal) {
             }
         }
         Signal::Changed(id) => turns.remote.changed(id),
+        Signal::McpServersChanged => {
+            let (mcp, pool) = (to.mcp.clone(), to.pool.clone());
+            tokio::spawn(async move { sync_mcp(&mcp, &pool).await });
+        }
     }
 }
 
-/// Listens for stop requests for as long as the process runs, reconnecting after an outage.
-pub fn spawn_listener(database_url: String, turns: ActiveTurns) {
+/// Re-reads the admin-API MCP servers (a lost notification is caught up at the next one, or
+/// when the listener reconnects).
+async fn sync_mcp(mcp: &McpManager, pool: &crate::db::Pool) {
+    let synced = match pool.get().await {
+        Ok(mut conn) => mcp.sync_from_db(&mut conn).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = synced {
+        tracing::warn!(error = %e, "could not re-read the MCP servers after a change");
+    }
+}
+
+/// Listens for as long as the process runs, reconnecting after an outage (and then
+/// re-reading the MCP servers, whose changes it may have missed).
+pub fn spawn_listener(database_url: String, to: Listeners) {
     tokio::spawn(async move {
+        let mut first = true;
         loop {
-            if let Err(e) = listen(&database_url, &turns).await {
+            if let Err(e) = listen(&database_url, &to, !first).await {
                 tracing::warn!(error = %e, "the cancel listener lost its connection; reconnecting");
             }
+            first = false;
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     });
 }
 
-async fn listen(url: &str, turns: &ActiveTurns) -> Result<(), tokio_postgres::Error> {
+async fn listen(url: &str, to: &Listeners, catch_up: bool) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
@@ -139,9 +175,12 @@ async fn listen(url: &str, turns: &ActiveTurns) -> Result<(), tokio_postgres::Er
         Ok(())
     });
     client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    if catch_up {
+        apply(to, Signal::McpServersChanged);
+    }
     while let Some(payload) = rx.recv().await {
         if let Some(signal) = Signal::parse(&payload) {
-            apply(turns, signal);
+            apply(to, signal);
         }
     }
     drop(client);
@@ -164,6 +203,7 @@ mod tests {
             Signal::Stop(Stop::Turn(id)),
             Signal::Follow(id),
             Signal::Changed(id),
+            Signal::McpServersChanged,
         ] {
             assert_eq!(Signal::parse(&signal.payload()), Some(signal));
         }

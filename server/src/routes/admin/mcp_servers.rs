@@ -7,6 +7,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::agent::cancel;
 use crate::auth::AdminUser;
 use crate::db::{
     self,
@@ -175,6 +176,8 @@ async fn create(
         ));
     }
     state.agent.mcp.upsert(config, Source::Api);
+    tell_other_processes(&mut conn).await;
+    drop(conn);
     // Give it its first check so the answer shows whether it connected.
     state.agent.mcp.refresh(&name).await;
     Ok(HttpResponse::Created().json(view(find(&state, &name)?.as_ref())))
@@ -206,6 +209,8 @@ async fn replace(
         return Err(ApiError::not_found("MCP server"));
     }
     state.agent.mcp.upsert(config, Source::Api);
+    tell_other_processes(&mut conn).await;
+    drop(conn);
     state.agent.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
 }
@@ -223,6 +228,7 @@ async fn delete(
     let mut conn = db::conn(&state.pool).await?;
     mcp_server::delete(&mut conn, &name).await?;
     state.agent.mcp.remove(&name);
+    tell_other_processes(&mut conn).await;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -236,4 +242,14 @@ async fn refresh(
     find(&state, &name)?;
     state.agent.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
+}
+
+/// The other processes re-read the servers (this one has its change already and keeps its
+/// connections: an unchanged definition is left alone). The change is stored: a lost
+/// notice is caught up when a process's listener reconnects, so it does not fail the request.
+async fn tell_other_processes(conn: &mut diesel_async::AsyncPgConnection) {
+    let notice = cancel::signal(conn, cancel::Signal::McpServersChanged).await;
+    if let Err(e) = notice {
+        tracing::warn!(error = %e, "could not tell the other processes about an MCP server change");
+    }
 }

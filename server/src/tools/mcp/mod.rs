@@ -6,7 +6,8 @@
 //! - [`manager`]: the servers, their state and the snapshot of offered tools; [`supervisor`]:
 //!   a task per server (reconnect with backoff, tool list refreshes);
 //! - [`tool`]: an MCP tool as a [`crate::tools::Tool`], mapped by [`result`];
-//! - [`identity`]: the signed per-user tokens and their JWKS.
+//! - [`identity`]: the signed per-user tokens and their JWKS;
+//! - [`sync`]: admin-API changes reaching every process.
 
 pub mod config;
 pub mod connection;
@@ -15,6 +16,7 @@ pub mod identity;
 pub mod manager;
 pub mod result;
 pub mod supervisor;
+pub mod sync;
 pub mod tool;
 
 pub use config::{McpServerConfig, TransportKind};
