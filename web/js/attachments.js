@@ -123,6 +123,7 @@ export class Attachments {
       item.el = this.chip(item);
       this.items.push(item);
       this.list.append(item.el);
+      this.update(item);
     }
     this.render();
     this.pump();
@@ -189,17 +190,22 @@ export class Attachments {
   }
 
   chip(item) {
-    const name = h('span', { class: 'attach-name', title: item.name }, item.name);
+    const name = h('span', { class: 'attach-name' });
     const status = h('span', { class: 'attach-status' });
-    const bar = h('progress', { class: 'attach-progress', max: '100', value: '0', 'aria-label': `Upload of ${item.name}` });
+    const bar = h('progress', { class: 'attach-progress', max: '100', value: '0' });
     const remove = h('button', { type: 'button', class: 'icon-btn attach-remove' }, icon('close'));
     remove.addEventListener('click', () => this.remove(item));
-    item.parts = { status, bar, remove };
+    item.parts = { name, status, bar, remove };
     return h('li', { class: 'attach-chip' }, icon('file'), h('span', { class: 'attach-body' }, name, status, bar), remove);
   }
 
   update(item) {
-    const { status, bar, remove } = item.parts;
+    const { name, status, bar, remove } = item.parts;
+    // The name it has (or will have) in the workspace: what the model is told.
+    const label = item.path || item.name;
+    name.textContent = label;
+    name.title = label;
+    bar.setAttribute('aria-label', `Upload of ${label}`);
     item.el.dataset.state = item.state;
     const total = item.file.size || 1;
     const pct = Math.min(100, Math.round((item.sent / total) * 100));
@@ -211,7 +217,7 @@ export class Attachments {
     else if (item.state === 'done') status.textContent = fmtBytes(item.size ?? item.file.size);
     else status.textContent = item.error;
     const verb = item.state === 'uploading' || item.state === 'queued' ? 'Cancel upload of' : 'Remove';
-    remove.setAttribute('aria-label', `${verb} ${item.name}`);
+    remove.setAttribute('aria-label', `${verb} ${label}`);
     remove.title = verb === 'Remove' ? 'Remove' : 'Cancel upload';
     this.render();
   }
