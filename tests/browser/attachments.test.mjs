@@ -78,6 +78,19 @@ test('paperclip upload, send: the demo model reads the file; the message keeps i
     const r = await fetch('/api/files', { headers: { Authorization: `Bearer ${JSON.parse(sessionStorage.getItem('agentchat.access')).token}` } });
     return (await r.json()).items.length === 1;
   });
+
+  // Editing the question sends it again with its file.
+  const question = page.locator('.msg-user').last();
+  await question.getByRole('button', { name: 'Edit' }).click();
+  await question.getByRole('textbox', { name: 'Edit your message' }).fill('Describe it');
+  await question.getByRole('button', { name: 'Save and send' }).click();
+  await page.locator('.msg-user .plain').filter({ hasText: 'Describe it' }).waitFor();
+  await page.locator('.msg-assistant').last().getByRole('button', { name: 'Regenerate' }).waitFor();
+  assert.equal(await page.locator('.msg-user').count(), 1);
+  await page.locator('.msg-user').getByRole('button', { name: /Download plan\.md/ }).waitFor();
+  const edited = await call('GET', `/api/conversations/${convs.json.items[0].id}`);
+  assert.equal(edited.json.messages[0].content, 'Describe it');
+  assert.deepEqual(edited.json.messages[0].attachments, [{ path: 'plan.md', bytes: 40 }]);
   assert.deepEqual(consoleErrors(page), []);
   await page.context().close();
 });
