@@ -7,6 +7,7 @@ mod admin;
 mod admission;
 mod api_keys;
 mod approvals;
+mod attachments;
 mod auth;
 mod budget;
 mod chat;

@@ -300,6 +300,9 @@ export async function layoutProblems(page) {
     };
     const visible = (el) => {
       if (el.closest('[hidden], [inert]')) return false;
+      // The content of a closed <details> (all but its summary) is not shown.
+      const shut = el.closest('details:not([open])');
+      if (shut && shut !== el && !shut.querySelector(':scope > summary')?.contains(el)) return false;
       const st = getComputedStyle(el);
       if (st.display === 'none' || st.visibility === 'hidden' || Number(st.opacity) === 0) return false;
       const r = el.getBoundingClientRect();

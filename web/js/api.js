@@ -185,6 +185,50 @@ export async function api(method, path, body, opts = {}) {
   return resp.text();
 }
 
+/**
+ * Uploads `file` to the workspace (`PUT /api/files/{path}`) with XMLHttpRequest, whose upload
+ * progress fetch does not report: `onProgress(sentBytes, totalBytes)`. Resolves to the
+ * server's answer ({path, size, replaced}); rejects with ApiError, or an AbortError when
+ * `signal` aborts. A 401 refreshes the session once and tries again.
+ */
+export async function upload(path, file, { onProgress, signal } = {}) {
+  const once = () => new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('PUT', `/api/files/${path.split('/').map(encodeURIComponent).join('/')}`);
+    const a = loadAccess();
+    if (a) xhr.setRequestHeader('Authorization', `Bearer ${a.token}`);
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+    xhr.upload.onprogress = (ev) => { if (onProgress) onProgress(ev.loaded, ev.lengthComputable ? ev.total : file.size); };
+    const abort = () => xhr.abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    xhr.onabort = () => reject(new DOMException('aborted', 'AbortError'));
+    xhr.onerror = () => reject(new ApiError(0, 'network_error', 'The upload could not reach the server. Check the connection and try again.'));
+    xhr.onload = () => {
+      signal?.removeEventListener('abort', abort);
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status >= 200 && xhr.status < 300) { resolve(body); return; }
+      const message = body?.error?.message || (xhr.status >= 500
+        ? 'The server had a problem. Please try again.' : `Upload failed (${xhr.status})`);
+      reject(new ApiError(xhr.status, body?.error?.code, message, xhr.getResponseHeader('Retry-After')));
+    };
+    if (signal?.aborted) { xhr.abort(); return; }
+    xhr.send(file);
+  });
+  if (!loadAccess()) await refresh();
+  try {
+    return await once();
+  } catch (err) {
+    if (err.status !== 401) throw err;
+    if (!(await refresh())) {
+      expired('Your session has expired or was signed out. Please sign in again.');
+      throw err;
+    }
+    return once();
+  }
+}
+
 export const get = (p, o) => api('GET', p, undefined, o);
 export const post = (p, b, o) => api('POST', p, b === undefined ? {} : b, o);
 export const patch = (p, b) => api('PATCH', p, b);
@@ -192,13 +236,15 @@ export const put = (p, b, o) => api('PUT', p, b, o);
 export const del = (p) => api('DELETE', p);
 
 /**
- * Posts a message and reads the SSE stream, calling onEvent({type, ...data}, id) per event
- * (`id` is the event's place in the turn, for re-attaching). Resolves when the stream ends.
- * Rejects with ApiError for a refusal before streaming.
+ * Posts a message (with the workspace paths of its `attachments`) and reads the SSE stream,
+ * calling onEvent({type, ...data}, id) per event (`id` is the event's place in the turn, for
+ * re-attaching). Resolves when the stream ends. Rejects with ApiError for a refusal before
+ * streaming.
  */
-export async function streamTurn(conversationId, content, onEvent, signal) {
+export async function streamTurn(conversationId, content, onEvent, signal, attachments = []) {
+  const body = attachments.length ? { content, attachments } : { content };
   const resp = await api('POST', `/api/conversations/${encodeURIComponent(conversationId)}/messages`,
-    { content }, { accept: 'text/event-stream', response: true, signal });
+    body, { accept: 'text/event-stream', response: true, signal });
   await readSse(resp, onEvent);
 }
 

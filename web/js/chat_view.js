@@ -1,5 +1,5 @@
 // The chat screen: conversation sidebar, message log with live streaming, composer with
-// Send/Stop and model picker, and the workspace files panel.
+// Send/Stop, attachments and model picker, and the workspace files panel.
 
 import { h, clear, toast, icon } from './dom.js';
 import * as api from './api.js';
@@ -10,6 +10,7 @@ import { exportMenu } from './export_menu.js';
 import { decorate } from './message_actions.js';
 import { showPending } from './approval_card.js';
 import { runTurn } from './live_turn.js';
+import { Attachments } from './attachments.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -70,9 +71,10 @@ export class ChatView {
     this.modelSelect = h('select', { class: 'model-select', 'aria-label': 'Model' });
     this.modelWrap = h('div', { class: 'model-wrap' }, this.modelSelect);
     this.modelWrap.hidden = true;
+    this.attachments = new Attachments({ onUploaded: () => { if (this.files.isOpen()) this.files.load(); } });
     this.form = h('form', { class: 'composer', 'aria-label': 'Send a message' },
-      this.modelWrap,
-      h('div', { class: 'composer-row' }, this.input, this.sendBtn, this.stopBtn),
+      this.modelWrap, this.attachments.el,
+      h('div', { class: 'composer-row' }, this.attachments.button, this.input, this.sendBtn, this.stopBtn),
       h('p', { class: 'composer-hint' }, 'Enter to send · Shift+Enter for a new line · tool calls run on the server and are audited'));
     this.form.addEventListener('submit', (ev) => { ev.preventDefault(); this.send(); });
     this.input.addEventListener('keydown', (ev) => {
@@ -83,6 +85,7 @@ export class ChatView {
 
     this.files = new FilesPanel({ button: this.filesBtn, scrim: this.scrim });
     this.chatMain = h('section', { class: 'chat-main', 'aria-label': 'Chat' }, header, this.log, this.banner, this.form);
+    this.attachments.watch(this.chatMain, this.input);
     this.layout = h('div', { class: 'chat-layout' }, this.sidebar, this.chatMain, this.files.el, this.scrim);
     this.main.append(this.layout);
   }
@@ -257,6 +260,7 @@ export class ChatView {
   async resend(fromId, text) {
     const conv = this.current;
     if (!conv || this.streaming) return;
+    const files = [...this.log.querySelectorAll('.msg-user')].find((q) => q.dataset.messageId === fromId)?.attachments;
     try {
       await api.post(`/api/conversations/${encodeURIComponent(conv.id)}/truncate`, { from: fromId });
     } catch (err) {
@@ -265,6 +269,7 @@ export class ChatView {
     }
     await this.open(conv.id);
     this.input.value = text;
+    this.attachments.replace(files);
     await this.send();
   }
 
@@ -307,7 +312,8 @@ export class ChatView {
 
   async send() {
     const content = this.input.value.trim();
-    if (!content) return;
+    const files = this.attachments.ready();
+    if (!files || (!content && !files.length)) return;
     if (this.streaming) {
       if (this.streaming.convId !== this.current?.id) toast('Another chat is still answering. Wait for it or stop it first.', 'error');
       return;
@@ -318,7 +324,8 @@ export class ChatView {
     let refusedFirst = false; // ...and its first message was refused: it goes again
     if (!conv) {
       try {
-        const body = { title: content.length > 60 ? `${content.slice(0, 57).trimEnd()}…` : content };
+        const label = content || files.map((f) => f.path).join(', ');
+        const body = { title: label.length > 60 ? `${label.slice(0, 57).trimEnd()}…` : label };
         if (!this.modelWrap.hidden && this.modelSelect.value) body.model = this.modelSelect.value;
         conv = await api.post('/api/conversations', body);
         conv.messages = [];
@@ -336,20 +343,22 @@ export class ChatView {
     if (this.log.querySelector('.empty-state')) clear(this.log);
     this.input.value = '';
     this.autosize();
-    const bubble = userBubble(content);
+    this.attachments.clear();
+    const bubble = userBubble(content, { files });
     this.log.append(bubble);
     const turn = new AssistantTurn({ live: true });
     this.log.append(turn.el);
     this.scrollToEnd(true);
     try {
       await runTurn(this, conv.id, turn, null,
-        (onEvent, signal) => api.streamTurn(conv.id, content, onEvent, signal), bubble);
+        (onEvent, signal) => api.streamTurn(conv.id, content, onEvent, signal, files.map((f) => f.path)), bubble);
     } catch (err) {
       if (err.status === 401) return;
       // Refused before streaming: nothing was stored. Put the text back.
       turn.el.remove();
       bubble.remove();
       if (!this.input.value) { this.input.value = content; this.autosize(); }
+      this.attachments.restore(files);
       if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
       this.showBanner(refusalText(err, this));
       // A chat whose first message was refused up front holds nothing: no empty chat is
@@ -369,7 +378,6 @@ export class ChatView {
       if (this.attached && this.current && this.current.id === conv.id) this.input.focus();
     }
   }
-
 
   resetsText() {
     const b = this.appState.me?.budget;

@@ -115,6 +115,7 @@ const ICONS = {
   file: 'M14 3H6v18h12V7zM14 3v4h4',
   pin: 'M9 3h6l-1 6 4 4H6l4-4zM12 13v8',
   archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
+  paperclip: 'M21 11.5l-8.6 8.6a5 5 0 0 1-7.1-7.1l8.6-8.6a3.3 3.3 0 0 1 4.7 4.7l-8.6 8.6a1.7 1.7 0 0 1-2.4-2.4l7.9-7.9',
 };
 
 /** An inline SVG icon (decorative: aria-hidden). */

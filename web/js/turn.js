@@ -3,6 +3,7 @@
 
 import { h, clear, fmtDuration, fmtNumber, icon } from './dom.js';
 import { renderMarkdown } from './markdown.js';
+import { fileChips } from './attachments.js';
 
 export const FINISH_NOTES = {
   max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
@@ -16,9 +17,12 @@ export const FINISH_NOTES = {
   shutdown: 'The server restarted while answering; this answer is incomplete.',
 };
 
-export function userBubble(text, { pending = false } = {}) {
-  return h('article', { class: `msg msg-user${pending ? ' pending' : ''}`, 'aria-label': 'You said' },
-    h('div', { class: 'bubble' }, h('div', { class: 'plain' }, text)));
+/** The user's message; `files` ({path, bytes}) are the files it attached. */
+export function userBubble(text, { pending = false, files = [] } = {}) {
+  const article = h('article', { class: `msg msg-user${pending ? ' pending' : ''}`, 'aria-label': 'You said' },
+    h('div', { class: 'bubble' }, text ? h('div', { class: 'plain' }, text) : null, fileChips(files)));
+  article.attachments = files || []; // what Edit sends again with the text
+  return article;
 }
 
 function pretty(v) {
@@ -210,7 +214,7 @@ export function renderStored(messages) {
   for (const m of messages) {
     if (m.role === 'user') {
       closeTurn();
-      const bubble = userBubble(m.content);
+      const bubble = userBubble(m.content, { files: m.attachments || [] });
       bubble.dataset.messageId = m.id; // what Edit and Regenerate go back to
       out.push(bubble);
       continue;

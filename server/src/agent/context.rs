@@ -107,17 +107,17 @@ pub fn assemble_resumed(
     let (before, user, after) = match split {
         Some(i) => (
             &history[..i],
-            history[i].content.as_str(),
+            super::attachments::stored_model_text(&history[i]),
             &history[i + 1..],
         ),
-        None => (&[][..], "", history),
+        None => (&[][..], String::new(), history),
     };
     let steps: Vec<ChatMessage> = units(after).into_iter().flatten().collect();
     let steps_cost: u64 = steps.iter().map(cost).sum();
     let mut out = assemble(
         system_prompt,
         before,
-        user,
+        &user,
         window_tokens,
         reserve_output.saturating_add(steps_cost),
     );
@@ -146,7 +146,9 @@ fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
         let m = &history[i];
         i += 1;
         match m.role.as_str() {
-            "user" => out.push(vec![ChatMessage::user(m.content.clone())]),
+            "user" => out.push(vec![ChatMessage::user(
+                super::attachments::stored_model_text(m),
+            )]),
             "assistant" => {
                 let calls: Vec<StoredToolCall> = m
                     .tool_calls
@@ -213,6 +215,7 @@ mod tests {
             content: content.into(),
             tool_calls: calls,
             tool_call_id: call_id.map(Into::into),
+            attachments: None,
             status: "complete".into(),
             status_reason: None,
             model: None,
@@ -260,6 +263,18 @@ mod tests {
         assert_eq!(out[3].tool_call_id.as_deref(), Some("a"));
         assert!(out[4].tool_calls.is_empty());
         assert_eq!(out[4].content, "partial");
+    }
+
+    #[test]
+    fn attached_files_are_named_to_the_model_and_survive_a_resume() {
+        let mut asked = msg("user", "summarise", None, None);
+        asked.attachments = Some(json!([{"path": "notes.txt", "bytes": 1229}]));
+        let note = "summarise\n\nAttached files in your workspace (read them with your file \
+                    tools):\n- notes.txt (1.2 KB)";
+        let out = assemble("sys", std::slice::from_ref(&asked), "next", 100_000, 100);
+        assert_eq!(out[1].content, note);
+        let resumed = assemble_resumed("sys", &[asked], 100_000, 100);
+        assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod active;
 pub mod api;
 mod approval;
+pub mod attachments;
 pub mod cancel;
 pub mod context;
 pub mod control;
@@ -52,30 +53,39 @@ impl Agent {
     /// account is checked against the token (401), the conversation claimed (409 if a turn
     /// already runs), the first model call's budget reserved (429 if it cannot be), the user
     /// message stored, the history and the user's allowed tools read. Its COMMIT goes out with
-    /// the first model call ([`PreparedTurn::start`]).
+    /// the first model call ([`PreparedTurn::start`]). `attachments` (checked by
+    /// [`attachments::resolve`]) are stored with the message and named to the model.
     pub async fn prepare(
         &self,
         token: SignedToken,
         conversation_id: Uuid,
         content: &str,
+        attachments: &[attachments::Attachment],
         idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
     ) -> Result<PreparedTurn, ApiError> {
-        if content.trim().is_empty() || content.chars().count() > MAX_MESSAGE_CHARS {
+        // Files alone are a message too ("what is in this?" goes without saying).
+        let blank = content.trim().is_empty() && attachments.is_empty();
+        if blank || content.chars().count() > MAX_MESSAGE_CHARS {
             return Err(ApiError::bad_request(
                 "invalid_content",
-                format!("content must be 1 to {MAX_MESSAGE_CHARS} characters"),
+                format!(
+                    "content must be 1 to {MAX_MESSAGE_CHARS} characters (it may be empty when \
+                     files are attached)"
+                ),
             ));
         }
-        let user_message = NewMessage::complete(conversation_id, "user", content);
+        let mut user_message = NewMessage::complete(conversation_id, "user", content);
+        user_message.attachments = attachments::to_row(attachments);
+        // What the model reads: the text, then the note naming the attached files.
+        let content = attachments::model_text(content, attachments);
         let history_room = context::history_room(
             &self.settings.system_prompt,
-            content,
+            &content,
             self.settings.context_window_tokens,
             u64::from(self.settings.max_output_tokens),
         );
         let build = {
             let agent = self.clone();
-            let content = content.to_owned();
             move |history: &[crate::db::models::message::Message],
                   allowed: &[String],
                   custom: &[CustomToolRow]| {

@@ -76,6 +76,7 @@ pub(super) fn incomplete_assistant(
         content: text,
         tool_calls: None,
         tool_call_id: None,
+        attachments: None,
         status: "incomplete".into(),
         status_reason: Some(reason.to_owned()),
         model: Some(turn.model.clone()),

@@ -79,6 +79,7 @@ impl Agent {
                 content: body.clone(),
                 tool_calls: None,
                 tool_call_id: Some(call.id.clone()),
+                attachments: None,
                 status: "complete".into(),
                 status_reason: result.error_code.map(str::to_owned),
                 model: None,

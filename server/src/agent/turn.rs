@@ -272,6 +272,7 @@ impl Agent {
                 tool_calls: (!stored_calls.is_empty())
                     .then(|| serde_json::to_value(&stored_calls).unwrap_or(Value::Null)),
                 tool_call_id: None,
+                attachments: None,
                 status: "complete".into(),
                 status_reason: None,
                 model: model.or_else(|| Some(turn.model.clone())),

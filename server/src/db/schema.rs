@@ -81,6 +81,7 @@ diesel::table! {
         duration_ms -> Nullable<Int8>,
         created_at -> Timestamptz,
         history_cost -> Nullable<Int4>,
+        attachments -> Nullable<Jsonb>,
     }
 }
 

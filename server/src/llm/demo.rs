@@ -4,8 +4,8 @@
 //! rule based: it recognises a few simple requests in the last user message and
 //! answers them by calling tools (`current_time`, `calculator`, `list_files`,
 //! `read_file`) when those tools are offered, then phrases the tool results as
-//! text. Anything else gets a short help text. Every text reply starts with
-//! `"[demo] "`.
+//! text; files attached to the message are read and described. Anything else
+//! gets a short help text. Every text reply starts with `"[demo] "`.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use super::demo_attachments::Next;
 use super::demo_phrasing::summarize_tool_results;
 use super::http::events_from;
 use super::{
@@ -135,6 +136,11 @@ pub(super) fn help_text() -> String {
 }
 
 fn plan(req: &ChatRequest) -> Plan {
+    match super::demo_attachments::next(req) {
+        Some(Next::Read(path)) => return Plan::Call("read_file", json!({ "path": path })),
+        Some(Next::Say(text)) => return Plan::Say(text),
+        None => {}
+    }
     match req.messages.last() {
         Some(m) if m.role == Role::User => plan_for_user(req, &m.content),
         Some(m) if m.role == Role::Tool => Plan::Say(summarize_tool_results(&req.messages)),

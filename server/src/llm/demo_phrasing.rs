@@ -4,6 +4,7 @@
 use chrono::DateTime;
 use serde_json::Value;
 
+use super::attachment_note::human_bytes;
 use super::{ChatMessage, Role, ToolCall};
 
 /// Phrases the tool results that followed the last user message.
@@ -153,20 +154,6 @@ fn describe_files(data: &Value) -> Option<String> {
         text.push_str(&format!("\n…and {} more.", matched - files.len() as u64));
     }
     Some(text)
-}
-
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if n < 1024 {
-        return format!("{n} bytes");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! backoff, timeouts and SSE decoding).
 
 pub mod anthropic;
+pub mod attachment_note;
 pub mod demo;
+mod demo_attachments;
 mod demo_phrasing;
 pub mod http;
 pub mod openai;

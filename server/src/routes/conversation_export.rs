@@ -1,7 +1,7 @@
 //! `GET /api/conversations/{id}/export?format=markdown|json`: a conversation to keep or share,
 //! as a download. Markdown reads like the chat (tool calls as short quoted lines, results in
-//! code blocks cut to a readable size); JSON is the full record, the same shape as
-//! `GET /api/conversations/{id}`.
+//! code blocks cut to a readable size, attached files named under the question); JSON is the
+//! full record, the same shape as `GET /api/conversations/{id}` (`attachments` included).
 
 use std::fmt::Write as _;
 
@@ -11,11 +11,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use crate::agent::attachments::{self, Attachment};
 use crate::auth::AuthUser;
 use crate::db::models::conversation::Conversation;
 use crate::db::models::message::Message;
 use crate::db::{self, models::conversation, models::message};
 use crate::error::ApiError;
+use crate::llm::attachment_note::human_bytes;
 use crate::state::AppState;
 
 /// A tool result longer than this is cut in the Markdown export (the JSON keeps it whole).
@@ -114,7 +116,14 @@ fn markdown(conv: &Conversation, messages: &[Message]) -> String {
         let when = m.created_at.format("%Y-%m-%d %H:%M UTC");
         match m.role.as_str() {
             "user" => {
-                let _ = writeln!(out, "**You** · {when}\n\n{}\n", m.content.trim());
+                let _ = writeln!(out, "**You** · {when}\n");
+                if !m.content.trim().is_empty() {
+                    let _ = writeln!(out, "{}\n", m.content.trim());
+                }
+                let files = attachments::of(m);
+                if !files.is_empty() {
+                    let _ = writeln!(out, "{}\n", attached_line(&files));
+                }
             }
             "assistant" => {
                 let _ = write!(out, "**Assistant** · {when}");
@@ -138,6 +147,15 @@ fn markdown(conv: &Conversation, messages: &[Message]) -> String {
         }
     }
     out
+}
+
+/// "Attached: `a.txt` (1.2 KB), `b.csv` (12 bytes)" (backticks in a name become quotes).
+fn attached_line(files: &[Attachment]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| format!("`{}` ({})", f.path.replace('`', "'"), human_bytes(f.bytes)))
+        .collect();
+    format!("_Attached:_ {}", names.join(", "))
 }
 
 /// `(name, arguments as compact JSON)` of each stored tool call.
@@ -170,6 +188,24 @@ mod tests {
         assert_eq!(file_stem("???"), "conversation");
         assert_eq!(file_stem("数据 分析"), "数据-分析");
         assert!(file_stem(&"a".repeat(500)).len() <= 60);
+    }
+
+    #[test]
+    fn attachments_are_one_line() {
+        let files = [
+            Attachment {
+                path: "notes.txt".into(),
+                bytes: 1229,
+            },
+            Attachment {
+                path: "a`b.md".into(),
+                bytes: 3,
+            },
+        ];
+        assert_eq!(
+            attached_line(&files),
+            "_Attached:_ `notes.txt` (1.2 KB), `a'b.md` (3 bytes)"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::agent::follow::Follower;
-use crate::agent::{cancel, EventId, TurnEvent};
+use crate::agent::{attachments, cancel, EventId, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
 use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::{self, models::conversation, models::turn};
@@ -30,6 +30,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[serde(deny_unknown_fields)]
 struct MessageBody {
     content: String,
+    /// Files of the caller's workspace (`/api/files`) to attach: at most 10 paths, each a
+    /// valid workspace path of an existing file (422 otherwise). The model is told their
+    /// names and sizes and reads them with its file tools.
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    attachments: Vec<String>,
 }
 
 /// Runs one agent turn: a `text/event-stream` of turn events (`turn_start`, `text_delta`,
@@ -43,6 +49,7 @@ struct MessageBody {
     (status = 200, description = "The turn's events as they happen, or its summary",
         content((crate::openapi::schemas::SseEvent = "text/event-stream"), (crate::openapi::schemas::TurnSummary = "application/json"))),
     (status = 409, description = "A turn already runs in this conversation", body = crate::error::ErrorBody),
+    (status = 422, description = "An attachment is not a file of the caller's workspace, or there are too many", body = crate::error::ErrorBody),
     (status = 429, description = "The token budget is used up or held by running turns", body = crate::error::ErrorBody)))]
 async fn post_message(
     req: HttpRequest,
@@ -51,7 +58,7 @@ async fn post_message(
     id: web::Path<Uuid>,
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = idempotency_key(&req, *id, &body.content)?;
+    let key = idempotency_key(&req, *id, &body)?;
     let duplicate = match &key {
         Some(k) => state.agent.replay_duplicate(token.user_id, *id, k).await?,
         None => None,
@@ -60,7 +67,12 @@ async fn post_message(
     let follower = match duplicate {
         Some(turn_id) => state.agent.follow(user_id, *id, turn_id, None).await?,
         None => {
-            let prepared = state.agent.prepare(token, *id, &body.content, key).await?;
+            let attached =
+                attachments::resolve(&state.workspaces, user_id, &body.attachments).await?;
+            let prepared = state
+                .agent
+                .prepare(token, *id, &body.content, &attached, key)
+                .await?;
             let log = state.agent.start(prepared);
             state.agent.follow_started(user_id, *id, log)
         }
@@ -143,7 +155,7 @@ const MAX_IDEMPOTENCY_KEY: usize = 200;
 fn idempotency_key(
     req: &HttpRequest,
     conversation_id: Uuid,
-    content: &str,
+    body: &MessageBody,
 ) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(v) = req.headers().get("idempotency-key") else {
         return Ok(None);
@@ -153,7 +165,12 @@ fn idempotency_key(
             if (1..=MAX_IDEMPOTENCY_KEY).contains(&k.len())
                 && k.bytes().all(|b| b.is_ascii_graphic()) =>
         {
-            Ok(Some(IdempotencyKey::new(k, conversation_id, content)))
+            Ok(Some(IdempotencyKey::new(
+                k,
+                conversation_id,
+                &body.content,
+                &body.attachments,
+            )))
         }
         _ => Err(ApiError::bad_request(
             "invalid_idempotency_key",

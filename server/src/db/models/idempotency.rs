@@ -17,11 +17,21 @@ pub struct IdempotencyKey {
 }
 
 impl IdempotencyKey {
-    /// The key of a message `content` sent to `conversation_id`.
-    pub fn new(key: &str, conversation_id: Uuid, content: &str) -> Self {
+    /// The key of a message `content` sent to `conversation_id` with `attachments` (paths as
+    /// sent): the same key with other files attached is a different request.
+    pub fn new(key: &str, conversation_id: Uuid, content: &str, attachments: &[String]) -> Self {
         let mut h = Sha256::new();
         h.update(conversation_id.as_bytes());
         h.update(content.as_bytes());
+        // Nothing added without attachments: such a request hashes as it always did. Each path
+        // goes with its length, so that no two lists hash alike.
+        if !attachments.is_empty() {
+            h.update(b"\0attachments");
+            for path in attachments {
+                h.update((path.len() as u64).to_be_bytes());
+                h.update(path.as_bytes());
+            }
+        }
         Self {
             key: key.to_owned(),
             request_hash: h.finalize().to_vec(),

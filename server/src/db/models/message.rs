@@ -28,6 +28,10 @@ pub struct Message {
     pub tool_calls: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// The workspace files a user message was sent with ([`crate::agent::attachments`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<crate::agent::attachments::Attachment>>)]
+    pub attachments: Option<serde_json::Value>,
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
@@ -51,6 +55,7 @@ pub struct NewMessage {
     pub content: String,
     pub tool_calls: Option<serde_json::Value>,
     pub tool_call_id: Option<String>,
+    pub attachments: Option<serde_json::Value>,
     pub status: String,
     pub status_reason: Option<String>,
     pub model: Option<String>,
@@ -69,6 +74,7 @@ impl NewMessage {
             content: content.into(),
             tool_calls: None,
             tool_call_id: None,
+            attachments: None,
             status: "complete".into(),
             status_reason: None,
             model: None,
@@ -111,7 +117,8 @@ pub fn list_recent(
              SELECT seq, sum(COALESCE(history_cost, 0)) OVER (ORDER BY seq DESC) AS cost \
              FROM messages WHERE conversation_id = $1) \
          SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
-                status_reason, model, input_tokens, output_tokens, duration_ms, created_at \
+                status_reason, model, input_tokens, output_tokens, duration_ms, created_at, \
+                attachments \
          FROM messages WHERE conversation_id = $1 \
            AND seq >= (SELECT COALESCE(min(seq), 9223372036854775807) FROM newer \
                        WHERE cost <= $2) \
@@ -151,15 +158,16 @@ pub fn insert_many(
     sql(
         "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                status, status_reason, model, input_tokens, output_tokens, \
-                               duration_ms, history_cost) \
+                               duration_ms, history_cost, attachments) \
          SELECT id, conversation_id, role, content, tool_calls, tool_call_id, status, \
-                status_reason, model, input_tokens, output_tokens, duration_ms, history_cost \
+                status_reason, model, input_tokens, output_tokens, duration_ms, history_cost, \
+                attachments \
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], \
                      $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], \
-                     $13::int4[]) \
+                     $13::int4[], $14::jsonb[]) \
               WITH ORDINALITY AS r (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                     status, status_reason, model, input_tokens, output_tokens, \
-                                    duration_ms, history_cost, n) \
+                                    duration_ms, history_cost, attachments, n) \
          ORDER BY n",
     )
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
@@ -177,6 +185,7 @@ pub fn insert_many(
     .bind::<Array<Integer>, _>(column(rows, |r| {
         history_cost_floor(&r.role, &pg_safe_text(&r.content))
     }))
+    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.attachments.as_ref().map(pg_safe_json)))
     .execute(conn)
     .map(|r| r.map(|_| ()))
     .boxed()
