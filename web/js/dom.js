@@ -115,6 +115,7 @@ const ICONS = {
   file: 'M14 3H6v18h12V7zM14 3v4h4',
   pin: 'M9 3h6l-1 6 4 4H6l4-4zM12 13v8',
   archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
+  sliders: 'M4 6h9M17 6h3M15 4v4M4 12h3M11 12h9M9 10v4M4 18h11M19 18h1M17 16v4',
 };
 
 /** An inline SVG icon (decorative: aria-hidden). */

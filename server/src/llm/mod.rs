@@ -11,6 +11,7 @@ pub mod demo;
 mod demo_phrasing;
 pub mod http;
 pub mod openai;
+pub mod title;
 mod user_text;
 
 use std::time::Duration;
