@@ -7,6 +7,7 @@ import { ChatView } from './js/chat_view.js';
 import { renderAdmin } from './js/admin_view.js';
 import { openAccountDialog } from './js/account_dialog.js';
 import { renderKeys } from './js/keys_view.js';
+import { applyTheme } from './js/theme.js';
 
 const app = document.getElementById('app');
 
@@ -49,6 +50,8 @@ document.addEventListener('click', (ev) => {
 export async function refreshMe() {
   try {
     state.me = await api.get('/api/me');
+    // The account's theme wins over this browser's copy (it may have changed elsewhere).
+    if (state.me.preferences) applyTheme(state.me.preferences.theme);
     renderBudget();
   } catch { /* handled by the expiry listener or transient */ }
   return state.me;
@@ -108,13 +111,16 @@ function shell(active) {
   // costs no width of its own on a phone, where only the avatar shows.
   const account = h('button', {
     type: 'button', class: 'who who-button',
-    title: `Signed in as ${me.username} (${me.role}): password, sign out`,
+    title: `Signed in as ${me.username} (${me.role}): theme, default model, password, sign out`,
     'aria-label': `Account ${me.username}`,
   },
   h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
   h('span', { class: 'who-name' }, me.username),
   h('span', { class: 'role-badge' }, me.role));
-  account.addEventListener('click', () => openAccountDialog({ me, onSignOut: signOutNow }));
+  account.addEventListener('click', async () => {
+    if (!state.models) state.models = await api.get('/api/models').catch(() => null);
+    openAccountDialog({ me: state.me || me, models: state.models, onSignOut: signOutNow });
+  });
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
     h('a', { href: '/keys', 'data-nav': '', class: 'navlink navlink-keys', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),

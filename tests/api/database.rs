@@ -474,7 +474,7 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, "user", content);
-    turn::begin(conn, claim.clone(), message, ask, u64::MAX, |h, _, _| {
+    turn::begin(conn, claim.clone(), message, ask, u64::MAX, |_, h, _, _| {
         (h.len(), 50)
     })
     .await

@@ -47,8 +47,8 @@ async fn snapshot(app: &TestApp) -> String {
     let mut db = app.db().await;
     diesel::sql_query(
         "SELECT concat_ws('|', \
-           (SELECT string_agg(concat_ws(',', id, username, role, disabled, token_budget, token_version, password_hash), ';' ORDER BY id) FROM users), \
-           (SELECT string_agg(concat_ws(',', id, user_id, title, model, updated_at), ';' ORDER BY id) FROM conversations), \
+           (SELECT string_agg(concat_ws(',', id, username, role, disabled, token_budget, token_version, password_hash, theme, default_model), ';' ORDER BY id) FROM users), \
+           (SELECT string_agg(concat_ws(',', id, user_id, title, model, updated_at, system_prompt), ';' ORDER BY id) FROM conversations), \
            (SELECT count(*) FROM messages), \
            (SELECT string_agg(concat_ws(',', name, tools::text), ';' ORDER BY name) FROM roles), \
            (SELECT string_agg(concat_ws(',', name, url_template, headers::text), ';' ORDER BY name) FROM custom_tools), \
@@ -88,6 +88,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("POST", "/v1/chat/completions") => {
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         }
+        ("PATCH", "/api/me/preferences") => json!({"theme": "dark"}),
         ("POST", "/api/me/password") => {
             json!({"current_password": "password-of-victim", "new_password": "new-password-1"})
         }

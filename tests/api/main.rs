@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod account_prefs;
 mod admin;
 mod admission;
 mod api_keys;
@@ -37,6 +38,7 @@ mod scim_okta;
 mod security_fixes;
 mod security_sessions;
 mod sso;
+mod titles;
 mod tokens;
 mod tools;
 
@@ -57,6 +59,10 @@ fn child_server_process() {
         let mut settings = agentchat::config::Settings::load(None).unwrap();
         settings.database.url = agentchat::config::DatabaseUrl::new(database_url);
         settings.bind = "127.0.0.1:0".into();
+        // As in `test_settings`: no title calls unless a test asks for them.
+        if std::env::var("AGENTCHAT_AUTO_TITLES").is_err() {
+            settings.llm.auto_titles = false;
+        }
         let app = agentchat::startup::Application::build(settings)
             .await
             .unwrap();

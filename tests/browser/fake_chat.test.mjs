@@ -209,7 +209,7 @@ test('model picker appears when several models are offered', async () => {
   await send(page, 'hi there');
   await page.locator('.msg-assistant .text-seg').filter({ hasText: 'Hello from the fake model.' }).waitFor();
   assert.equal(upstream.requests[upstream.requests.length - 1].model, 'fake-large');
-  await page.locator('.model-tag').filter({ hasText: 'fake-large' }).waitFor();
+  await page.getByRole('button', { name: /^Chat settings: model fake-large/ }).waitFor();
   assert.equal(await picker.isVisible(), false, 'the model is fixed once the chat started');
   await page.context().close();
 });

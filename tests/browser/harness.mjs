@@ -125,9 +125,19 @@ export class FakeUpstream {
     this.requests = [];
     this.respond = null;
     this.queue = [];
+    // Title calls (after a chat's first answer) are kept apart from the scripted turn
+    // calls: they never take a script, and answer `titleScript` (or "Fake title").
+    this.titleRequests = [];
+    this.titleScript = null;
   }
 
   push(script) { this.queue.push(script); }
+
+  /** A conversation-title request (the server's system message for it), answered apart. */
+  static isTitleRequest(body) {
+    const first = body.messages?.[0];
+    return first?.role === 'system' && String(first.content).startsWith('You name conversations.');
+  }
 
   defaultScript(body) {
     const last = body.messages?.[body.messages.length - 1];
@@ -158,8 +168,11 @@ export class FakeUpstream {
       }
       let body = {};
       try { body = JSON.parse(raw); } catch { /* keep empty */ }
-      this.requests.push(body);
-      const script = this.queue.shift() || (this.respond && this.respond(body)) || this.defaultScript(body);
+      const titling = FakeUpstream.isTitleRequest(body);
+      if (titling) this.titleRequests.push(body);
+      else this.requests.push(body);
+      const script = titling ? (this.titleScript || { text: 'Fake title' })
+        : this.queue.shift() || (this.respond && this.respond(body)) || this.defaultScript(body);
       if (script.status) {
         res.writeHead(script.status, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify({ error: { message: script.message || 'upstream exploded', type: 'server_error' } }));

@@ -268,6 +268,9 @@ pub fn test_settings(database_url: &str) -> Settings {
     s.database.url = DatabaseUrl::new(database_url);
     s.database.create_if_missing = false;
     s.database.pool_size = 8;
+    // A title call after each first answer would be one more upstream request in every
+    // test; the tests of titles turn it on.
+    s.llm.auto_titles = false;
     s.bind = "127.0.0.1:0".to_owned();
     s.tools.workspace_dir = std::env::temp_dir().join(format!(
         "agentchat-test-ws-{}",

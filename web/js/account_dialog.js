@@ -1,11 +1,12 @@
-// The account dialog (the avatar button in the top bar): who is signed in, change password
-// (ends every other session), sign out. On a phone it is where "Sign out" lives, so the top
-// bar keeps its width.
+// The account dialog (the avatar button in the top bar): who is signed in, theme and default
+// model (preferences_form.js), change password (ends every other session), sign out. On a
+// phone it is where "Sign out" lives, so the top bar keeps its width.
 
 import { h, field, uid, toast } from './dom.js';
 import * as api from './api.js';
+import { preferencesSection } from './preferences_form.js';
 
-export function openAccountDialog({ me, onSignOut }) {
+export function openAccountDialog({ me, models, onSignOut }) {
   const errorId = uid('pw-err');
   const status = h('div', { class: 'form-error', id: errorId, role: 'alert' });
   const current = field('Current password', { name: 'current_password', type: 'password', autocomplete: 'current-password', required: true, 'aria-describedby': errorId });
@@ -22,6 +23,7 @@ export function openAccountDialog({ me, onSignOut }) {
     h('div', { class: 'account-head' },
       h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
       h('div', null, h('h2', { class: 'auth-title' }, me.username), h('span', { class: 'role-badge' }, me.role))),
+    preferencesSection(me, models),
     form,
     // On a phone the top bar has no room for the API keys link: it is reachable from here.
     h('p', null, keys),

@@ -11,6 +11,8 @@ import { decorate } from './message_actions.js';
 import { showPending } from './approval_card.js';
 import { runTurn } from './live_turn.js';
 import { Attachments } from './attachments.js';
+import { settingsButton } from './conversation_settings.js';
+import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -54,10 +56,11 @@ export class ChatView {
 
     // Header of the conversation
     this.title = h('h1', { class: 'chat-title' }, 'New chat');
-    this.modelLabel = h('span', { class: 'model-tag' });
+    // Model and instructions of the open chat (conversation_settings.js).
+    this.settings = settingsButton({ current: () => this.current, models: () => this.appState.models, onSaved: (c) => { Object.assign(this.current, c); this.showTitle(); } });
     this.filesBtn = h('button', { type: 'button', class: 'btn btn-ghost files-toggle', 'aria-expanded': 'false', 'aria-controls': 'files-panel' }, 'Files');
     this.exportMenu = exportMenu(() => this.current?.id || null);
-    const header = h('div', { class: 'chat-header' }, this.title, this.modelLabel, h('span', { class: 'spacer' }), this.exportMenu, this.filesBtn);
+    const header = h('div', { class: 'chat-header' }, this.title, this.settings.el, h('span', { class: 'spacer' }), this.exportMenu, this.filesBtn);
 
     // Log
     this.log = h('div', { class: 'messages', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
@@ -119,7 +122,9 @@ export class ChatView {
     ]);
     this.appState.models = models;
     if (models && Array.isArray(models.models) && models.models.length > 1) {
-      for (const m of models.models) this.modelSelect.append(h('option', { value: m, selected: m === models.default }, m));
+      const mine = this.appState.me?.preferences?.default_model; // the account's, while offered
+      const start = models.models.includes(mine) ? mine : models.default;
+      for (const m of models.models) this.modelSelect.append(h('option', { value: m, selected: m === start }, m));
       this.modelWrap.hidden = false;
     }
     if (window.matchMedia('(min-width: 1280px)').matches) this.files.openIfAvailable();
@@ -136,9 +141,7 @@ export class ChatView {
     const t = this.current ? (this.current.title || 'Untitled') : 'New chat';
     this.title.textContent = t;
     document.title = `${t} · AgentChat`;
-    const model = this.current?.model;
-    this.modelLabel.textContent = model ? model : '';
-    this.modelLabel.hidden = !model;
+    this.settings.update();
     this.exportMenu.hidden = !this.current;
     // The model is chosen when a chat starts.
     this.modelWrap.hidden = this.current !== null || this.modelSelect.options.length < 2;
@@ -324,10 +327,11 @@ export class ChatView {
     let refusedFirst = false; // ...and its first message was refused: it goes again
     if (!conv) {
       try {
-        const label = content || files.map((f) => f.path).join(', ');
-        const body = { title: label.length > 60 ? `${label.slice(0, 57).trimEnd()}…` : label };
+        // No title: the server titles the chat from its first message, then by a model call.
+        const body = {};
         if (!this.modelWrap.hidden && this.modelSelect.value) body.model = this.modelSelect.value;
         conv = await api.post('/api/conversations', body);
+        conv.title = provisionalTitle(content || files.map((f) => f.path).join(', '));
         conv.messages = [];
         this.current = conv;
         this.convList.add(conv);
@@ -373,6 +377,7 @@ export class ChatView {
       }
     } finally {
       if (!refusedFirst) this.convList.touch(conv.id);
+      if (!refusedFirst && conv.title_auto) watchTitle(conv.id, (c) => applyTitle(this, c));
       if (this.current && this.current.id === conv.id) this.decorate();
       this.refreshMe();
       if (this.attached && this.current && this.current.id === conv.id) this.input.focus();

@@ -12,7 +12,7 @@ use crate::auth::SignedToken;
 use crate::budget;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::models::message::{self, Message, NewMessage};
-use crate::db::{self, models::conversation};
+use crate::db::{self, models::conversation, models::conversation::Conversation};
 use crate::error::ApiError;
 use crate::llm::{self, ChatMessage, ToolSpec};
 
@@ -49,7 +49,8 @@ impl Agent {
         } = call;
         let mut conn = db::conn(&self.pool).await?;
         let created =
-            conversation::create(&mut conn, token.user_id, &title, Some(model.as_str())).await?;
+            conversation::create(&mut conn, token.user_id, Some(&title), Some(model.as_str()))
+                .await?;
         let id = created.id;
         for m in history.iter_mut().chain(std::iter::once(&mut last)) {
             m.conversation_id = id;
@@ -80,8 +81,9 @@ impl Agent {
         &self,
         input: Vec<ChatMessage>,
         client_tools: &[ToolSpec],
-    ) -> impl FnOnce(&[Message], &[String], &[CustomToolRow]) -> (super::Built, i64) + Send + 'static
-    {
+    ) -> impl FnOnce(&Conversation, &[Message], &[String], &[CustomToolRow]) -> (super::Built, i64)
+           + Send
+           + 'static {
         let agent = self.clone();
         let client_cost: u64 = client_tools
             .iter()
@@ -91,7 +93,7 @@ impl Agent {
                     + llm::estimate_tokens(&t.parameters.to_string())
             })
             .sum();
-        move |_history, allowed, custom| {
+        move |_conversation, _history, allowed, custom| {
             let mut all = Vec::with_capacity(input.len() + 1);
             all.push(ChatMessage::system(agent.settings.system_prompt.clone()));
             all.extend(input);

@@ -45,6 +45,18 @@ impl StoredToolCall {
     }
 }
 
+/// The system prompt of a conversation's turns: the server's own rules first, then the
+/// conversation's instructions (added, never in their place).
+pub fn system_prompt(server: &str, conversation: Option<&str>) -> String {
+    match conversation.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(own) => format!(
+            "{server}\n\nThe user gave these instructions for this conversation (they do not \
+             override the rules above):\n{own}"
+        ),
+        None => server.to_owned(),
+    }
+}
+
 /// The room [`assemble`] has for history, in estimated tokens: what the history read may be
 /// cut to ([`crate::db::models::message::list_recent`]).
 pub fn history_room(

@@ -20,6 +20,7 @@ mod replay;
 mod resume;
 pub mod store;
 mod supervise;
+mod title;
 mod tool_calls;
 pub mod turn;
 pub mod turn_log;
@@ -86,11 +87,16 @@ impl Agent {
         );
         let build = {
             let agent = self.clone();
-            move |history: &[crate::db::models::message::Message],
+            move |conversation: &crate::db::models::conversation::Conversation,
+                  history: &[crate::db::models::message::Message],
                   allowed: &[String],
                   custom: &[CustomToolRow]| {
-                let input = context::assemble(
+                let system = context::system_prompt(
                     &agent.settings.system_prompt,
+                    conversation.system_prompt.as_deref(),
+                );
+                let input = context::assemble(
+                    &system,
                     history,
                     &content,
                     agent.settings.context_window_tokens,
@@ -127,6 +133,7 @@ impl Agent {
     ) -> Result<PreparedTurn, ApiError>
     where
         F: FnOnce(
+                &crate::db::models::conversation::Conversation,
                 &[crate::db::models::message::Message],
                 &[String],
                 &[CustomToolRow],

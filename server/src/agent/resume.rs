@@ -85,7 +85,7 @@ impl Agent {
             message_id: None,
             finish_reason: FinishReason::Cancelled,
         };
-        let (mut turn, history) = match self.load_resumed(&resume, &events).await {
+        let (mut turn, history, system) = match self.load_resumed(&resume, &events).await {
             Ok(Some(loaded)) => loaded,
             Ok(None) => {
                 // The account is gone or disabled: nothing runs; the claim is let go.
@@ -182,7 +182,7 @@ impl Agent {
         history.extend(results.iter().map(as_stored));
         let max_output = u64::from(self.settings.max_output_tokens);
         turn.input = context::assemble_resumed(
-            &self.settings.system_prompt,
+            &system,
             &history,
             self.settings.context_window_tokens,
             max_output,
@@ -249,13 +249,13 @@ impl Agent {
         self.run(turn, events, control).await;
     }
 
-    /// The resumed turn as the loop takes it (its first call's budget still to reserve) and
-    /// the conversation's history. `None`: the account is gone or disabled.
+    /// The resumed turn as the loop takes it (its first call's budget still to reserve), the
+    /// conversation's history and its system prompt. `None`: the account is gone or disabled.
     async fn load_resumed(
         &self,
         resume: &Resume,
         events: &EventSink,
-    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>)>> {
+    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>, String)>> {
         let mut conn = db::conn(&self.pool)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -291,6 +291,12 @@ impl Agent {
         let (step, text_len, calls, results) = stored.paused_step();
         events.resume_at(step, text_len, calls, results);
         let user_message_id = resume.turn_id;
+        let system = context::system_prompt(
+            &self.settings.system_prompt,
+            conversation
+                .as_ref()
+                .and_then(|c| c.system_prompt.as_deref()),
+        );
         let model = conversation
             .and_then(|c| c.model)
             .filter(|m| self.settings.models.contains(m))
@@ -317,7 +323,7 @@ impl Agent {
             outstanding: Default::default(),
             client_tools: Vec::new(),
         };
-        Ok(Some((turn, history)))
+        Ok(Some((turn, history, system)))
     }
 
     /// Ends a resumed turn that cannot go on: stores what it has and its final event, lets

@@ -145,12 +145,21 @@ impl Agent {
             let deadline = started + self.settings.turn_timeout;
             self.persist(&turn, record, deadline, &last).await
         };
+        // A stored answer: the conversation may get its title (after `done`, in the
+        // background). API calls carry their own titles.
+        let titled = stored
+            && self.settings.auto_titles
+            && matches!(ending, Ending::Finished(FinishReason::Stop))
+            && turn.client_tools.is_empty();
         let event = match ending {
             Ending::Finished(_) | Ending::Failed { .. } if !stored => unsaved(),
             _ => last,
         };
         emit(event).await;
         self.announce(&events);
+        if titled {
+            self.spawn_title(turn.user_id, turn.conversation_id, turn.model.clone());
+        }
     }
 
     async fn iterate(

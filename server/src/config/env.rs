@@ -124,6 +124,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         "llm.retry_base_delay_ms",
     ),
     var("AGENTCHAT_DEMO_DELAY_MS", "llm.demo_delay_ms"),
+    var("AGENTCHAT_AUTO_TITLES", "llm.auto_titles"),
     var(
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
         "llm.capture_content",

@@ -83,6 +83,9 @@ pub struct LlmSettings {
     pub demo_delay: Duration,
     /// Record prompts, tool arguments and results in spans (off unless explicitly enabled).
     pub capture_content: bool,
+    /// Title new conversations with one short model call after their first answer (charged
+    /// to the user's budget); off: they keep the first words of their first message.
+    pub auto_titles: bool,
 }
 
 impl Default for LlmSettings {
@@ -125,6 +128,7 @@ impl LlmSettings {
             retry_base_delay: Duration::from_millis(500),
             demo_delay: Duration::ZERO,
             capture_content: false,
+            auto_titles: true,
         }
     }
 

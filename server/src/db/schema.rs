@@ -32,6 +32,8 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         source -> Text,
+        theme -> Text,
+        default_model -> Nullable<Text>,
     }
 }
 
@@ -61,6 +63,8 @@ diesel::table! {
         active_process_id -> Nullable<Uuid>,
         pinned -> Bool,
         archived_at -> Nullable<Timestamptz>,
+        system_prompt -> Nullable<Text>,
+        title_auto -> Bool,
     }
 }
 

@@ -50,6 +50,22 @@ impl DemoProvider {
     /// [`LlmProvider::stream_chat`] streams).
     pub fn respond(&self, req: &ChatRequest) -> Vec<StreamEvent> {
         let input_tokens = prompt_tokens(req);
+        if super::title::is_title_request(req) {
+            // A conversation's title: plain words, no "[demo]" prefix.
+            let title = super::title::demo_title(req);
+            return vec![
+                StreamEvent::TextDelta(title.clone()),
+                StreamEvent::Completed {
+                    finish_reason: FinishReason::Stop,
+                    tool_calls: Vec::new(),
+                    usage: Some(Usage {
+                        input_tokens,
+                        output_tokens: estimate_tokens(&title),
+                    }),
+                    response_model: Some(DEMO_MODEL.to_string()),
+                },
+            ];
+        }
         match plan(req) {
             Plan::Call(name, args) => {
                 let arguments = args.to_string();

@@ -13,6 +13,7 @@ mod demo_attachments;
 mod demo_phrasing;
 pub mod http;
 pub mod openai;
+pub mod title;
 mod user_text;
 
 use std::time::Duration;

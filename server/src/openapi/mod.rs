@@ -38,6 +38,8 @@ use common::CommonResponses;
         routes::oidc::login,
         routes::oidc::callback,
         routes::me::me,
+        routes::preferences::get,
+        routes::preferences::update,
         routes::auth::change_password,
         routes::jwks::jwks,
         routes::models::list,

@@ -50,6 +50,7 @@ pub struct Me {
     /// The tools the caller's role may use.
     pub tools: Vec<String>,
     pub budget: budget::Status,
+    pub preferences: crate::db::models::preferences::Preferences,
 }
 
 /// `GET /api/models`.
@@ -79,6 +80,10 @@ pub struct ConversationDetail {
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The conversation's own instructions, sent after the server's system prompt.
+    pub system_prompt: Option<String>,
+    /// The title is still the default; a generated one replaces it after an answer.
+    pub title_auto: bool,
     pub messages: Vec<message::Message>,
 }
 

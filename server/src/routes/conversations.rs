@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::conversation_export::export;
 use crate::auth::AuthUser;
-use crate::db::{self, models::conversation, models::message, models::turn};
+use crate::db::{self, models::conversation, models::message, models::preferences, models::turn};
 use crate::error::ApiError;
 use crate::extract::{Json, JsonOrDefault};
 use crate::state::AppState;
@@ -16,6 +16,8 @@ use crate::state::AppState;
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
 const MAX_TITLE_CHARS: usize = 200;
+/// Longest per-conversation system prompt, in characters.
+pub const MAX_SYSTEM_PROMPT_CHARS: usize = 4_000;
 /// Longest search text, in characters.
 const MAX_QUERY_CHARS: usize = 200;
 
@@ -52,17 +54,42 @@ struct ListQuery {
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
+    /// Without one, the conversation is titled after its first answer (a short model call).
     title: Option<String>,
+    /// Without one, the caller's default model (`/api/me/preferences`), else the server's.
     model: Option<String>,
+    /// Instructions added after the server's system prompt, up to 4,000 characters.
+    system_prompt: Option<String>,
 }
 
-/// What `PATCH` may change; at least one field.
+/// What `PATCH` may change; at least one field. `model` and `system_prompt` apply from the
+/// next message (a reply being generated keeps the ones it started with).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PatchBody {
     title: Option<String>,
     pinned: Option<bool>,
     archived: Option<bool>,
+    /// One of `GET /api/models`.
+    model: Option<String>,
+    /// Instructions added after the server's system prompt (never replacing it), up to
+    /// 4,000 characters; empty or `null` removes them.
+    #[serde(default, deserialize_with = "super::preferences::present")]
+    #[schema(value_type = Option<String>, nullable)]
+    system_prompt: Option<Option<String>>,
+}
+
+/// A conversation's instructions, trimmed; `None` when empty (no instructions).
+fn clean_system_prompt(text: &str) -> Result<Option<String>, ApiError> {
+    if text.chars().count() > MAX_SYSTEM_PROMPT_CHARS {
+        return Err(ApiError::bad_request(
+            "invalid_system_prompt",
+            format!("system_prompt must be at most {MAX_SYSTEM_PROMPT_CHARS} characters"),
+        ));
+    }
+    let cleaned = crate::db::pg_safe_text(text);
+    let t = cleaned.trim();
+    Ok((!t.is_empty()).then(|| t.to_owned()))
 }
 
 fn clean_title(title: &str) -> Result<String, ApiError> {
@@ -145,20 +172,36 @@ async fn create(
     who: AuthUser,
     JsonOrDefault(body): JsonOrDefault<CreateBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let title = match body.title.as_deref() {
-        Some(t) => clean_title(t)?,
-        None => "New conversation".to_owned(),
-    };
+    let title = body.title.as_deref().map(clean_title).transpose()?;
     if let Some(m) = body.model.as_deref() {
-        if !state.settings.llm.models.iter().any(|known| known == m) {
-            return Err(ApiError::unprocessable(
-                "unknown_model",
-                format!("`{m}` is not offered here; see GET /api/models"),
-            ));
-        }
+        super::preferences::offered(&state, m)?;
     }
+    let system_prompt = body
+        .system_prompt
+        .as_deref()
+        .map(clean_system_prompt)
+        .transpose()?
+        .flatten();
     let mut conn = db::conn(&state.pool).await?;
-    let created = conversation::create(&mut conn, who.id, &title, body.model.as_deref()).await?;
+    let model = match body.model {
+        Some(m) => Some(m),
+        // The caller's default, while this server still offers it.
+        None => preferences::find(&mut conn, who.id)
+            .await?
+            .and_then(|p| p.default_model)
+            .filter(|m| state.settings.llm.models.contains(m)),
+    };
+    let mut created =
+        conversation::create(&mut conn, who.id, title.as_deref(), model.as_deref()).await?;
+    if system_prompt.is_some() {
+        let changes = conversation::Changes {
+            system_prompt: Some(system_prompt),
+            ..Default::default()
+        };
+        created = conversation::update_owned(&mut conn, created.id, who.id, &changes)
+            .await?
+            .ok_or_else(|| ApiError::not_found("conversation"))?;
+    }
     Ok(HttpResponse::Created().json(created))
 }
 
@@ -185,28 +228,46 @@ async fn get(
     Ok(HttpResponse::Ok().json(body))
 }
 
-/// Renames, pins or archives a conversation.
+/// Renames, pins or archives a conversation, or changes its model or instructions.
 #[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
     request_body = PatchBody,
-    responses((status = 200, description = "Changed", body = crate::db::models::conversation::Conversation)))]
+    responses((status = 200, description = "Changed", body = crate::db::models::conversation::Conversation),
+    (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
     Json(body): Json<PatchBody>,
 ) -> Result<HttpResponse, ApiError> {
-    if body.title.is_none() && body.pinned.is_none() && body.archived.is_none() {
+    if body.title.is_none()
+        && body.pinned.is_none()
+        && body.archived.is_none()
+        && body.model.is_none()
+        && body.system_prompt.is_none()
+    {
         return Err(ApiError::bad_request(
             "nothing_to_change",
-            "send at least one of title, pinned, archived",
+            "send at least one of title, pinned, archived, model, system_prompt",
         ));
     }
+    if let Some(m) = body.model.as_deref() {
+        super::preferences::offered(&state, m)?;
+    }
+    let title = body.title.as_deref().map(clean_title).transpose()?;
     let changes = conversation::Changes {
-        title: body.title.as_deref().map(clean_title).transpose()?,
+        // A title the user chose is never replaced by a generated one.
+        title_auto: title.as_ref().map(|_| false),
+        title,
         pinned: body.pinned,
         archived_at: body
             .archived
             .map(|archived| archived.then(chrono::Utc::now)),
+        model: body.model,
+        system_prompt: body
+            .system_prompt
+            .map(|p| p.as_deref().map(clean_system_prompt).transpose())
+            .transpose()?
+            .map(Option::flatten),
     };
     let mut conn = db::conn(&state.pool).await?;
     let conv = conversation::update_owned(&mut conn, *id, who.id, &changes)

@@ -1,19 +1,22 @@
-//! `GET /api/me`: who am I, which tools may I use, what budget is left.
+//! `GET /api/me`: who am I, which tools may I use, what budget is left, my preferences.
 
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use crate::auth::AuthUser;
-use crate::db::{self, models::budget, models::role, models::user};
+use crate::db::{self, models::budget, models::preferences, models::role, models::user};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    use super::preferences as prefs;
     cfg.route("/me", web::get().to(me))
-        .route("/me/password", web::post().to(super::auth::change_password));
+        .route("/me/password", web::post().to(super::auth::change_password))
+        .route("/me/preferences", web::get().to(prefs::get))
+        .route("/me/preferences", web::patch().to(prefs::update));
 }
 
-/// Who the caller is, which tools they may use, what budget is left.
+/// Who the caller is, which tools they may use, what budget is left, their preferences.
 #[utoipa::path(get, path = "/api/me", tag = "me",
     responses((status = 200, description = "The caller", body = crate::openapi::schemas::Me)))]
 async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
@@ -38,11 +41,15 @@ async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, A
         }
     }
     let budget = budget::status(&mut conn, who.id, (state.agent.clock)()).await?;
+    let prefs = preferences::find(&mut conn, who.id)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?;
     Ok(HttpResponse::Ok().json(json!({
         "id": account.id,
         "username": account.username,
         "role": account.role,
         "tools": tools,
         "budget": budget,
+        "preferences": prefs,
     })))
 }

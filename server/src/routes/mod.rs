@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod models;
 pub mod oidc;
 pub mod openai;
+pub mod preferences;
 pub mod scim;
 pub mod table;
 pub mod truncate;

@@ -49,6 +49,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/api/auth/oidc/callback", Public),
     r("POST", "/api/me/password", User),
     r("GET", "/api/me", User),
+    r("GET", "/api/me/preferences", User),
+    r("PATCH", "/api/me/preferences", User),
     r("GET", "/api/conversations", User),
     r("POST", "/api/conversations", User),
     r("GET", "/api/conversations/{id}", User),

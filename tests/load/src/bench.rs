@@ -1194,6 +1194,8 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         .env("AGENTCHAT_LLM_PROVIDER", "openai")
         .env("AGENTCHAT_LLM_BASE_URL", format!("{fake_base}/v1"))
         .env("AGENTCHAT_LLM_MODEL", "fake")
+        // One model call per turn, as the kit counts them (no background title calls).
+        .env("AGENTCHAT_AUTO_TITLES", "false")
         .env("AGENTCHAT_ACCESS_TOKEN_TTL_SECS", "86400")
         // The hold sweeper commits on every look (30 s by default), landing at random in the
         // commit probe's windows; once a day keeps the counts to the turns' own.

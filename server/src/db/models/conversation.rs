@@ -23,7 +23,15 @@ pub struct Conversation {
     pub pinned: bool,
     /// Put away: out of the list (still searchable); sending a message brings it back.
     pub archived_at: Option<DateTime<Utc>>,
+    /// The conversation's own instructions, sent after the server's system prompt.
+    pub system_prompt: Option<String>,
+    /// The title is still the default: a generated one may replace it (never one the user
+    /// chose).
+    pub title_auto: bool,
 }
+
+/// The title of a conversation nobody has named yet.
+pub const DEFAULT_TITLE: &str = "New conversation";
 
 /// Keyset cursor: the `(pinned, updated_at, id)` of the last conversation of the previous
 /// page.
@@ -76,19 +84,27 @@ pub struct Changes {
     pub title: Option<String>,
     pub pinned: Option<bool>,
     pub archived_at: Option<Option<DateTime<Utc>>>,
+    pub model: Option<String>,
+    /// `Some(None)` removes the conversation's instructions.
+    pub system_prompt: Option<Option<String>>,
+    /// Set to false with a title the user chose.
+    pub title_auto: Option<bool>,
 }
 
+/// Starts a conversation; `title: None` gives it the default title, which a generated one
+/// replaces after the first answer.
 pub async fn create(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
-    title: &str,
+    title: Option<&str>,
     model: Option<&str>,
 ) -> QueryResult<Conversation> {
     diesel::insert_into(dsl::conversations)
         .values((
             dsl::id.eq(Uuid::new_v4()),
             dsl::user_id.eq(user_id),
-            dsl::title.eq(title),
+            dsl::title.eq(title.unwrap_or(DEFAULT_TITLE)),
+            dsl::title_auto.eq(title.is_none()),
             dsl::model.eq(model),
         ))
         .returning(Conversation::as_returning())
@@ -167,7 +183,7 @@ pub async fn search_owned(
     );
     diesel::sql_query(
         "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
-                c.archived_at, \
+                c.archived_at, c.system_prompt, c.title_auto, \
                 (SELECT left(m.content, 400) FROM messages m \
                   WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant') \
                     AND to_tsvector('simple', m.content) @@ q \
@@ -188,6 +204,24 @@ pub async fn search_owned(
     .bind::<BigInt, _>(limit)
     .load(conn)
     .await
+}
+
+/// Replaces the default title with a generated one, unless the user named the conversation
+/// meanwhile; false when the title was not the default any more.
+pub async fn set_generated_title(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    title: &str,
+) -> QueryResult<bool> {
+    let n = diesel::update(
+        dsl::conversations
+            .filter(dsl::id.eq(id))
+            .filter(dsl::title_auto),
+    )
+    .set((dsl::title.eq(title), dsl::title_auto.eq(false)))
+    .execute(conn)
+    .await?;
+    Ok(n > 0)
 }
 
 /// Deletes the conversation and its messages; false when it is not the owner's.

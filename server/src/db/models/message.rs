@@ -99,6 +99,40 @@ pub fn list(
         .boxed()
 }
 
+/// The first question of a conversation and the first answer with text (what its title is
+/// made from), each cut to `max_chars` characters. Callers check ownership first.
+pub async fn first_exchange(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    max_chars: i32,
+) -> QueryResult<(Option<String>, Option<String>)> {
+    let question = first_of(conn, conversation_id, "user", max_chars).await?;
+    let answer = first_of(conn, conversation_id, "assistant", max_chars).await?;
+    Ok((question, answer))
+}
+
+async fn first_of(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    role: &str,
+    max_chars: i32,
+) -> QueryResult<Option<String>> {
+    dsl::messages
+        .filter(dsl::conversation_id.eq(conversation_id))
+        .filter(dsl::role.eq(role))
+        .filter(dsl::content.ne(""))
+        .order(dsl::seq.asc())
+        .select(left(dsl::content, max_chars))
+        .first::<String>(conn)
+        .await
+        .optional()
+}
+
+diesel::define_sql_function!(
+    /// SQL `left(text, n)`: the first `n` characters.
+    fn left(x: Text, n: Integer) -> Text
+);
+
 /// The newest messages that could fit in `room` estimated tokens, oldest first: every
 /// message the context assembly (`agent::context`) could keep, and no more than a window's
 /// worth of the rest. A long conversation would otherwise be read whole on every turn, only

@@ -12,6 +12,7 @@ pub mod identity;
 pub mod liveness;
 pub mod mcp_server;
 pub mod message;
+pub mod preferences;
 pub mod refresh_token;
 pub mod role;
 pub mod scim;

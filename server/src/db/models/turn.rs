@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
@@ -164,7 +164,8 @@ fn access(
 }
 
 /// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
-/// when it is held, or is not the user's.
+/// when it is held, or is not the user's. A conversation still titled by default is titled
+/// `provisional_title` (from its first message) until a generated title replaces it.
 fn claim_conversation(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
@@ -172,20 +173,25 @@ fn claim_conversation(
     turn_id: Uuid,
     stale: DateTime<Utc>,
     process_id: Uuid,
+    provisional_title: String,
 ) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
     sql("UPDATE conversations \
             SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
-                active_process_id = $5, archived_at = NULL \
+                active_process_id = $5, archived_at = NULL, \
+                title = CASE WHEN title_auto AND title = $6 THEN $7 ELSE title END \
           WHERE id = $1 AND user_id = $2 \
             AND (active_turn_id IS NULL OR active_turn_at < $4) \
             AND NOT EXISTS (SELECT 1 FROM approvals a \
                              WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
-         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at")
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
+                   system_prompt, title_auto")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)
     .bind::<SqlUuid, _>(turn_id)
     .bind::<Timestamptz, _>(stale)
     .bind::<SqlUuid, _>(process_id)
+    .bind::<Text, _>(super::conversation::DEFAULT_TITLE)
+    .bind::<Text, _>(provisional_title)
     .get_result(conn)
     .map(|r| r.optional())
     .boxed()
@@ -193,7 +199,7 @@ fn claim_conversation(
 
 /// Checks the account, claims the conversation, reserves the first call's budget and
 /// stores the user message, in one commit; nothing is kept when anything refuses. `build`
-/// turns the history (as much as could fit in `history_room` estimated tokens) and the
+/// turns the conversation, its history (as much as could fit in `history_room` estimated tokens) and the
 /// allowed tools into the model input and its estimated size in tokens.
 ///
 /// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
@@ -210,7 +216,7 @@ pub async fn begin<T, F>(
 ) -> QueryResult<Begin<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&[Message], &[String], &[CustomToolRow]) -> (T, i64) + Send + 'static,
+    F: FnOnce(&Conversation, &[Message], &[String], &[CustomToolRow]) -> (T, i64) + Send + 'static,
 {
     let Claim {
         user_id,
@@ -234,6 +240,7 @@ where
             turn_id,
             stale,
             process_id,
+            crate::llm::title::provisional(&user_message.content),
         ),
         custom_tool::list(tx.conn()),
         message::list_recent(tx.conn(), conversation_id, history_room),
@@ -261,7 +268,7 @@ where
         return abort_with(tx, found).await;
     };
 
-    let (built, input_estimate) = build(&history, &access.tools, &custom_tools);
+    let (built, input_estimate) = build(&conversation, &history, &access.tools, &custom_tools);
     let reserve_ask = ReserveAsk {
         user_id,
         limit: access.limit(),

@@ -1,0 +1,2 @@
+ALTER TABLE conversations DROP COLUMN IF EXISTS title_auto, DROP COLUMN IF EXISTS system_prompt;
+ALTER TABLE users DROP COLUMN IF EXISTS default_model, DROP COLUMN IF EXISTS theme;
