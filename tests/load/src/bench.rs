@@ -50,6 +50,14 @@ pub struct Config {
     /// `--soak S`: instead of the benchmark, `soak_streams` streams for S seconds.
     pub soak_secs: Option<u64>,
     pub soak_streams: usize,
+    /// `--soak-rotate N`: a soak worker moves to a new conversation every N turns (0: never).
+    pub soak_rotate: u64,
+    /// `--held N`: instead of the benchmark, hold N streams open at once with the server's
+    /// demo model in slow mode (no upstream socket per stream; see `held.rs`).
+    pub held: usize,
+    pub held_rate: f64,
+    /// `--demo-delay-ms`: the demo model's wait before each word in the held run.
+    pub demo_delay_ms: u64,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -107,6 +115,10 @@ impl Config {
             burst: if smoke { 200 } else { 10_000 },
             soak_secs: None,
             soak_streams: 200,
+            soak_rotate: 10,
+            held: 0,
+            held_rate: 500.0,
+            demo_delay_ms: 2000,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -137,6 +149,10 @@ impl Config {
                 "--burst" => c.burst = val()?.parse()?,
                 "--soak" => c.soak_secs = Some(val()?.parse()?),
                 "--soak-streams" => c.soak_streams = val()?.parse()?,
+                "--soak-rotate" => c.soak_rotate = val()?.parse()?,
+                "--held" => c.held = val()?.parse()?,
+                "--held-rate" => c.held_rate = val()?.parse()?,
+                "--demo-delay-ms" => c.demo_delay_ms = val()?.parse()?,
                 other => bail!("unknown option {other}"),
             }
         }
@@ -165,6 +181,19 @@ impl Config {
         anyhow::ensure!(
             (1..=5000).contains(&c.soak_streams),
             "--soak-streams must be 1..=5000"
+        );
+        anyhow::ensure!(c.held <= 20_000, "at most 20000 held streams");
+        anyhow::ensure!(
+            (1.0..=10_000.0).contains(&c.held_rate),
+            "--held-rate must be 1..=10000 starts/s"
+        );
+        anyhow::ensure!(
+            (1..=5000).contains(&c.demo_delay_ms),
+            "--demo-delay-ms must be 1..=5000 (the server's range)"
+        );
+        anyhow::ensure!(
+            c.held == 0 || c.soak_secs.is_none(),
+            "--held and --soak are separate runs"
         );
         Ok(c)
     }
@@ -1041,6 +1070,7 @@ pub struct Report {
     pub commit_probe_tool: Option<CommitProbe>,
     pub burst: Option<crate::burst::BurstResult>,
     pub soak: Option<crate::soak::SoakResult>,
+    pub held: Option<crate::held::HeldResult>,
     pub mcp_server_cpu_ms: Option<f64>,
     pub fake_upstream_cpu_ms: Option<f64>,
     pub generator_cpu_ms: Option<f64>,
@@ -1191,9 +1221,16 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port),
         )
         .env("AGENTCHAT_BIND", format!("127.0.0.1:{port}"))
-        .env("AGENTCHAT_LLM_PROVIDER", "openai")
+        .env(
+            "AGENTCHAT_LLM_PROVIDER",
+            if cfg.held > 0 { "demo" } else { "openai" },
+        )
         .env("AGENTCHAT_LLM_BASE_URL", format!("{fake_base}/v1"))
-        .env("AGENTCHAT_LLM_MODEL", "fake")
+        .env(
+            "AGENTCHAT_LLM_MODEL",
+            if cfg.held > 0 { "demo" } else { "fake" },
+        )
+        .env("AGENTCHAT_DEMO_DELAY_MS", cfg.demo_delay_ms.to_string())
         // One model call per turn, as the kit counts them (no background title calls).
         .env("AGENTCHAT_AUTO_TITLES", "false")
         .env("AGENTCHAT_ACCESS_TOKEN_TTL_SECS", "86400")
@@ -1288,6 +1325,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         .max(cfg.levels.iter().max().copied().unwrap_or(1) * 2)
         .max(cfg.burst)
         .max(cfg.soak_secs.map_or(0, |_| cfg.soak_streams))
+        .max(cfg.held)
         + 64;
     let convs_needed = convs_needed.max(256);
     log(format!(
@@ -1352,18 +1390,23 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     let gen_ticks0 = sys::cpu_ticks(std::process::id()).unwrap_or(0);
     let fake_ticks0 = sys::cpu_ticks(fake_pid).unwrap_or(0);
 
-    // Warm up (connection pools, caches), not reported.
-    log("warm-up");
-    let _ = closed(
-        &ctx,
-        "warmup",
-        ctx.plain(),
-        8,
-        if cfg.smoke { 1.0 } else { 3.0 },
-    )
-    .await;
+    // Warm up (connection pools, caches), not reported. The held run's demo model answers
+    // one word a delay: no warm-up there.
+    if cfg.held == 0 {
+        log("warm-up");
+        let _ = closed(
+            &ctx,
+            "warmup",
+            ctx.plain(),
+            8,
+            if cfg.smoke { 1.0 } else { 3.0 },
+        )
+        .await;
+    }
 
-    if let Some(secs) = cfg.soak_secs {
+    if cfg.held > 0 {
+        report.held = Some(crate::held::held(&ctx, cfg.held, cfg.held_rate).await);
+    } else if let Some(secs) = cfg.soak_secs {
         report.soak = Some(crate::soak::soak(&ctx, secs, cfg.soak_streams).await);
     } else {
         for def in crate::scenarios::select(&cfg.scenarios)? {

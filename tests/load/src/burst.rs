@@ -39,6 +39,10 @@ pub struct BurstResult {
     pub peak_server_fds: Option<usize>,
     pub peak_server_rss_mib: Option<f64>,
     pub idle_server_rss_mib: Option<f64>,
+    /// `/readyz` and the pool's gauges, probed every half second while the burst ran.
+    pub health: crate::probe::Health,
+    /// The generator's own descriptors at their peak (10,000 client sockets need them).
+    pub peak_generator_fds: Option<usize>,
     pub loadavg: String,
 }
 
@@ -89,12 +93,24 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
     tokio::time::sleep(Duration::from_millis(500)).await;
     log(format!("burst: firing {} turn starts at once", r.starts));
     let running = Arc::new(AtomicBool::new(true));
+    let prober = {
+        let (running, ctx) = (running.clone(), ctx.clone());
+        tokio::spawn(async move {
+            let mut health = crate::probe::Health::default();
+            while running.load(Ordering::Relaxed) {
+                health.probe(&ctx).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            health
+        })
+    };
     let sampler = {
         let (running, pid) = (running.clone(), ctx.server_pid);
         tokio::spawn(async move {
-            let (mut fds, mut rss) = (None::<usize>, None::<f64>);
+            let (mut fds, mut rss, mut gen_fds) = (None::<usize>, None::<f64>, None::<usize>);
             while running.load(Ordering::Relaxed) {
                 fds = fds.max(fd_count(pid));
+                gen_fds = gen_fds.max(fd_count(std::process::id()));
                 let now = sys::rss_kib(pid).map(|k| k as f64 / 1024.0);
                 rss = match (rss, now) {
                     (Some(a), Some(b)) => Some(a.max(b)),
@@ -102,7 +118,7 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
                 };
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            (fds, rss)
+            (fds, rss, gen_fds)
         })
     };
     let t0 = Instant::now();
@@ -115,10 +131,12 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
     }
     r.secs = t0.elapsed().as_secs_f64();
     running.store(false, Ordering::Relaxed);
-    if let Ok((fds, rss)) = sampler.await {
+    if let Ok((fds, rss, gen_fds)) = sampler.await {
         r.peak_server_fds = fds;
         r.peak_server_rss_mib = rss;
+        r.peak_generator_fds = gen_fds;
     }
+    r.health = prober.await.unwrap_or_default();
     for o in &outs {
         match o.status {
             Some(s) if (200..300).contains(&s) => r.admitted += 1,
@@ -136,14 +154,15 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
     r.turn_total = Dist::of(outs.iter().filter(|o| o.ok).map(|o| o.total_us).collect());
     r.loadavg = sys::loadavg();
     log(format!(
-        "  admitted {} of {}, 503: {}, completed {}, headers p50 {} / p99 {} ms, {:.1} s in all",
+        "  admitted {} of {}, 503: {}, completed {}, headers p50 {} / p99 {} ms, {:.1} s in all; health {:?}",
         r.admitted,
         r.starts,
         r.refused_503,
         r.completed,
         crate::stats::f(r.headers.p50_ms, 0),
         crate::stats::f(r.headers.p99_ms, 0),
-        r.secs
+        r.secs,
+        r.health
     ));
     r
 }

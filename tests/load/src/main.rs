@@ -10,9 +10,12 @@ mod bench;
 mod burst;
 mod client;
 mod fake;
+mod held;
 mod mcp;
+mod probe;
 mod report;
 mod report_extra;
+mod report_held;
 mod scenarios;
 mod soak;
 mod stats;
@@ -27,6 +30,7 @@ fn usage() -> ! {
          \x20     [--stream-cycles N] [--p99-bound-ms MS] [--ttft-ms MS] [--deltas N] [--gap-ms MS]\n\
          \x20     [--stats-wait-secs S] [--history N] [--command TEXT] [--scenarios plain,tool,mcp]\n\
          \x20     [--burst N] [--soak SECS] [--soak-streams N]\n\
+         \x20     [--held N] [--held-rate R] [--demo-delay-ms MS]\n\
          \x20 agentchat-load fake-upstream [--port N]\n  agentchat-load mcp-server [--port N]"
     );
     std::process::exit(2)

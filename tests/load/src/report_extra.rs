@@ -33,6 +33,11 @@ pub fn failures(r: &Report) -> Vec<String> {
             out.push("burst: no turn completed".into());
         }
     }
+    if let Some(h) = &r.held {
+        if h.streaming == 0 {
+            out.push("held streams: none opened".into());
+        }
+    }
     if let Some(s) = &r.soak {
         if s.turns_ok == 0 {
             out.push("soak: no turn completed".into());
@@ -51,6 +56,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     mcp(r, s);
     commits(r, s);
     burst(r, s);
+    crate::report_held::markdown(r, s);
     soak(r, s);
 }
 
@@ -197,13 +203,36 @@ fn burst(r: &Report, s: &mut String) {
         b.refused_503,
         verdict((b.starts > 0).then_some(b.admitted == b.starts))
     );
+    let h = &b.health;
+    let _ = writeln!(
+        s,
+        "| the pool stayed healthy (`/readyz` 2xx throughout, database up) | {} of {} probes failed, slowest {} ms; pool in use ≤ {} of {}, waiting ≤ {}, db_up min {} | {} |",
+        h.readyz_failures,
+        h.readyz_probes,
+        f(h.readyz_max_ms, 0),
+        f(h.pool_in_use_max, 0),
+        f(h.pool_max_connections, 0),
+        f(h.pool_waiting_max, 0),
+        f(h.db_up_min, 0),
+        verdict((h.readyz_probes > 0).then_some(h.healthy()))
+    );
+    let _ = writeln!(
+        s,
+        "\nGenerator descriptors at peak: {} (the hard limit here is 20,000 per process).",
+        b.peak_generator_fds
+            .map(|x| x.to_string())
+            .unwrap_or("–".into())
+    );
 }
 
 fn soak(r: &Report, s: &mut String) {
     let Some(k) = &r.soak else { return };
     let _ = writeln!(s, "\n## Soak: {} streams for {} s\n", k.streams, k.secs);
     let _ = writeln!(s, "Every worker starts its next turn when one ends: plain turns of 40 deltas 100 ms apart, one in ten a tool turn, one in ten an MCP tool turn; accounts 1 and 2 have small budgets of their own (refusals and reservations near the limit are part of the load). Load average at start `{}`, at end `{}`.\n", k.loadavg_start, k.loadavg_end);
-    let _ = writeln!(s, "| minute | server RSS MiB | server fds | streams upstream | turns ok so far |\n|---|---|---|---|---|");
+    if k.turns_per_conversation > 0 {
+        let _ = writeln!(s, "Each worker moves to a new conversation every {} turns ({} created), so the history a turn loads stays the same size throughout; memory that still grows is not the conversations getting longer.\n", k.turns_per_conversation, k.conversations_created);
+    }
+    let _ = writeln!(s, "| minute | server RSS MiB | server fds | streams upstream | `active_streams` | `/metrics` series | turns ok so far |\n|---|---|---|---|---|---|---|");
     let mut last_minute = None;
     for p in &k.samples {
         let minute = (p.t_s / 60.0).floor() as u64;
@@ -213,11 +242,13 @@ fn soak(r: &Report, s: &mut String) {
         last_minute = Some(minute);
         let _ = writeln!(
             s,
-            "| {:.0} s | {} | {} | {} | {} |",
+            "| {:.0} s | {} | {} | {} | {} | {} | {} |",
             p.t_s,
             f(p.rss_mib, 1),
             p.fds.map(|x| x.to_string()).unwrap_or("–".into()),
             p.streaming,
+            f(p.active_streams, 0),
+            p.metric_series.map(|x| x.to_string()).unwrap_or("–".into()),
             p.turns_ok
         );
     }
@@ -230,6 +261,12 @@ fn soak(r: &Report, s: &mut String) {
         f(k.rss_early_mib, 1),
         f(k.rss_late_mib, 1),
         verdict(Some(k.flat_memory))
+    );
+    let _ = writeln!(
+        s,
+        "| RSS slope after warm-up (least squares), all / second half | {} / {} MiB per minute | – |",
+        f(k.rss_slope_mib_per_min, 2),
+        f(k.rss_slope_late_mib_per_min, 2)
     );
     let _ = writeln!(
         s,

@@ -30,6 +30,11 @@ pub struct SoakSample {
     /// Turns finished (ok) so far.
     pub turns_ok: u64,
     pub streaming: u64,
+    /// Series in `/metrics` (a label set per path, user or conversation would grow).
+    pub metric_series: Option<usize>,
+    /// `agentchat_active_streams` and turn starts waiting for the pool, from `/metrics`.
+    pub active_streams: Option<f64>,
+    pub pool_waiting: Option<f64>,
 }
 
 /// The budget invariant, read in Postgres after the soak.
@@ -58,6 +63,14 @@ pub struct SoakResult {
     pub rss_late_mib: Option<f64>,
     pub fds_early: Option<f64>,
     pub fds_late: Option<f64>,
+    /// Least-squares slope of RSS over the settled samples, MiB per minute, and over their
+    /// second half only (a leak keeps its slope; filling caches flatten out).
+    pub rss_slope_mib_per_min: Option<f64>,
+    pub rss_slope_late_mib_per_min: Option<f64>,
+    /// Turns per conversation before a worker moves to a new one (0: never), so that the
+    /// history a turn loads stays the same size through the soak.
+    pub turns_per_conversation: u64,
+    pub conversations_created: u64,
     pub flat_memory: bool,
     pub flat_fds: bool,
     pub invariant: Option<Invariant>,
@@ -95,10 +108,25 @@ fn kind(i: u64, mcp: bool) -> Directive {
     }
 }
 
+/// Least-squares slope of `(t_s, value)` points, per minute.
+fn slope_per_min(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 3 {
+        return None;
+    }
+    let mt = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mv = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let num: f64 = points.iter().map(|p| (p.0 - mt) * (p.1 - mv)).sum();
+    let den: f64 = points.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    (den > 0.0).then(|| num / den * 60.0)
+}
+
 pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
+    let rotate = ctx.cfg.soak_rotate;
     let mut r = SoakResult {
         secs,
         streams,
+        turns_per_conversation: rotate,
         loadavg_start: sys::loadavg(),
         ..Default::default()
     };
@@ -108,6 +136,7 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
     }
     let deadline = Instant::now() + Duration::from_secs(secs);
     let ok = Arc::new(AtomicU64::new(0));
+    let created = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
     let mcp = ctx.mcp_direct.is_some();
     let mut workers = Vec::new();
@@ -117,16 +146,32 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
             break;
         };
         let (ctx, ok, errors) = (ctx.clone(), ok.clone(), errors.clone());
+        let created = created.clone();
         workers.push(tokio::spawn(async move {
             let mut i = w as u64;
+            let mut conv_id = conv.id.clone();
+            let mut on_this = 0u64;
             while Instant::now() < deadline {
+                if rotate > 0 && on_this >= rotate {
+                    let title = format!("soak {w} {i}");
+                    if let Ok(id) = ctx
+                        .api
+                        .create_conversation(&ctx.tokens[conv.user], &title)
+                        .await
+                    {
+                        conv_id = id;
+                        created.fetch_add(1, Ordering::Relaxed);
+                    }
+                    on_this = 0;
+                }
+                on_this += 1;
                 let content = format!("soak {}", kind(i, mcp).render());
                 i += 1;
                 let o = ctx
                     .api
                     .turn(
                         &ctx.tokens[conv.user],
-                        &conv.id,
+                        &conv_id,
                         &content,
                         Instant::now(),
                         Duration::from_secs(60),
@@ -156,12 +201,20 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
             let t0 = Instant::now();
             let mut samples = Vec::new();
             while running.load(Ordering::Relaxed) {
+                let metrics = crate::probe::scrape(&ctx).await;
                 samples.push(SoakSample {
                     t_s: t0.elapsed().as_secs_f64(),
                     rss_mib: sys::rss_kib(ctx.server_pid).map(|k| k as f64 / 1024.0),
                     fds: fd_count(ctx.server_pid),
                     turns_ok: ok.load(Ordering::Relaxed),
                     streaming: crate::bench::upstream_active(&ctx).await.unwrap_or(0),
+                    metric_series: metrics.as_ref().map(|m| m.series),
+                    active_streams: metrics
+                        .as_ref()
+                        .and_then(|m| m.get("agentchat_active_streams")),
+                    pool_waiting: metrics
+                        .as_ref()
+                        .and_then(|m| m.get("agentchat_db_pool_waiting")),
                 });
                 let next = t0 + SAMPLE_EVERY * samples.len() as u32;
                 while running.load(Ordering::Relaxed) && Instant::now() < next {
@@ -178,6 +231,7 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
     running.store(false, Ordering::Relaxed);
     r.samples = sampler.await.unwrap_or_default();
     r.turns_ok = ok.load(Ordering::Relaxed);
+    r.conversations_created = created.load(Ordering::Relaxed);
     if let Ok(m) = errors.lock() {
         for (k, v) in m.iter() {
             *r.errors.entry(k.clone()).or_insert(0) += v;
@@ -198,11 +252,13 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
         });
     r.loadavg_end = sys::loadavg();
     log(format!(
-        "  {} turns ok, errors {:?}; RSS {} → {} MiB, fds {} → {}; invariant {:?}",
+        "  {} turns ok, errors {:?}; RSS {} → {} MiB (slope {} MiB/min, second half {}), fds {} → {}; invariant {:?}",
         r.turns_ok,
         r.errors,
         crate::stats::f(r.rss_early_mib, 1),
         crate::stats::f(r.rss_late_mib, 1),
+        crate::stats::f(r.rss_slope_mib_per_min, 2),
+        crate::stats::f(r.rss_slope_late_mib_per_min, 2),
         crate::stats::f(r.fds_early, 0),
         crate::stats::f(r.fds_late, 0),
         r.invariant
@@ -226,6 +282,12 @@ fn judge(r: &mut SoakResult) {
     r.rss_late_mib = mean(late.iter().filter_map(|s| s.rss_mib));
     r.fds_early = mean(early.iter().filter_map(|s| s.fds.map(|f| f as f64)));
     r.fds_late = mean(late.iter().filter_map(|s| s.fds.map(|f| f as f64)));
+    let points: Vec<(f64, f64)> = settled
+        .iter()
+        .filter_map(|s| Some((s.t_s, s.rss_mib?)))
+        .collect();
+    r.rss_slope_mib_per_min = slope_per_min(&points);
+    r.rss_slope_late_mib_per_min = slope_per_min(&points[points.len() / 2..]);
     r.flat_memory =
         matches!((r.rss_early_mib, r.rss_late_mib), (Some(a), Some(b)) if b <= a * 1.10 + 8.0);
     r.flat_fds = matches!((r.fds_early, r.fds_late), (Some(a), Some(b)) if b <= a * 1.10 + 16.0);
@@ -275,4 +337,19 @@ fn invariant(ctx: &Ctx) -> anyhow::Result<Invariant> {
         holds_left: v[3].parse()?,
         tight_spent_fraction: v[4].parse()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slope_is_per_minute() {
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (i as f64 * 10.0, 50.0 + i as f64))
+            .collect();
+        let s = slope_per_min(&pts).unwrap();
+        assert!((s - 6.0).abs() < 1e-9, "{s}");
+        assert_eq!(slope_per_min(&pts[..2]), None);
+    }
 }
