@@ -29,6 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct MessageBody {
+    /// The question, 1 to 32 000 characters (may be empty when files are attached).
     content: String,
     /// Files of the caller's workspace (`/api/files`) to attach: at most 10 paths, each a
     /// valid workspace path of an existing file (422 otherwise). The model is told their
