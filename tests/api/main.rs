@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admin;
+mod admin_changes;
+mod admin_manage;
 mod admission;
 mod api_keys;
 mod approvals;
