@@ -194,7 +194,7 @@ test('a refused message says what it needs and what is left, as the top bar does
   const banner = page.locator('.banner-area .banner-text');
   await banner.getByText(/needs about/).waitFor();
   const said = await banner.textContent();
-  assert.match(said, /This message needs about [\d,]+ tokens; you have 50 tokens left until /);
+  assert.match(said, /This message needs about [\d,]+ tokens, but your token budget has 50 tokens left until /);
   assert.doesNotMatch(said, /used up/);
   assert.doesNotMatch(said, ISO);
   // The reset time is in the user's time zone (Tokyo: a month starts at 9:00 AM there).

@@ -51,8 +51,8 @@ export function refusalText(details, b) {
     return `Your token budget is used up${until}.${after}`;
   }
   const needed = details?.needed;
-  const need = needed ? `This message needs about ${plural(needed, 'token')}; ` : 'This message needs more tokens than are left; ';
-  return `${need}you have ${plural(remaining, 'token')} left${until}. Start a new chat or shorten the message to send less.${after}`;
+  const need = needed ? `This message needs about ${plural(needed, 'token')}` : 'This message needs more tokens than are left';
+  return `${need}, but your token budget has ${plural(remaining, 'token')} left${until}. A new chat or a shorter message needs less.${after}`;
 }
 
 /** A note for a reply the budget stopped midway, with what is left now. */
