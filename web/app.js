@@ -1,6 +1,7 @@
 // AgentChat browser UI: entry point, session bootstrap, top bar and client-side routing.
 
-import { h, clear, fmtNumber, fmtDate, toast } from './js/dom.js';
+import { h, clear, toast } from './js/dom.js';
+import { budgetInfo } from './js/budget.js';
 import * as api from './js/api.js';
 import { renderAuth } from './js/auth_view.js';
 import { ChatView } from './js/chat_view.js';
@@ -55,22 +56,6 @@ export async function refreshMe() {
     renderBudget();
   } catch { /* handled by the expiry listener or transient */ }
   return state.me;
-}
-
-function budgetInfo(b) {
-  if (!b) return null;
-  if (b.limit === null || b.limit === undefined) {
-    return { text: 'Unlimited budget', ratio: null, title: 'No token limit applies to your account.' };
-  }
-  const left = Math.max(0, Number(b.limit) - Number(b.used || 0) - Number(b.reserved || 0));
-  const period = b.period && b.period !== 'total' ? ` this ${b.period}` : '';
-  const resets = b.resets_at ? ` Resets ${fmtDate(b.resets_at)}.` : '';
-  return {
-    text: `${fmtNumber(left)} token${left === 1 ? '' : 's'} left`,
-    ratio: b.limit > 0 ? left / b.limit : 0,
-    title: `${fmtNumber(left)} of ${fmtNumber(b.limit)} tokens left${period}.${resets}`,
-    left,
-  };
 }
 
 function renderBudget() {
@@ -173,9 +158,9 @@ async function route() {
     state.chat?.detach();
     state.chat = null;
     const { main } = shell('admin');
-    const section = path.split('/')[2] || 'users';
+    const [, , section = 'users', id = null] = path.split('/');
     document.title = 'Admin · AgentChat';
-    renderAdmin(main, section);
+    renderAdmin(main, section, { id: id && decodeURIComponent(id), me: state.me });
     return;
   }
 

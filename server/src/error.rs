@@ -14,6 +14,8 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     retry_after_secs: Option<u64>,
+    /// Numbers a client shows with the message (a budget refusal's need and what is left).
+    details: Option<serde_json::Value>,
     /// What really went wrong, logged but never sent.
     source: Option<anyhow::Error>,
 }
@@ -24,11 +26,27 @@ pub struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
 }
 
-/// A stable snake_case `code` for programs, a `message` for people.
+/// A stable snake_case `code` for programs, a `message` for people, and for some codes
+/// `details` with the numbers behind the message (`budget_exhausted`: [`BudgetDetails`]).
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail<'a> {
     code: &'a str,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, required = false, nullable = false)]
+    details: Option<&'a serde_json::Value>,
+}
+
+/// The `details` of a `budget_exhausted` refusal: what the message needed and what is left.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BudgetDetails {
+    /// Tokens the refused message needs (an estimate of its input plus the least output).
+    pub needed: i64,
+    /// Tokens left in the current period (0 when the budget is used up).
+    pub remaining: i64,
+    pub limit: Option<i64>,
+    /// When the period ends and the budget is full again (none for a `total` budget).
+    pub resets_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl ApiError {
@@ -39,6 +57,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after_secs: None,
+            details: None,
             source: None,
         }
     }
@@ -116,6 +135,16 @@ impl ApiError {
     }
 
     /// Seconds a client should wait before trying again, when that is known.
+    /// Adds the numbers behind the message (sent as `error.details`).
+    pub fn with_details(mut self, details: impl Serialize) -> Self {
+        self.details = serde_json::to_value(details).ok();
+        self
+    }
+
+    pub fn details(&self) -> Option<&serde_json::Value> {
+        self.details.as_ref()
+    }
+
     pub fn retry_after_secs(&self) -> Option<u64> {
         self.retry_after_secs
     }
@@ -154,6 +183,7 @@ impl ResponseError for ApiError {
             error: ErrorDetail {
                 code: self.code,
                 message: &self.message,
+                details: self.details.as_ref(),
             },
         })
     }

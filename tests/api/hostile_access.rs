@@ -74,6 +74,7 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         ("POST", "/api/conversations") => json!({}),
         ("POST", "/api/approvals/{id}") => json!({"decision": "approve"}),
         ("PATCH", "/api/admin/users/{id}") => json!({"role": "admin", "disabled": true}),
+        ("POST", "/api/admin/users/{id}/password") => json!({"password": "password-of-intruder"}),
         ("POST", "/api/admin/users") => {
             json!({"username": "intruder", "password": "password-of-intruder", "role": "admin"})
         }

@@ -5,6 +5,8 @@
 
 mod account_prefs;
 mod admin;
+mod admin_changes;
+mod admin_manage;
 mod admission;
 mod api_keys;
 mod approvals;

@@ -1,10 +1,19 @@
-// The admin console: users, roles x tools matrix, custom HTTP tools, audit log, usage.
+// The admin console: users, roles x tools matrix, custom HTTP tools, MCP servers, approvals,
+// the tool-call audit and the admin audit trail, usage. Each section has its own module
+// where it grew large.
 
-import { h, clear, field, fmtDate, fmtDuration, fmtBytes, fmtNumber, toast } from './dom.js';
+import { h, clear, field, toast } from './dom.js';
 import * as api from './api.js';
 import { renderUsage } from './usage_view.js';
 import { renderMcpServers } from './mcp_view.js';
 import { renderApprovals } from './approvals_view.js';
+import { unavailable, loading } from './admin_common.js';
+import { renderUsers } from './admin_users.js';
+import { renderAudit } from './admin_audit.js';
+import { renderChanges } from './admin_changes.js';
+import { renderConversation } from './admin_conversation.js';
+
+export { unavailable };
 
 const SECTIONS = [
   ['users', 'Users'],
@@ -13,123 +22,27 @@ const SECTIONS = [
   ['mcp', 'MCP servers'],
   ['approvals', 'Approvals'],
   ['audit', 'Audit log'],
+  ['changes', 'Admin changes'],
   ['usage', 'Usage'],
 ];
 
-export function renderAdmin(main, section) {
-  if (!SECTIONS.some(([k]) => k === section)) section = 'users';
+/** `section` is the path's second part; `id` the third (a conversation's, for `conversations`). */
+export function renderAdmin(main, section, { id = null, me = null } = {}) {
+  const reading = section === 'conversations' && id;
+  if (!reading && !SECTIONS.some(([k]) => k === section)) section = 'users';
+  // A conversation opened from the audit log keeps the audit log's tab current.
+  const current = reading ? 'audit' : section;
   const tabs = h('nav', { class: 'admin-tabs', 'aria-label': 'Admin sections' },
-    SECTIONS.map(([key, label]) => h('a', { href: `/admin/${key}`, 'data-nav': '', class: 'admin-tab', 'aria-current': key === section ? 'page' : null }, label)));
+    SECTIONS.map(([key, label]) => h('a', { href: `/admin/${key}`, 'data-nav': '', class: 'admin-tab', 'aria-current': key === current ? 'page' : null }, label)));
   const body = h('div', { class: 'admin-body' });
   main.append(h('div', { class: 'admin' },
     h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
-  const renderers = { users: renderUsers, roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers, audit: renderAudit, usage: renderUsage, approvals: (b) => renderApprovals(b, unavailable) };
+  if (reading) { renderConversation(body, id); return; }
+  const renderers = {
+    users: (b) => renderUsers(b, me), roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers,
+    audit: renderAudit, changes: renderChanges, usage: renderUsage, approvals: (b) => renderApprovals(b, unavailable),
+  };
   renderers[section](body);
-}
-
-/** Shows a standard "unavailable" note for 404/403 errors; returns true when handled. */
-export function unavailable(container, err, what) {
-  if (err.status === 401) return true;
-  const text = err.status === 404
-    ? `${what} is not available on this server yet.`
-    : err.status === 403 ? 'This section is for admins only.' : `Could not load ${what.toLowerCase()}: ${err.message}`;
-  container.append(h('div', { class: 'banner banner-warn', role: 'status' }, text));
-  return true;
-}
-
-function loading(container) {
-  const l = h('p', { class: 'muted loading' }, 'Loading…');
-  container.append(l);
-  return l;
-}
-
-// ---------------- users ----------------
-
-// Where an account comes from (`source` in the admin users API).
-const SOURCE_LABELS = { password: 'password', sso: 'SSO', scim: 'SCIM' };
-const SOURCE_TITLES = {
-  password: 'Local account with a password',
-  sso: 'Created at its first single sign-on; no local password',
-  scim: 'Provisioned by the identity provider (SCIM); signs in with single sign-on',
-};
-
-async function renderUsers(body) {
-  clear(body);
-  const l = loading(body);
-  let users;
-  let roles = null;
-  try {
-    [users, roles] = await Promise.all([
-      api.get('/api/admin/users'),
-      api.get('/api/admin/roles').catch(() => null),
-    ]);
-  } catch (err) {
-    l.remove();
-    unavailable(body, err, 'User management');
-    return;
-  }
-  l.remove();
-  const roleNames = roles?.items?.map((r) => r.name) || ['admin', 'member'];
-  const roleOptions = (selected) => roleNames.map((r) => h('option', { value: r, selected: r === selected }, r));
-
-  // Create form
-  const uname = field('Username', { name: 'new-username', autocomplete: 'off', required: true });
-  const pw = field('Password', { name: 'new-password', type: 'password', autocomplete: 'new-password', required: true, minlength: '8', maxlength: '128', 'aria-describedby': 'new-password-rules' });
-  pw.wrap.append(h('p', { class: 'field-hint', id: 'new-password-rules' }, '8 to 128 characters.'));
-  const roleSel = h('select', { id: 'new-user-role' }, roleOptions('member'));
-  const roleField = h('div', { class: 'field' }, h('label', { for: 'new-user-role' }, 'Role'), roleSel);
-  const err = h('p', { class: 'form-error', role: 'alert' });
-  const create = h('form', { class: 'card inline-form', 'aria-label': 'Create user' },
-    h('h2', null, 'Create user'), h('div', { class: 'form-row' }, uname.wrap, pw.wrap, roleField,
-      h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create user')), err);
-  create.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    err.textContent = '';
-    try {
-      await api.post('/api/admin/users', { username: uname.input.value.trim(), password: pw.input.value, role: roleSel.value });
-      toast(`User ${uname.input.value.trim()} created.`);
-      renderUsers(body);
-    } catch (e) {
-      err.textContent = e.message;
-    }
-  });
-
-  const rows = (users.items || []).map((u) => {
-    const role = h('select', { 'aria-label': `Role for ${u.username}` }, roleOptions(u.role));
-    if (!roleNames.includes(u.role)) role.prepend(h('option', { value: u.role, selected: true }, u.role));
-    role.addEventListener('change', () => patchUser(u, { role: role.value }, `${u.username} is now ${role.value}.`));
-    const disabled = h('input', { type: 'checkbox', checked: u.disabled, id: `dis-${u.id}`, 'aria-label': `Disable ${u.username}` });
-    disabled.addEventListener('change', () => patchUser(u, { disabled: disabled.checked }, `${u.username} ${disabled.checked ? 'disabled' : 'enabled'}.`));
-    const budget = h('input', { type: 'number', min: '0', step: '1000', class: 'num-input', value: u.token_budget ?? '', placeholder: 'role default', 'aria-label': `Token budget for ${u.username}` });
-    const saveBudget = h('button', { type: 'button', class: 'btn btn-small' }, 'Save');
-    saveBudget.setAttribute('aria-label', `Save budget for ${u.username}`);
-    saveBudget.addEventListener('click', () => {
-      const v = budget.value.trim();
-      patchUser(u, { token_budget: v === '' ? null : Number(v) }, v === '' ? `${u.username} uses the role budget.` : `Budget for ${u.username} set to ${fmtNumber(v)}.`);
-    });
-    disabled.addEventListener('change', () => disabled.closest('tr')?.classList.toggle('row-disabled', disabled.checked));
-    return h('tr', { class: u.disabled ? 'row-disabled' : null },
-      h('th', { scope: 'row' }, u.username),
-      h('td', { 'data-label': 'Sign-in' }, h('span', { class: 'pill', title: SOURCE_TITLES[u.source] || '' }, SOURCE_LABELS[u.source] || u.source || 'password')),
-      h('td', { 'data-label': 'Role' }, role),
-      h('td', { 'data-label': 'Status' }, h('label', { class: 'check', for: `dis-${u.id}` }, disabled, ' Disabled')),
-      h('td', { 'data-label': 'Budget override (tokens)' }, h('div', { class: 'inline' }, budget, saveBudget)),
-      h('td', { class: 'muted', 'data-label': 'Created' }, fmtDate(u.created_at)));
-  });
-  async function patchUser(u, change, okText) {
-    try {
-      const updated = await api.patch(`/api/admin/users/${encodeURIComponent(u.id)}`, change);
-      Object.assign(u, updated || change);
-      toast(okText);
-    } catch (e) {
-      toast(`Update failed: ${e.message}`, 'error');
-      renderUsers(body);
-    }
-  }
-  body.append(create, h('div', { class: 'card' }, h('h2', null, 'Users'),
-    h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack' },
-      h('thead', null, h('tr', null, ['User', 'Sign-in', 'Role', 'Status', 'Budget override (tokens)', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows)))));
 }
 
 // ---------------- roles ----------------
@@ -362,82 +275,4 @@ function builtinCard(all) {
     h('ul', { class: 'tool-catalog' }, items.map((t) => h('li', null,
       h('details', null, h('summary', null, h('span', { class: 'tool-name' }, t.name), ' ', h('span', { class: 'pill' }, t.kind || 'builtin'), ' ', h('span', { class: 'muted' }, t.description || '')),
         h('pre', { class: 'tool-pre' }, JSON.stringify(t.parameters ?? {}, null, 2)))))));
-}
-
-// ---------------- audit ----------------
-
-async function renderAudit(body) {
-  clear(body);
-  const user = field('User', { name: 'user', autocomplete: 'off', placeholder: 'username' });
-  const tool = field('Tool', { name: 'tool', autocomplete: 'off', placeholder: 'tool name' });
-  const outcome = h('select', { id: 'audit-outcome' }, ['', 'ok', 'error', 'timeout', 'refused'].map((o) => h('option', { value: o }, o || 'any')));
-  const decision = h('select', { id: 'audit-decision' }, ['', 'approved', 'denied', 'expired', 'none'].map((o) => h('option', { value: o }, o || 'any')));
-  const since = field('Since', { type: 'datetime-local', name: 'since' });
-  const until = field('Until', { type: 'datetime-local', name: 'until' });
-  const form = h('form', { class: 'card inline-form filters', 'aria-label': 'Audit filters' },
-    h('div', { class: 'form-row' }, user.wrap, tool.wrap,
-      h('div', { class: 'field' }, h('label', { for: 'audit-outcome' }, 'Outcome'), outcome),
-      h('div', { class: 'field' }, h('label', { for: 'audit-decision' }, 'Approval'), decision),
-      since.wrap, until.wrap,
-      h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply filters')));
-  const tbody = h('tbody');
-  const table = h('table', { class: 'data-table audit-table' },
-    h('thead', null, h('tr', null, ['Time', 'User', 'Tool', 'Outcome', 'Duration', 'Details'].map((t) => h('th', { scope: 'col' }, t)))), tbody);
-  const more = h('button', { type: 'button', class: 'btn' }, 'Load more');
-  const info = h('p', { class: 'muted', role: 'status' });
-  const results = h('div', { class: 'card' }, h('h2', null, 'Tool calls'), h('div', { class: 'table-wrap' }, table), h('div', { class: 'form-actions' }, more, info));
-  body.append(form, results);
-  let cursor = null;
-  let count = 0;
-
-  const params = () => {
-    const q = new URLSearchParams({ limit: '50' });
-    if (user.input.value.trim()) q.set('user', user.input.value.trim());
-    if (tool.input.value.trim()) q.set('tool', tool.input.value.trim());
-    if (outcome.value) q.set('outcome', outcome.value);
-    if (decision.value) q.set('decision', decision.value);
-    if (since.input.value) q.set('since', new Date(since.input.value).toISOString());
-    if (until.input.value) q.set('until', new Date(until.input.value).toISOString());
-    return q;
-  };
-  async function load(reset) {
-    const q = params();
-    if (!reset && cursor) q.set('cursor', cursor);
-    if (reset) { clear(tbody); count = 0; cursor = null; }
-    info.textContent = 'Loading…';
-    let page;
-    try { page = await api.get(`/api/admin/audit?${q}`); } catch (err) {
-      info.textContent = '';
-      results.hidden = true;
-      body.querySelectorAll('.banner').forEach((b) => b.remove());
-      unavailable(body, err, 'The audit log');
-      return;
-    }
-    results.hidden = false;
-    for (const r of page.items || []) {
-      count += 1;
-      tbody.append(h('tr', null,
-        h('td', { class: 'nowrap' }, fmtDate(r.created_at)),
-        h('td', null, r.username || r.user_id || ''),
-        h('td', null, h('code', null, r.tool)),
-        h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
-          r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
-            `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),
-        h('td', { class: 'nowrap' }, fmtDuration(r.duration_ms)),
-        h('td', null, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
-          h('pre', { class: 'tool-pre' }, JSON.stringify(r.arguments ?? null, null, 2)),
-          r.error ? h('p', { class: 'tool-error' }, r.error) : null,
-          h('p', { class: 'muted small' }, [
-            r.result_bytes !== undefined && r.result_bytes !== null ? `Result ${fmtBytes(r.result_bytes)}` : null,
-            r.conversation_id ? `conversation ${r.conversation_id}` : null,
-            r.trace_id ? `trace ${r.trace_id}` : null,
-          ].filter(Boolean).join(' · '))))));
-    }
-    cursor = page.next_cursor || null;
-    more.hidden = !cursor;
-    info.textContent = count ? `${count} row${count === 1 ? '' : 's'} shown` : 'No tool calls match these filters.';
-  }
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
-  more.addEventListener('click', () => load(false));
-  load(true);
 }

@@ -6,11 +6,13 @@ const AT_KEY = 'agentchat.access';
 const HAD_SESSION_KEY = 'agentchat.had_session';
 
 export class ApiError extends Error {
-  constructor(status, code, message, retryAfter) {
+  constructor(status, code, message, retryAfter, details = null) {
     super(message || code || `HTTP ${status}`);
     this.status = status;
     this.code = code || `http_${status}`;
     this.retryAfter = retryAfter;
+    // The numbers behind some errors (a budget refusal's `needed` and `remaining`).
+    this.details = details;
   }
 }
 
@@ -55,17 +57,19 @@ function setHadSession(v) {
 async function errorFrom(resp) {
   let code;
   let message;
+  let details = null;
   try {
     const body = await resp.json();
     code = body?.error?.code;
     message = body?.error?.message;
+    details = body?.error?.details ?? null;
   } catch { /* not JSON */ }
   if (!message) {
     message = resp.status >= 500
       ? 'The server had a problem. Please try again.'
       : `Request failed (${resp.status})`;
   }
-  return new ApiError(resp.status, code, message, resp.headers.get('Retry-After'));
+  return new ApiError(resp.status, code, message, resp.headers.get('Retry-After'), details);
 }
 
 async function postJson(path, body) {

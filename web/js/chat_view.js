@@ -1,7 +1,7 @@
 // The chat screen: conversation sidebar, message log with live streaming, composer with
 // Send/Stop, attachments and model picker, and the workspace files panel.
 
-import { h, clear, toast, icon } from './dom.js';
+import { h, clear, toast, icon, fmtDate } from './dom.js';
 import * as api from './api.js';
 import { AssistantTurn, userBubble, renderStored } from './turn.js';
 import { FilesPanel } from './files_panel.js';
@@ -13,6 +13,7 @@ import { runTurn } from './live_turn.js';
 import { Attachments } from './attachments.js';
 import { settingsButton } from './conversation_settings.js';
 import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
+import { refusalText as budgetRefusalText } from './budget.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -386,17 +387,16 @@ export class ChatView {
 
   resetsText() {
     const b = this.appState.me?.budget;
-    if (b && b.resets_at) return `It resets on ${new Date(b.resets_at).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}.`;
+    if (b && b.resets_at) return `It resets on ${fmtDate(b.resets_at)}.`;
     return '';
   }
 }
 
 function refusalText(err, view) {
   switch (err.code) {
-    case 'budget_exhausted': {
-      const when = view.resetsText();
-      return `Your token budget is used up. ${when || err.message || ''}`.trim();
-    }
+    case 'budget_exhausted':
+      // Worded with the top bar's words (budget.js), from the server's numbers.
+      return budgetRefusalText(err.details, view.appState.me?.budget);
     case 'approval_pending':
       return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
     case 'turn_in_progress':

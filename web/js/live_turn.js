@@ -104,8 +104,10 @@ function errorText(code, message) {
     upstream_incomplete: 'The model provider stopped in the middle of its reply',
     upstream_misconfigured: 'The model provider is not configured correctly; tell an admin',
     unavailable: 'The service is temporarily unavailable',
-    budget_exhausted: 'Your token budget is used up',
+    budget_exhausted: 'Your token budget is not enough for this reply',
   };
   const head = friendly[code] || 'Something went wrong';
+  // The server's budget message carries a UTC time; the top bar has the local one.
+  if (code === 'budget_exhausted') return `${head}. See what is left at the top.`;
   return message ? `${head}. (${message})` : `${head}.`;
 }

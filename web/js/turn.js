@@ -7,7 +7,7 @@ import { fileChips } from './attachments.js';
 
 export const FINISH_NOTES = {
   max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
-  budget_exhausted: 'Your token budget ran out during this turn.',
+  budget_exhausted: 'This reply stopped: what is left of your token budget was not enough for another step.',
   tool_failures: 'The turn stopped because a tool kept failing.',
   cancelled: 'Stopped.',
   awaiting_approval: 'Paused: a tool call waits for approval. The answer goes on once it is decided.',

@@ -315,22 +315,45 @@ pub fn clamp_output(room: i64, max_output: i64) -> u32 {
     u32::try_from(room.clamp(1, max_output.max(1))).unwrap_or(u32::MAX)
 }
 
-/// 429 for a refused reservation: exhausted (says when it resets) or held by other turns.
+/// 429 for a refused reservation: too little left (with the numbers, and when it resets)
+/// or held by other turns. "Used up" only when nothing is left.
 pub fn refusal_error(refusal: &Reserve) -> ApiError {
     match refusal {
-        Reserve::Exhausted { resets_at } => {
+        Reserve::Exhausted {
+            resets_at,
+            need,
+            left,
+            limit,
+        } => {
             let when = match resets_at {
-                Some(t) => format!("it resets at {}", t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                Some(t) => format!(
+                    "it resets at {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
                 None => "ask an admin to raise it".to_owned(),
             };
             let wait = resets_at
                 .map(|t| (t - chrono::Utc::now()).num_seconds().max(1))
                 .unwrap_or(3600);
+            let message = if *left <= 0 {
+                format!("your token budget is used up; {when}")
+            } else {
+                format!(
+                    "this message needs about {need} tokens and your budget has {left} left; {when}"
+                )
+            };
+            let details = crate::error::BudgetDetails {
+                needed: *need,
+                remaining: (*left).max(0),
+                limit: *limit,
+                resets_at: *resets_at,
+            };
             ApiError::too_many(
                 "budget_exhausted",
-                format!("your token budget is used up; {when}"),
+                message,
                 u64::try_from(wait).unwrap_or(3600),
             )
+            .with_details(details)
         }
         _ => ApiError::too_many(
             "budget_in_use",

@@ -9,7 +9,8 @@ use secrecy::SecretString;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::auth::{password, refresh};
+use crate::auth::{password, refresh, AuthUser};
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::models::{refresh_token, role, user};
 use crate::db::{self, models::is_unique_violation};
 use crate::error::ApiError;
@@ -46,8 +47,8 @@ pub fn check_username(username: &str) -> Result<(), ApiError> {
 pub enum NewAccountRole<'a> {
     /// Self-registration: `admin` for the very first account, `member` after.
     SelfRegistered,
-    /// Chosen by an admin (must exist).
-    Explicit(&'a str),
+    /// Chosen by an admin (must exist); the creation enters the admin audit trail.
+    ByAdmin { role: &'a str, admin: &'a AuthUser },
 }
 
 /// Validates and creates an account.
@@ -60,7 +61,7 @@ pub async fn create_account(
     check_username(username)?;
     password::check_length(password_text)
         .map_err(|m| ApiError::bad_request("invalid_password", m))?;
-    if let NewAccountRole::Explicit(name) = role_choice {
+    if let NewAccountRole::ByAdmin { role: name, .. } = role_choice {
         let mut conn = db::conn(&state.pool).await?;
         if !role::exists(&mut conn, name).await? {
             return Err(ApiError::unprocessable(
@@ -79,7 +80,20 @@ pub async fn create_account(
         NewAccountRole::SelfRegistered => {
             user::insert_self_registered(&mut conn, username, &hash, role::MEMBER).await
         }
-        NewAccountRole::Explicit(name) => user::insert(&mut conn, username, &hash, name).await,
+        NewAccountRole::ByAdmin { role: name, admin } => {
+            conn.transaction(|conn| {
+                async move {
+                    let created = user::insert(conn, username, &hash, name).await?;
+                    let change = NewChange::by(admin, "user.create", &created.username)
+                        .id(created.id)
+                        .after(user::UserView::from(created.clone()));
+                    admin_change::record(conn, change).await?;
+                    Ok(created)
+                }
+                .scope_boxed()
+            })
+            .await
+        }
     };
     inserted.map_err(|e| {
         if is_unique_violation(&e) {

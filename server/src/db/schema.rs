@@ -304,3 +304,26 @@ diesel::table! {
 
 diesel::joinable!(api_keys -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(api_keys, users);
+
+diesel::table! {
+    admin_changes (id) {
+        id -> Int8,
+        created_at -> Timestamptz,
+        actor_id -> Nullable<Uuid>,
+        actor_name -> Text,
+        kind -> Text,
+        target -> Text,
+        target_id -> Nullable<Uuid>,
+        before -> Nullable<Jsonb>,
+        after -> Nullable<Jsonb>,
+    }
+}
+
+diesel::table! {
+    deleted_users (id) {
+        id -> Uuid,
+        username -> Text,
+        deleted_at -> Timestamptz,
+        deleted_by -> Nullable<Uuid>,
+    }
+}

@@ -140,17 +140,50 @@ async fn decide(
         .agent
         .decide(*id, &decider, decision, note, follow)
         .await?;
+    let a = &outcome.approval;
+    if who.is_admin() && (a.approver == "admin" || a.user_id != who.id) {
+        record_admin_decision(&state, &who, a).await;
+    }
     let Some(log) = outcome.events else {
         return Ok(HttpResponse::Ok()
             .json(json!({"approval": outcome.approval, "resumed": outcome.resumed})));
     };
     // Followed as the owner's turn (an admin may be the one deciding); its ids are places in
     // the turn, as on every stream of it.
-    let a = &outcome.approval;
     let follower = state
         .agent
         .follow_resumed(a.user_id, a.conversation_id, log);
     super::messages::respond(&req, &state, follower).await
+}
+
+/// An admin's decision enters the admin audit trail (after the decision's own transaction,
+/// which the agent owns; a failure to record is logged, the decision stands).
+async fn record_admin_decision(
+    state: &AppState,
+    who: &AuthUser,
+    a: &crate::db::models::approval::Approval,
+) {
+    use crate::db::models::admin_change::{self, NewChange};
+    let change = NewChange::by(
+        who,
+        "approval.decide",
+        format!("{} for {}", a.tool, a.username),
+    )
+    .id(a.id)
+    .before(
+        json!({"state": "pending", "tool": a.tool, "user": a.username,
+                       "conversation_id": a.conversation_id, "arguments": a.arguments}),
+    )
+    .after(json!({"state": a.state, "note": a.note}));
+    let recorded = match db::conn(&state.pool).await {
+        Ok(mut conn) => admin_change::record(&mut conn, change)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = recorded {
+        tracing::error!(error = %e, approval = %a.id, "could not record an admin's approval decision");
+    }
 }
 
 fn wants_stream(req: &HttpRequest) -> bool {

@@ -514,3 +514,6 @@ fn delete_file(dir: &Dir, path: &WorkspacePath) -> Result<(), WorkspaceError> {
 #[cfg(test)]
 #[path = "workspace_tests.rs"]
 mod tests;
+
+#[path = "workspace_remove.rs"]
+mod remove;

@@ -107,6 +107,25 @@ pub async fn list_all(conn: &mut AsyncPgConnection, limit: i64) -> QueryResult<V
         .collect())
 }
 
+/// One key with its owner's name (for the admin audit trail).
+pub async fn find_with_owner(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+) -> QueryResult<Option<OwnedKey>> {
+    let row: Option<(ApiKey, String)> = dsl::api_keys
+        .inner_join(users::users)
+        .filter(dsl::id.eq(id))
+        .select((ApiKey::as_select(), users::username))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(row.map(|(key, username)| OwnedKey {
+        user_id: key.user_id,
+        key,
+        username,
+    }))
+}
+
 /// Deletes the key if `owner` (or anyone, with `None`) holds it; false when there is none.
 pub async fn delete(
     conn: &mut AsyncPgConnection,

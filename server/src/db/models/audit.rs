@@ -91,6 +91,8 @@ pub struct AuditRow {
 #[derive(Debug, Default, Clone)]
 pub struct AuditFilter {
     pub user_id: Option<Uuid>,
+    /// The username the rows keep (case-insensitive), for accounts deleted since.
+    pub username: Option<String>,
     pub tool: Option<String>,
     pub outcome: Option<String>,
     /// `approved`, `denied`, `expired`, or `none` (calls that needed no approval).
@@ -183,6 +185,9 @@ pub async fn list(conn: &mut AsyncPgConnection, f: &AuditFilter) -> QueryResult<
         .into_boxed();
     if let Some(u) = f.user_id {
         q = q.filter(dsl::user_id.eq(u));
+    }
+    if let Some(name) = &f.username {
+        q = q.filter(super::lower(dsl::username).eq(name.to_lowercase()));
     }
     if let Some(t) = &f.tool {
         q = q.filter(dsl::tool.eq(t.clone()));

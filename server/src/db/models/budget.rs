@@ -55,9 +55,14 @@ impl Hold {
 #[derive(Debug)]
 pub enum Reserve {
     Granted(Hold),
-    /// Spent up to the limit for this period.
+    /// Less is left for this period than the call needs (maybe nothing).
     Exhausted {
         resets_at: Option<DateTime<Utc>>,
+        /// The least the call needed.
+        need: i64,
+        /// What was left (0: used up).
+        left: i64,
+        limit: Option<i64>,
     },
     /// Enough is left, but in-flight turns hold it right now.
     HeldByOthers,
@@ -230,10 +235,15 @@ pub async fn reserve_after(
         }
         current = totals(conn, ask.user_id, ask.limit.period, start).await?;
     }
-    let spent = current.map_or(0, |t| t.spent);
+    let spent = current.as_ref().map_or(0, |t| t.spent);
     if tokens - spent < ask.need {
+        // What is free right now, as `GET /api/me` counts it (running turns' holds are taken).
+        let held = current.as_ref().map_or(0, |t| t.reserved);
         Ok(Reserve::Exhausted {
             resets_at: ask.limit.period.resets_at(ask.now),
+            need: ask.need,
+            left: (tokens - spent - held).max(0),
+            limit: Some(tokens),
         })
     } else {
         Ok(Reserve::HeldByOthers)

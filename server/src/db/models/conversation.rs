@@ -112,6 +112,16 @@ pub async fn create(
         .await
 }
 
+/// Any user's conversation, for the admin's read-only view (the caller checks it is an admin).
+pub async fn find_any(conn: &mut AsyncPgConnection, id: Uuid) -> QueryResult<Option<Conversation>> {
+    dsl::conversations
+        .find(id)
+        .select(Conversation::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
 pub async fn find_owned(
     conn: &mut AsyncPgConnection,
     id: Uuid,

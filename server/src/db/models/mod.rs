@@ -1,5 +1,6 @@
 //! Rows and the queries that read and write them, one file per table.
 
+pub mod admin_change;
 pub mod api_key;
 pub mod approval;
 pub mod approval_step;

@@ -395,7 +395,12 @@ pub async fn next_call(
     let Some(access) = access else {
         tx.commit().await?;
         return Ok(NextCall {
-            reserve: Ok(Reserve::Exhausted { resets_at: None }),
+            reserve: Ok(Reserve::Exhausted {
+                resets_at: None,
+                need: step.need,
+                left: 0,
+                limit: None,
+            }),
             allowed_tools: Vec::new(),
         });
     };

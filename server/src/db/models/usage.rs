@@ -70,19 +70,22 @@ pub struct UserModelUsage {
     pub calls: i64,
 }
 
-/// Tokens per user and model between `from` (inclusive) and `to` (exclusive, open if None).
+/// Tokens per user and model between `from` (inclusive) and `to` (exclusive, open if None);
+/// a deleted account keeps its rows, named from its tombstone.
 pub async fn by_user_and_model(
     conn: &mut AsyncPgConnection,
     from: DateTime<Utc>,
     to: Option<DateTime<Utc>>,
 ) -> QueryResult<Vec<UserModelUsage>> {
     diesel::sql_query(
-        "SELECT u.id AS user_id, u.username, r.model, \
-                sum(r.input_tokens)::BIGINT AS input_tokens, \
+        "SELECT r.user_id, \
+                COALESCE(u.username, d.username || ' (deleted)', 'deleted user') AS username, \
+                r.model, sum(r.input_tokens)::BIGINT AS input_tokens, \
                 sum(r.output_tokens)::BIGINT AS output_tokens, count(*)::BIGINT AS calls \
-         FROM usage_records r JOIN users u ON u.id = r.user_id \
+         FROM usage_records r LEFT JOIN users u ON u.id = r.user_id \
+              LEFT JOIN deleted_users d ON d.id = r.user_id \
          WHERE r.created_at >= $1 AND ($2::timestamptz IS NULL OR r.created_at < $2) \
-         GROUP BY u.id, u.username, r.model ORDER BY u.username, r.model",
+         GROUP BY r.user_id, 2, r.model ORDER BY 2, r.model",
     )
     .bind::<Timestamptz, _>(from)
     .bind::<Nullable<Timestamptz>, _>(to)

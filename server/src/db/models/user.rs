@@ -256,29 +256,7 @@ pub async fn update(
                 && !current.disabled
                 && (new_role != super::role::ADMIN || new_disabled);
             if loses_admin {
-                let others: i64 = dsl::users
-                    .filter(dsl::role.eq(super::role::ADMIN))
-                    .filter(dsl::disabled.eq(false))
-                    .filter(dsl::id.ne(id))
-                    .count()
-                    .get_result(conn)
-                    .await?;
-                if others == 0 {
-                    return Err(UserChangeError::LastAdmin);
-                }
-                if changes.keep_local_admin && current.source == SOURCE_PASSWORD {
-                    let local: i64 = dsl::users
-                        .filter(dsl::role.eq(super::role::ADMIN))
-                        .filter(dsl::disabled.eq(false))
-                        .filter(dsl::source.eq(SOURCE_PASSWORD))
-                        .filter(dsl::id.ne(id))
-                        .count()
-                        .get_result(conn)
-                        .await?;
-                    if local == 0 {
-                        return Err(UserChangeError::LastLocalAdmin);
-                    }
-                }
+                check_other_admins(conn, &current, changes.keep_local_admin).await?;
             }
             let invalidates = new_role != current.role || (new_disabled && !current.disabled);
             let version = current.token_version + i32::from(invalidates);
@@ -304,6 +282,68 @@ pub async fn update(
     .await
 }
 
+/// Refuses when `current` is the last enabled admin (or, with `keep_local`, the last one
+/// with a local password). Call inside a transaction holding [`lock_admin_set`].
+pub async fn check_other_admins(
+    conn: &mut AsyncPgConnection,
+    current: &User,
+    keep_local: bool,
+) -> Result<(), UserChangeError> {
+    let others: i64 = dsl::users
+        .filter(dsl::role.eq(super::role::ADMIN))
+        .filter(dsl::disabled.eq(false))
+        .filter(dsl::id.ne(current.id))
+        .count()
+        .get_result(conn)
+        .await?;
+    if others == 0 {
+        return Err(UserChangeError::LastAdmin);
+    }
+    if keep_local && current.source == SOURCE_PASSWORD {
+        let local: i64 = dsl::users
+            .filter(dsl::role.eq(super::role::ADMIN))
+            .filter(dsl::disabled.eq(false))
+            .filter(dsl::source.eq(SOURCE_PASSWORD))
+            .filter(dsl::id.ne(current.id))
+            .count()
+            .get_result(conn)
+            .await?;
+        if local == 0 {
+            return Err(UserChangeError::LastLocalAdmin);
+        }
+    }
+    Ok(())
+}
+
+/// Deletes an account in the caller's transaction: its conversations, messages, keys,
+/// sessions, budget periods and identities go with it (foreign keys cascade); tool-call
+/// audit rows keep the username and the usage ledger keeps its rows, named by the
+/// tombstone written here. Returns the account as it was.
+pub async fn delete(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    deleted_by: Uuid,
+    keep_local_admin: bool,
+) -> Result<User, UserChangeError> {
+    use crate::db::schema::deleted_users;
+    lock_admin_set(conn).await?;
+    let current = find(conn, id).await?.ok_or(UserChangeError::NotFound)?;
+    if current.role == super::role::ADMIN && !current.disabled {
+        check_other_admins(conn, &current, keep_local_admin).await?;
+    }
+    diesel::insert_into(deleted_users::table)
+        .values((
+            deleted_users::id.eq(id),
+            deleted_users::username.eq(&current.username),
+            deleted_users::deleted_by.eq(Some(deleted_by)),
+        ))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    diesel::delete(dsl::users.find(id)).execute(conn).await?;
+    Ok(current)
+}
+
 /// Stores a new password hash and bumps the token version (every access token dies);
 /// returns the new version.
 pub async fn set_password(
@@ -322,7 +362,8 @@ pub async fn set_password(
         .await
 }
 
-async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+/// Serialises changes to the set of enabled admins (take it inside a transaction).
+pub async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
     diesel::sql_query(format!(
         "SELECT pg_advisory_xact_lock({ADMIN_SET_LOCK_KEY})"
     ))

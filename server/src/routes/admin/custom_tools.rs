@@ -1,10 +1,13 @@
 //! `/api/admin/tools/custom`: admin-defined HTTP tools. Header values are write-only.
 
 use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::AdminUser;
+use crate::auth::{AdminUser, AuthUser};
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::{
     self,
     models::custom_tool::{self, CustomToolRow},
@@ -53,6 +56,42 @@ fn view(row: &CustomToolRow) -> Value {
         "method": row.method, "url_template": row.url_template, "headers": header_names,
         "timeout_ms": row.timeout_ms, "created_at": row.created_at, "updated_at": row.updated_at,
     })
+}
+
+/// Saves `row` and its admin-audit row in one transaction; `before` is the tool as it was.
+async fn save_audited(
+    conn: &mut AsyncPgConnection,
+    who: &AuthUser,
+    before: Option<&CustomToolRow>,
+    row: &CustomToolRow,
+) -> Result<CustomToolRow, ApiError> {
+    let kind = if before.is_some() {
+        "custom_tool.update"
+    } else {
+        "custom_tool.create"
+    };
+    let before_view = before.map(view);
+    // Header values never enter the trail; that they changed does.
+    let rotated = before.is_some_and(|b| b.headers != row.headers);
+    let saved = conn
+        .transaction(|conn| {
+            async move {
+                let saved = custom_tool::upsert(conn, row).await?;
+                let mut after = view(&saved);
+                if rotated {
+                    after["header_values_changed"] = json!(true);
+                }
+                let mut change = NewChange::by(who, kind, &saved.name).after(after);
+                if let Some(b) = before_view {
+                    change = change.before(b);
+                }
+                admin_change::record(conn, change).await?;
+                Ok::<_, diesel::result::Error>(saved)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    Ok(saved)
 }
 
 fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRow, ApiError> {
@@ -202,7 +241,7 @@ async fn get(
     (status = 409, description = "A tool of that name exists", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     Json(body): Json<ToolBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = body.name.clone().unwrap_or_default();
@@ -214,7 +253,7 @@ async fn create(
             format!("a custom tool named `{name}` exists; PUT to replace it"),
         ));
     }
-    let saved = custom_tool::upsert(&mut conn, &row).await?;
+    let saved = save_audited(&mut conn, &admin.0, None, &row).await?;
     Ok(HttpResponse::Created().json(view(&saved)))
 }
 
@@ -226,7 +265,7 @@ async fn create(
     (status = 409, description = "A built-in tool has that name", body = crate::error::ErrorBody)))]
 async fn replace(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     name: web::Path<String>,
     Json(body): Json<ToolBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -254,7 +293,7 @@ async fn replace(
             row.headers = e.headers.clone();
         }
     }
-    let saved = custom_tool::upsert(&mut conn, &row).await?;
+    let saved = save_audited(&mut conn, &admin.0, existing.as_ref(), &row).await?;
     let status = if existing.is_some() {
         actix_web::http::StatusCode::OK
     } else {
@@ -268,11 +307,29 @@ async fn replace(
     responses((status = 204, description = "Deleted")))]
 async fn delete(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
-    if custom_tool::delete(&mut conn, &name).await? {
+    let Some(existing) = custom_tool::find(&mut conn, &name).await? else {
+        return Err(ApiError::not_found("tool"));
+    };
+    let who = &admin.0;
+    let deleted = conn
+        .transaction(|conn| {
+            async move {
+                let deleted = custom_tool::delete(conn, &existing.name).await?;
+                if deleted {
+                    let change = NewChange::by(who, "custom_tool.delete", &existing.name)
+                        .before(view(&existing));
+                    admin_change::record(conn, change).await?;
+                }
+                Ok::<_, diesel::result::Error>(deleted)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    if deleted {
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(ApiError::not_found("tool"))

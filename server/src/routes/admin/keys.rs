@@ -1,10 +1,13 @@
 //! `/api/admin/keys`: every user's API keys (never their secrets); an admin revokes any.
 
 use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::AsyncConnection;
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::auth::AdminUser;
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::{self, models::api_key};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -45,10 +48,30 @@ async fn revoke(
     admin: AdminUser,
     id: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
+    let (id, who) = (*id, &admin.0);
     let mut conn = db::conn(&state.pool).await?;
-    if !api_key::delete(&mut conn, *id, None).await? {
+    let revoked = conn
+        .transaction(|conn| {
+            async move {
+                let Some(key) = api_key::find_with_owner(conn, id).await? else {
+                    return Ok(false);
+                };
+                if !api_key::delete(conn, id, None).await? {
+                    return Ok(false);
+                }
+                let target = format!("{} ({}) of {}", key.key.name, key.key.prefix, key.username);
+                let change = NewChange::by(who, "api_key.revoke", target)
+                    .id(id)
+                    .before(&key);
+                admin_change::record(conn, change).await?;
+                Ok::<_, diesel::result::Error>(true)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    if !revoked {
         return Err(ApiError::not_found("API key"));
     }
-    tracing::info!(admin = %admin.0.id, key = %*id, "API key revoked by an admin");
+    tracing::info!(admin = %who.id, key = %id, "API key revoked by an admin");
     Ok(HttpResponse::NoContent().finish())
 }

@@ -4,11 +4,14 @@
 //! and are read-only here. Header values are write-only.
 
 use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::AsyncConnection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::agent::cancel;
 use crate::auth::AdminUser;
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::{
     self,
     models::mcp_server::{self, McpServerRow},
@@ -107,6 +110,14 @@ fn body_to_config(
     Ok(c)
 }
 
+/// A server's settings as the admin audit trail keeps them: header names, never values.
+fn audit_view(c: &McpServerConfig) -> Value {
+    json!({
+        "name": c.name, "url": c.url, "headers": c.headers.keys().collect::<Vec<_>>(),
+        "enabled": c.enabled, "timeout_ms": c.timeout_ms, "forward_identity": c.forward_identity,
+    })
+}
+
 /// The server `name`, or 404.
 fn find(state: &AppState, name: &str) -> Result<std::sync::Arc<ServerShared>, ApiError> {
     state
@@ -154,7 +165,7 @@ async fn get(
     (status = 422, description = "Not an acceptable server", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     Json(body): Json<ServerBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = body
@@ -169,7 +180,25 @@ async fn create(
         ));
     }
     let mut conn = db::conn(&state.pool).await?;
-    if !mcp_server::insert(&mut conn, &McpServerRow::from_config(&config)).await? {
+    let (row, who, after) = (
+        McpServerRow::from_config(&config),
+        &admin.0,
+        audit_view(&config),
+    );
+    let inserted = conn
+        .transaction(|conn| {
+            async move {
+                let inserted = mcp_server::insert(conn, &row).await?;
+                if inserted {
+                    let change = NewChange::by(who, "mcp_server.create", &row.name).after(after);
+                    admin_change::record(conn, change).await?;
+                }
+                Ok::<_, diesel::result::Error>(inserted)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    if !inserted {
         return Err(ApiError::conflict(
             "mcp_server_exists",
             format!("an MCP server named `{name}` exists"),
@@ -190,7 +219,7 @@ async fn create(
     (status = 422, description = "Not an acceptable server", body = crate::error::ErrorBody)))]
 async fn replace(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     name: web::Path<String>,
     Json(body): Json<ServerBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -205,7 +234,29 @@ async fn replace(
     editable(&current)?;
     let config = body_to_config(&name, body, Some(&current.config))?;
     let mut conn = db::conn(&state.pool).await?;
-    if !mcp_server::update(&mut conn, &McpServerRow::from_config(&config)).await? {
+    let row = McpServerRow::from_config(&config);
+    let mut after = audit_view(&config);
+    if current.config.headers != config.headers {
+        // Header values never enter the trail; that they changed does.
+        after["header_values_changed"] = json!(true);
+    }
+    let (who, before) = (&admin.0, audit_view(&current.config));
+    let updated = conn
+        .transaction(|conn| {
+            async move {
+                let updated = mcp_server::update(conn, &row).await?;
+                if updated {
+                    let change = NewChange::by(who, "mcp_server.update", &row.name)
+                        .before(before)
+                        .after(after);
+                    admin_change::record(conn, change).await?;
+                }
+                Ok::<_, diesel::result::Error>(updated)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    if !updated {
         return Err(ApiError::not_found("MCP server"));
     }
     state.agent.mcp.upsert(config, Source::Api);
@@ -220,13 +271,22 @@ async fn replace(
     (status = 409, description = "It comes from the config file", body = crate::error::ErrorBody)))]
 async fn delete(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let current = find(&state, &name)?;
     editable(&current)?;
     let mut conn = db::conn(&state.pool).await?;
-    mcp_server::delete(&mut conn, &name).await?;
+    let (who, before, name_ref) = (&admin.0, audit_view(&current.config), name.as_str());
+    conn.transaction(|conn| {
+        async move {
+            mcp_server::delete(conn, name_ref).await?;
+            let change = NewChange::by(who, "mcp_server.delete", name_ref).before(before);
+            admin_change::record(conn, change).await
+        }
+        .scope_boxed()
+    })
+    .await?;
     state.agent.mcp.remove(&name);
     tell_other_processes(&mut conn).await;
     Ok(HttpResponse::NoContent().finish())

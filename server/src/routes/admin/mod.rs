@@ -2,12 +2,17 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod changes;
+pub mod conversations;
+mod csv;
 pub mod custom_tools;
 pub mod keys;
 pub mod mcp_servers;
 pub mod roles;
 pub mod tools;
 pub mod usage;
+pub mod user_delete;
+pub mod user_password;
 pub mod users;
 
 use actix_web::web;
@@ -18,6 +23,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(users::configure)
             .configure(approvals::configure)
             .configure(audit::configure)
+            .configure(changes::configure)
+            .configure(conversations::configure)
             .configure(custom_tools::configure)
             .configure(keys::configure)
             .configure(mcp_servers::configure)

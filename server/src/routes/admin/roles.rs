@@ -2,11 +2,14 @@
 //! nothing until an admin lists tools; changes apply to the next model call.
 
 use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::AsyncConnection;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::AdminUser;
 use crate::budget::Period;
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::{double_option, Json};
@@ -52,7 +55,7 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
     (status = 422, description = "A tool does not exist", body = crate::error::ErrorBody)))]
 async fn put(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     name: web::Path<String>,
     Json(body): Json<RoleBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -151,7 +154,26 @@ async fn put(
         (None, Some(r)) => r.approvals.clone(),
         (None, None) => json!({}),
     };
-    let saved = role::upsert(&mut conn, &name, &tools, budget, &period, &approvals).await?;
+    let (who, before) = (&admin.0, existing.clone());
+    let saved = conn
+        .transaction(|conn| {
+            async move {
+                let saved = role::upsert(conn, &name, &tools, budget, &period, &approvals).await?;
+                let kind = if before.is_some() {
+                    "role.update"
+                } else {
+                    "role.create"
+                };
+                let mut change = NewChange::by(who, kind, &name).after(&saved);
+                if let Some(b) = before {
+                    change = change.before(b);
+                }
+                admin_change::record(conn, change).await?;
+                Ok::<_, diesel::result::Error>(saved)
+            }
+            .scope_boxed()
+        })
+        .await?;
     let status = if existing.is_some() {
         actix_web::http::StatusCode::OK
     } else {

@@ -1,12 +1,16 @@
 //! `/api/admin/users`: list, create and change accounts.
 
 use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::AsyncConnection;
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::{user_delete, user_password};
 use crate::auth::session::{self, NewAccountRole};
 use crate::auth::AdminUser;
+use crate::db::models::admin_change::{self, NewChange};
 use crate::db::{self, models::role, models::user};
 use crate::error::ApiError;
 use crate::extract::{double_option, Json};
@@ -18,7 +22,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(list))
             .route(web::post().to(create)),
     )
-    .service(web::resource("/users/{id}").route(web::patch().to(update)));
+    .service(
+        web::resource("/users/{id}")
+            .route(web::patch().to(update))
+            .route(web::delete().to(user_delete::delete)),
+    )
+    .route("/users/{id}/password", web::post().to(user_password::reset));
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -73,14 +82,17 @@ async fn list(
     (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     Json(body): Json<CreateBody>,
 ) -> Result<HttpResponse, ApiError> {
     let created = session::create_account(
         &state,
         &body.username,
         &body.password,
-        NewAccountRole::Explicit(&body.role),
+        NewAccountRole::ByAdmin {
+            role: &body.role,
+            admin: &admin.0,
+        },
     )
     .await?;
     Ok(HttpResponse::Created().json(user::UserView::from(created)))
@@ -90,11 +102,11 @@ async fn create(
 #[utoipa::path(patch, path = "/api/admin/users/{id}", tag = "admin", params(("id" = Uuid, Path)),
     request_body = UpdateBody, responses(
     (status = 200, description = "Changed", body = crate::db::models::user::UserView),
-    (status = 409, description = "That would leave no enabled admin (or, with single sign-on, no enabled local admin)", body = crate::error::ErrorBody),
+    (status = 409, description = "That would leave no enabled admin (or, with single sign-on, no enabled local admin), or an admin would disable themselves", body = crate::error::ErrorBody),
     (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
-    _admin: AdminUser,
+    admin: AdminUser,
     id: web::Path<Uuid>,
     Json(body): Json<UpdateBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -107,6 +119,9 @@ async fn update(
         }
     }
     let mut conn = db::conn(&state.pool).await?;
+    if body.disabled == Some(true) && *id == admin.0.id {
+        refuse_self_disable(&mut conn, &admin, state.settings.oidc.enabled()).await?;
+    }
     if let Some(name) = &body.role {
         if !role::exists(&mut conn, name).await? {
             return Err(ApiError::unprocessable(
@@ -124,26 +139,80 @@ async fn update(
         // With single sign-on on, a local admin is the way back in if the provider fails.
         keep_local_admin: state.settings.oidc.enabled(),
     };
-    match user::update(&mut conn, *id, changes).await {
+    let (id, who) = (*id, &admin.0);
+    let updated = conn
+        .transaction(|conn| {
+            async move {
+                user::lock_admin_set(conn).await?;
+                let before = user::find(conn, id).await?;
+                let after = user::update(conn, id, changes).await?;
+                if let Some(before) = before {
+                    let change = NewChange::by(who, "user.update", &after.username)
+                        .id(id)
+                        .before(user::UserView::from(before))
+                        .after(user::UserView::from(after.clone()));
+                    admin_change::record(conn, change).await?;
+                }
+                Ok::<_, user::UserChangeError>(after)
+            }
+            .scope_boxed()
+        })
+        .await;
+    match updated {
         Ok(u) => {
             if revokes {
-                let stop = crate::agent::cancel::Stop::User(*id);
+                let stop = crate::agent::cancel::Stop::User(id);
                 if let Err(e) = crate::agent::cancel::broadcast(&mut conn, stop).await {
                     tracing::warn!(error = %e, "could not ask the processes to stop the user's turns");
                 }
             }
             Ok(HttpResponse::Ok().json(user::UserView::from(u)))
         }
-        Err(user::UserChangeError::NotFound) => Err(ApiError::not_found("user")),
-        Err(user::UserChangeError::LastAdmin) => Err(ApiError::conflict(
+        Err(e) => Err(change_error(e, "disabled or demoted")),
+    }
+}
+
+/// Always an error: the last admin hears `last_admin` (as anyone disabling them would);
+/// otherwise `self_change`.
+async fn refuse_self_disable(
+    conn: &mut diesel_async::AsyncPgConnection,
+    admin: &AdminUser,
+    keep_local: bool,
+) -> Result<(), ApiError> {
+    let id = admin.0.id;
+    conn.transaction(|conn| {
+        async move {
+            user::lock_admin_set(conn).await?;
+            let me = user::find(conn, id)
+                .await?
+                .ok_or(user::UserChangeError::NotFound)?;
+            user::check_other_admins(conn, &me, keep_local).await
+        }
+        .scope_boxed()
+    })
+    .await
+    .map_err(|e| change_error(e, "disabled or demoted"))?;
+    Err(ApiError::conflict(
+        "self_change",
+        "you cannot disable your own account; ask another admin",
+    ))
+}
+
+/// The answer to a refused account change; `verb` says what was refused.
+pub(super) fn change_error(e: user::UserChangeError, verb: &str) -> ApiError {
+    match e {
+        user::UserChangeError::NotFound => ApiError::not_found("user"),
+        user::UserChangeError::LastAdmin => ApiError::conflict(
             "last_admin",
-            "the last enabled admin cannot be disabled or demoted",
-        )),
-        Err(user::UserChangeError::LastLocalAdmin) => Err(ApiError::conflict(
+            format!("the last enabled admin cannot be {verb}"),
+        ),
+        user::UserChangeError::LastLocalAdmin => ApiError::conflict(
             "last_local_admin",
-            "the last enabled admin with a local password cannot be disabled or demoted while \
-             single sign-on is on: it is the way back in when the identity provider fails",
-        )),
-        Err(user::UserChangeError::Db(e)) => Err(e.into()),
+            format!(
+                "the last enabled admin with a local password cannot be {verb} while single \
+                 sign-on is on: it is the way back in when the identity provider fails"
+            ),
+        ),
+        user::UserChangeError::Db(e) => e.into(),
     }
 }
