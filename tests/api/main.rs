@@ -27,6 +27,7 @@ mod mcp_faults;
 mod mcp_perf;
 mod observability;
 mod openai_api;
+mod openai_keys;
 mod openai_sdk;
 mod openapi;
 mod reattach;
