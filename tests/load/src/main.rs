@@ -13,10 +13,12 @@ mod fake;
 mod mcp;
 mod report;
 mod report_extra;
+mod report_v1;
 mod scenarios;
 mod soak;
 mod stats;
 mod sys;
+mod v1;
 
 use std::net::{Ipv4Addr, SocketAddr};
 
