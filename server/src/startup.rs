@@ -86,6 +86,7 @@ impl Application {
             sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),
             metrics,
             workspaces,
+            keys: Default::default(),
             agent,
             turns,
             uploads: Arc::new(crate::security::uploads::UploadGate::new(

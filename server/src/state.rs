@@ -27,4 +27,6 @@ pub struct AppState {
     pub uploads: Arc<crate::security::uploads::UploadGate>,
     /// Single sign-on and SCIM.
     pub sso: Arc<crate::auth::oidc::Sso>,
+    /// API keys seen lately (`/v1` turns skip their lookup).
+    pub keys: Arc<crate::auth::key_cache::KeyCache>,
 }

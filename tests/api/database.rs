@@ -455,6 +455,8 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
         stale_after: Duration::from_secs(600),
         process_id: uuid::Uuid::nil(),
         idempotency: None,
+        new_conversation: None,
+        api_key: None,
     }
 }
 

@@ -32,6 +32,7 @@ mod mcp_perf;
 mod mcp_replicas;
 mod observability;
 mod openai_api;
+mod openai_keys;
 mod openai_sdk;
 mod openapi;
 mod reattach;

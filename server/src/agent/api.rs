@@ -11,8 +11,9 @@ use super::turn::{Agent, PreparedTurn};
 use crate::auth::SignedToken;
 use crate::budget;
 use crate::db::models::custom_tool::CustomToolRow;
-use crate::db::models::message::{self, Message, NewMessage};
-use crate::db::{self, models::conversation, models::conversation::Conversation};
+use crate::db::models::conversation::Conversation;
+use crate::db::models::message::{Message, NewMessage};
+use crate::db::models::turn as turn_db;
 use crate::error::ApiError;
 use crate::llm::{self, ChatMessage, ToolSpec};
 
@@ -32,11 +33,13 @@ pub struct ApiTurn {
 }
 
 impl Agent {
-    /// Stores the call's conversation and prepares its turn (budget, claim, tools) as
-    /// [`Agent::prepare`] does. A refused turn leaves no conversation behind.
+    /// Prepares the call's turn (budget, tools) as [`Agent::prepare`] does, creating its
+    /// conversation and storing the earlier messages in the same transaction: the commits
+    /// of a plain turn, and a refused turn leaves no conversation behind.
     pub async fn prepare_api(
         &self,
         token: SignedToken,
+        api_key: Option<uuid::Uuid>,
         call: ApiTurn,
     ) -> Result<PreparedTurn, ApiError> {
         let ApiTurn {
@@ -47,32 +50,22 @@ impl Agent {
             input,
             client_tools,
         } = call;
-        let mut conn = db::conn(&self.pool).await?;
-        let created =
-            conversation::create(&mut conn, token.user_id, Some(&title), Some(model.as_str()))
-                .await?;
-        let id = created.id;
+        let id = uuid::Uuid::new_v4();
         for m in history.iter_mut().chain(std::iter::once(&mut last)) {
             m.conversation_id = id;
         }
-        let stored = message::insert_many(&mut conn, &history).await;
-        let prepared = match stored {
-            Ok(()) => {
-                drop(conn);
-                let build = self.api_input(input, &client_tools);
-                self.prepare_turn(token, last, None, 0, build, client_tools)
-                    .await
-            }
-            Err(e) => Err(e.into()),
+        let origin = super::Origin {
+            new_conversation: Some(turn_db::NewConversation {
+                title,
+                model: Some(model),
+                history,
+            }),
+            api_key,
+            ..Default::default()
         };
-        if prepared.is_err() {
-            if let Ok(mut conn) = db::conn(&self.pool).await {
-                if let Err(e) = conversation::delete_owned(&mut conn, id, token.user_id).await {
-                    tracing::warn!(error = %e, "could not remove a refused API call's conversation");
-                }
-            }
-        }
-        prepared
+        let build = self.api_input(input, &client_tools);
+        self.prepare_turn(token, last, origin, 0, build, client_tools)
+            .await
     }
 
     /// The input builder of an API turn: the server's system prompt, then the request's

@@ -46,6 +46,17 @@ use crate::error::ApiError;
 /// A turn's first model input and the tools it may use, as a turn's start builds them.
 pub(crate) type Built = (Vec<crate::llm::ChatMessage>, Registry);
 
+/// What a turn's start records beside its new message.
+#[derive(Debug, Default)]
+pub(crate) struct Origin {
+    /// The request's `Idempotency-Key`.
+    pub idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+    /// The conversation the turn creates (a `/v1` call) rather than claims.
+    pub new_conversation: Option<turn_db::NewConversation>,
+    /// The API key of a `/v1` caller, re-checked in the turn's first round trip.
+    pub api_key: Option<Uuid>,
+}
+
 /// Longest accepted user message, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
@@ -110,7 +121,10 @@ impl Agent {
         self.prepare_turn(
             token,
             user_message,
-            idempotency,
+            Origin {
+                idempotency,
+                ..Default::default()
+            },
             history_room,
             build,
             Vec::new(),
@@ -126,7 +140,7 @@ impl Agent {
         &self,
         token: SignedToken,
         new_message: NewMessage,
-        idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+        origin: Origin,
         history_room: u64,
         build: F,
         client_tools: Vec<crate::llm::ToolSpec>,
@@ -162,7 +176,9 @@ impl Agent {
                 turn_id,
                 stale_after: self.settings.turn_timeout + store::STORE_GRACE,
                 process_id: self.process_id,
-                idempotency,
+                idempotency: origin.idempotency,
+                new_conversation: origin.new_conversation,
+                api_key: origin.api_key,
             },
             user_message,
             ask,

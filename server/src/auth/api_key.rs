@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::extract::{authenticate, bearer};
+use super::key_cache::CachedKey;
 use crate::db::{self, models::api_key};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -82,15 +83,18 @@ impl ApiCaller {
     }
 }
 
-async fn by_key(state: web::Data<AppState>, secret: String) -> Result<ApiCaller, ApiError> {
+/// The key's owner, looked up by the key's hash (and kept in [`AppState::keys`]).
+async fn by_key(state: &web::Data<AppState>, secret: &str) -> Result<ApiCaller, ApiError> {
     let invalid = || ApiError::unauthorized("invalid API key");
     if secret.len() != KEY_LEN {
         return Err(invalid());
     }
+    let hash = hash(secret);
     let mut conn = db::conn(&state.pool).await?;
-    let owner = api_key::find_by_hash(&mut conn, &hash(&secret))
-        .await?
-        .ok_or_else(invalid)?;
+    let Some(owner) = api_key::find_by_hash(&mut conn, &hash).await? else {
+        state.keys.forget(&hash);
+        return Err(invalid());
+    };
     let now = Utc::now();
     if owner.expires_at.is_some_and(|t| t <= now) {
         return Err(ApiError::unauthorized("this API key has expired"));
@@ -99,7 +103,19 @@ async fn by_key(state: web::Data<AppState>, secret: String) -> Result<ApiCaller,
         return Err(ApiError::unauthorized("this account is disabled"));
     }
     let every = chrono::Duration::seconds(TOUCH_EVERY_SECS);
-    if owner.last_used_at.is_none_or(|t| t < now - every) {
+    let due = owner.last_used_at.is_none_or(|t| t < now - every);
+    state.keys.put(
+        hash,
+        CachedKey {
+            key_id: owner.key_id,
+            user_id: owner.user_id,
+            username: owner.username.clone(),
+            role: owner.role.clone(),
+            expires_at: owner.expires_at,
+            touched_at: if due { Some(now) } else { owner.last_used_at },
+        },
+    );
+    if due {
         // Off the request's path: a lost write only loses a timestamp.
         tokio::spawn(async move {
             if let Err(e) = api_key::touch(&mut conn, owner.key_id, now, every).await {
@@ -116,6 +132,107 @@ async fn by_key(state: web::Data<AppState>, secret: String) -> Result<ApiCaller,
     })
 }
 
+/// The key's owner as [`AppState::keys`] remembers it, without a database round trip: `None`
+/// when the key is not kept. The caller must have the key re-checked (the turn's start does).
+fn by_cached_key(state: &web::Data<AppState>, secret: &str) -> Option<Result<ApiCaller, ApiError>> {
+    let hash = hash(secret);
+    let key = state.keys.get(&hash)?;
+    let now = Utc::now();
+    if key.expires_at.is_some_and(|t| t <= now) {
+        return Some(Err(ApiError::unauthorized("this API key has expired")));
+    }
+    let every = chrono::Duration::seconds(TOUCH_EVERY_SECS);
+    if state.keys.touch_due(&hash, now, every) {
+        let pool = state.pool.clone();
+        tokio::spawn(async move {
+            let Ok(mut conn) = db::conn(&pool).await else {
+                tracing::warn!("could not record an API key's last use: no connection");
+                return;
+            };
+            if let Err(e) = api_key::touch(&mut conn, key.key_id, now, every).await {
+                tracing::warn!(error = %e, "could not record an API key's last use");
+            }
+        });
+    }
+    Some(Ok(ApiCaller {
+        user_id: key.user_id,
+        username: key.username,
+        role: key.role,
+        // Unused for keys: the turn's start checks the key and the account as they are.
+        token_version: 0,
+        key_id: Some(key.key_id),
+    }))
+}
+
+/// The caller of `/v1/chat/completions`: as [`ApiCaller`], except that a key this process
+/// has seen is not looked up again here; the turn's start re-checks it in its first round
+/// trip ([`TurnCaller::api_key`]). Anything that answers before the turn starts must call
+/// [`TurnCaller::confirm`] first, so a revoked key still gets its 401.
+#[derive(Debug, Clone)]
+pub struct TurnCaller {
+    pub caller: ApiCaller,
+    /// The hash of a key taken from the cache (not checked yet).
+    unchecked: Option<Vec<u8>>,
+}
+
+impl TurnCaller {
+    /// The key the turn's start must re-check, if the caller used one.
+    pub fn api_key(&self) -> Option<uuid::Uuid> {
+        self.caller.key_id
+    }
+
+    /// Checks a cached key against the database now (for answers that do not start a turn).
+    pub async fn confirm(&self, state: &web::Data<AppState>) -> Result<(), ApiError> {
+        let Some(hash) = &self.unchecked else {
+            return Ok(());
+        };
+        let mut conn = db::conn(&state.pool).await?;
+        match api_key::find_by_hash(&mut conn, hash).await? {
+            None => {
+                state.keys.forget(hash);
+                Err(ApiError::unauthorized("invalid API key"))
+            }
+            Some(o) if o.expires_at.is_some_and(|t| t <= Utc::now()) => {
+                Err(ApiError::unauthorized("this API key has expired"))
+            }
+            Some(o) if o.disabled => Err(ApiError::unauthorized("this account is disabled")),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Drops a cached key the turn's start refused.
+    pub fn forget(&self, state: &web::Data<AppState>) {
+        if let Some(hash) = &self.unchecked {
+            state.keys.forget(hash);
+        }
+    }
+}
+
+impl FromRequest for TurnCaller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let token = bearer(req);
+        let cached = match (&state, &token) {
+            (Some(state), Some(t)) if looks_like_key(t) => by_cached_key(state, t),
+            _ => None,
+        };
+        if let Some(found) = cached {
+            let unchecked = token.as_deref().map(hash);
+            return Box::pin(async move { found.map(|caller| TurnCaller { caller, unchecked }) });
+        }
+        let full = ApiCaller::from_request(req, payload);
+        Box::pin(async move {
+            full.await.map(|caller| TurnCaller {
+                caller,
+                unchecked: None,
+            })
+        })
+    }
+}
+
 impl FromRequest for ApiCaller {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
@@ -126,7 +243,7 @@ impl FromRequest for ApiCaller {
         Box::pin(async move {
             let state = state.ok_or_else(|| ApiError::internal(anyhow::anyhow!("no app state")))?;
             match token {
-                Some(t) if looks_like_key(&t) => by_key(state, t).await,
+                Some(t) if looks_like_key(&t) => by_key(&state, &t).await,
                 token => {
                     let (user, token_version) = authenticate(state, token).await?;
                     Ok(ApiCaller {

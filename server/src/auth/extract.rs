@@ -43,6 +43,8 @@ impl From<Rejection> for ApiError {
             Rejection::NoAccount => "invalid or expired access token",
             Rejection::Disabled => "this account is disabled",
             Rejection::Revoked => "this access token has been revoked; sign in again",
+            Rejection::KeyRevoked => "invalid API key",
+            Rejection::KeyExpired => "this API key has expired",
         })
     }
 }

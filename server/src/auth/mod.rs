@@ -4,6 +4,7 @@
 pub mod api_key;
 pub mod extract;
 pub mod jwt;
+pub mod key_cache;
 pub mod oidc;
 pub mod password;
 pub mod refresh;

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::client::{self, Api, Outcome};
 use crate::fake::Directive;
+use crate::scenarios::Route;
 use crate::stats::{count_errors, Dist};
 use crate::sys;
 
@@ -280,6 +281,8 @@ pub(crate) struct Ctx {
     pub(crate) mcp_base: String,
     pub(crate) mcp_direct: Option<crate::mcp::DirectSession>,
     pub(crate) tokens: Arc<Vec<String>>,
+    /// One personal API key per user (same order as `tokens`), for `/v1` turns.
+    pub(crate) keys: Arc<Vec<String>>,
     pub(crate) pool: Arc<Mutex<std::collections::VecDeque<Conv>>>,
     pub(crate) server_pid: u32,
     pub(crate) db: String,
@@ -453,7 +456,14 @@ fn spawn_direct(ctx: &Ctx, d: Directive, rate: f64, until: Instant) -> JoinHandl
 }
 
 /// Closed model: `conc` workers, each running turns back to back for `secs`.
-async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs: f64) -> Phase {
+async fn closed(
+    ctx: &Arc<Ctx>,
+    scenario: &str,
+    route: Route,
+    d: Directive,
+    conc: usize,
+    secs: f64,
+) -> Phase {
     let before = sample(ctx, false);
     let deadline = before.at + Duration::from_secs_f64(secs);
     let direct = spawn_direct(ctx, d, ctx.cfg.direct_rate, deadline);
@@ -479,15 +489,7 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
                 };
                 let t0 = Instant::now();
                 let o = ctx
-                    .api
-                    .turn(
-                        &ctx.tokens[conv.user],
-                        &conv.id,
-                        &content,
-                        t0,
-                        ctx.turn_timeout(),
-                        None,
-                    )
+                    .run_turn(route, &conv, &content, t0, ctx.turn_timeout(), None)
                     .await;
                 Ctx::give(&ctx.pool, conv);
                 let failed = !o.ok;
@@ -527,6 +529,7 @@ async fn closed(ctx: &Arc<Ctx>, scenario: &str, d: Directive, conc: usize, secs:
 async fn open(
     ctx: &Arc<Ctx>,
     scenario: &str,
+    route: Route,
     d: Directive,
     rate: f64,
     secs: f64,
@@ -568,15 +571,7 @@ async fn open(
         let content = content.clone();
         handles.push(tokio::spawn(async move {
             let o = ctx2
-                .api
-                .turn(
-                    &ctx2.tokens[conv.user],
-                    &conv.id,
-                    &content,
-                    at,
-                    ctx2.turn_timeout(),
-                    None,
-                )
+                .run_turn(route, &conv, &content, at, ctx2.turn_timeout(), None)
                 .await;
             Ctx::give(&ctx2.pool, conv);
             o
@@ -628,7 +623,7 @@ pub struct ScenarioResult {
     pub half: Option<Phase>,
 }
 
-async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
+async fn scenario(ctx: &Arc<Ctx>, name: &str, route: Route, d: Directive) -> ScenarioResult {
     let mut r = ScenarioResult {
         name: name.into(),
         ..Default::default()
@@ -638,7 +633,7 @@ async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
             "{name}: closed model, concurrency {c}, {} s",
             ctx.cfg.step_secs
         ));
-        let p = closed(ctx, name, d, c, ctx.cfg.step_secs).await;
+        let p = closed(ctx, name, route, d, c, ctx.cfg.step_secs).await;
         log(format!(
             "  {:.0} turns/s ok={} errors={:?} ttft p50={} p99={} ms, server cpu {} ms/turn",
             p.throughput_per_s,
@@ -682,7 +677,7 @@ async fn scenario(ctx: &Arc<Ctx>, name: &str, d: Directive) -> ScenarioResult {
         "{name}: open model at {half:.0}/s ({why}), {} s",
         ctx.cfg.open_secs
     ));
-    let p = open(ctx, name, d, half, ctx.cfg.open_secs, true).await;
+    let p = open(ctx, name, route, d, half, ctx.cfg.open_secs, true).await;
     log(format!(
         "  ok={} errors={:?} added ttft p50={} p99={} ms, added gap p99={} ms, commits/turn={}",
         p.ok,
@@ -748,7 +743,7 @@ async fn settle_after_close(
         gap_ms: 5,
         ..Default::default()
     };
-    let traffic = closed(ctx, "after close", light, 4, 2.0).await;
+    let traffic = closed(ctx, "after close", Route::Native, light, 4, 2.0).await;
     for (e, n) in traffic.errors {
         *errors.entry(format!("after close: {e}")).or_insert(0) += n;
     }
@@ -923,6 +918,7 @@ async fn streams(ctx: &Arc<Ctx>) -> StreamsResult {
 pub struct CommitProbe {
     /// Tool turns (one `calculator` step, then the held text) rather than plain ones.
     pub tool: bool,
+    pub route: Route,
     pub turns: usize,
     pub reached_first_token: usize,
     pub completed: usize,
@@ -945,7 +941,7 @@ pub struct CommitProbe {
 /// subtracted for anything else. With `tool`, the first model call answers a tool call and
 /// the second one holds: "before the first token" is then everything up to the first text
 /// token, the tool step's commit included.
-async fn commit_probe(ctx: &Arc<Ctx>, tool: bool) -> CommitProbe {
+async fn commit_probe(ctx: &Arc<Ctx>, tool: bool, route: Route) -> CommitProbe {
     let k = 20usize;
     let wait = Duration::from_secs(ctx.cfg.stats_wait_secs);
     let (h, p) = (ctx.cfg.pg_host.clone(), ctx.cfg.pg_port.clone());
@@ -976,10 +972,9 @@ async fn commit_probe(ctx: &Arc<Ctx>, tool: bool) -> CommitProbe {
         let (ctx2, content, o2) = (ctx.clone(), content.clone(), opened.clone());
         handles.push(tokio::spawn(async move {
             let o = ctx2
-                .api
-                .turn(
-                    &ctx2.tokens[conv.user],
-                    &conv.id,
+                .run_turn(
+                    route,
+                    &conv,
                     &content,
                     Instant::now(),
                     Duration::from_secs(400),
@@ -1027,6 +1022,7 @@ async fn commit_probe(ctx: &Arc<Ctx>, tool: bool) -> CommitProbe {
     };
     CommitProbe {
         tool,
+        route,
         turns: k,
         reached_first_token: reached,
         completed,
@@ -1068,6 +1064,9 @@ pub struct Report {
     pub commit_probe: Option<CommitProbe>,
     /// The same probe over tool turns (one tool step).
     pub commit_probe_tool: Option<CommitProbe>,
+    /// Both probes again through `/v1/chat/completions`.
+    pub commit_probe_v1: Option<CommitProbe>,
+    pub commit_probe_v1_tool: Option<CommitProbe>,
     pub burst: Option<crate::burst::BurstResult>,
     pub soak: Option<crate::soak::SoakResult>,
     pub held: Option<crate::held::HeldResult>,
@@ -1332,6 +1331,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         "{} users logged in; creating {convs_needed} conversations",
         tokens.len()
     ));
+    let mut keys = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        keys.push(api.create_key(t, &format!("load kit {i}")).await?);
+    }
     let tokens = Arc::new(tokens);
     let mut all = Vec::new();
     let sem = Arc::new(tokio::sync::Semaphore::new(16));
@@ -1383,6 +1386,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         mcp_base,
         mcp_direct: Some(mcp_direct),
         tokens,
+        keys: Arc::new(keys),
         pool: Arc::new(Mutex::new(all.into_iter().collect())),
         server_pid,
         db: db.clone(),
@@ -1392,11 +1396,15 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     // Warm up (connection pools, caches), not reported. The held run's demo model answers
     // one word a delay: no warm-up there.
-    if cfg.held == 0 {
+    let warm_routes: &[Route] = if cfg.held == 0 { &[Route::Native, Route::V1] } else { &[] };
+    if !warm_routes.is_empty() {
         log("warm-up");
+    }
+    for &route in warm_routes {
         let _ = closed(
             &ctx,
             "warmup",
+            route,
             ctx.plain(),
             8,
             if cfg.smoke { 1.0 } else { 3.0 },
@@ -1411,26 +1419,36 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     } else {
         for def in crate::scenarios::select(&cfg.scenarios)? {
             let d = (def.directive)(ctx.plain());
-            report.scenarios.push(scenario(&ctx, def.name, d).await);
+            report
+                .scenarios
+                .push(scenario(&ctx, def.name, def.route, d).await);
         }
         if cfg.burst > 0 {
             report.burst = Some(crate::burst::burst(&ctx, cfg.burst).await);
         }
         report.streams = Some(streams(&ctx).await);
-        for tool in [false, true] {
+        for (tool, route) in [
+            (false, Route::Native),
+            (true, Route::Native),
+            (false, Route::V1),
+            (true, Route::V1),
+        ] {
             log(format!(
-                "commit probe, {} turns (commits before the first text token / after it)",
-                if tool { "tool" } else { "plain" }
+                "commit probe, {} turns{} (commits before the first text token / after it)",
+                if tool { "tool" } else { "plain" },
+                if route == Route::V1 { " via /v1" } else { "" }
             ));
-            let cp = commit_probe(&ctx, tool).await;
+            let cp = commit_probe(&ctx, tool, route).await;
             log(format!(
                 "  xact_commit before first token {}/turn, after {}/turn",
                 crate::stats::f(cp.xact_before_first_token, 2),
                 crate::stats::f(cp.xact_after_first_token, 2)
             ));
-            match tool {
-                false => report.commit_probe = Some(cp),
-                true => report.commit_probe_tool = Some(cp),
+            match (tool, route) {
+                (false, Route::Native) => report.commit_probe = Some(cp),
+                (true, Route::Native) => report.commit_probe_tool = Some(cp),
+                (false, Route::V1) => report.commit_probe_v1 = Some(cp),
+                (true, Route::V1) => report.commit_probe_v1_tool = Some(cp),
             }
         }
         if cfg.smoke {
@@ -1483,7 +1501,15 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             failures.push("streams: no held turn completed after release".into());
         }
     }
-    for cp in report.commit_probe.iter().chain(&report.commit_probe_tool) {
+    for cp in [
+        &report.commit_probe,
+        &report.commit_probe_tool,
+        &report.commit_probe_v1,
+        &report.commit_probe_v1_tool,
+    ]
+    .into_iter()
+    .flatten()
+    {
         if cp.completed == 0 {
             failures.push("commit probe: no turn completed".into());
         }

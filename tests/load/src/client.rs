@@ -403,7 +403,7 @@ async fn direct_call(
     }
 }
 
-fn classify(e: &reqwest::Error) -> String {
+pub(crate) fn classify(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         "timeout".into()
     } else if e.is_connect() {
@@ -416,7 +416,7 @@ fn classify(e: &reqwest::Error) -> String {
 }
 
 /// (end of the event's content, end including the blank-line separator).
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
+pub(crate) fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
     let mut i = 0;
     while i + 1 < buf.len() {
         if buf[i] == b'\n' && buf[i + 1] == b'\n' {
@@ -430,7 +430,7 @@ fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-fn parse_event(block: &[u8]) -> (&str, &str) {
+pub(crate) fn parse_event(block: &[u8]) -> (&str, &str) {
     let text = std::str::from_utf8(block).unwrap_or("");
     let (mut name, mut data) = ("", "");
     for line in text.lines() {

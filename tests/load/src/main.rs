@@ -16,10 +16,12 @@ mod probe;
 mod report;
 mod report_extra;
 mod report_held;
+mod report_v1;
 mod scenarios;
 mod soak;
 mod stats;
 mod sys;
+mod v1;
 
 use std::net::{Ipv4Addr, SocketAddr};
 

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::bench::{CommitProbe, Report};
 use crate::stats::f;
 
-fn verdict(ok: Option<bool>) -> &'static str {
+pub(crate) fn verdict(ok: Option<bool>) -> &'static str {
     match ok {
         Some(true) => "**met**",
         Some(false) => "**MISSED**",
@@ -55,6 +55,7 @@ pub fn failures(r: &Report) -> Vec<String> {
 pub fn markdown(r: &Report, s: &mut String) {
     mcp(r, s);
     commits(r, s);
+    crate::report_v1::markdown(r, s);
     burst(r, s);
     crate::report_held::markdown(r, s);
     soak(r, s);
@@ -111,7 +112,7 @@ fn mcp(r: &Report, s: &mut String) {
         verdict((calls > 0).then_some(conns * 20 <= calls)));
 }
 
-fn probe_row(s: &mut String, label: &str, c: &CommitProbe) {
+pub(crate) fn probe_row(s: &mut String, label: &str, c: &CommitProbe) {
     let total = c
         .xact_before_first_token
         .zip(c.xact_after_first_token)

@@ -25,6 +25,19 @@ pub struct ScenarioDef {
     pub name: &'static str,
     /// The fake upstream's directive, from the plain one (`--ttft-ms`, `--deltas`, `--gap-ms`).
     pub directive: fn(Directive) -> Directive,
+    /// Which of the server's routes runs the turns.
+    pub route: Route,
+}
+
+/// How a turn reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Route {
+    /// `POST /api/conversations/{id}/messages` with an access token, on a kept conversation.
+    #[default]
+    Native,
+    /// `POST /v1/chat/completions` (streamed) with the user's personal API key: every call
+    /// is stored as a new conversation.
+    V1,
 }
 
 /// Every scenario, in report order.
@@ -33,11 +46,13 @@ pub const SCENARIOS: &[ScenarioDef] = &[
         key: "plain",
         name: "plain chat",
         directive: |d| d,
+        route: Route::Native,
     },
     ScenarioDef {
         key: "tool",
         name: "chat with one tool call",
         directive: |d| Directive { tool: true, ..d },
+        route: Route::Native,
     },
     ScenarioDef {
         key: "mcp",
@@ -47,8 +62,18 @@ pub const SCENARIOS: &[ScenarioDef] = &[
             mcp: true,
             ..d
         },
+        route: Route::Native,
+    },
+    ScenarioDef {
+        key: "v1",
+        name: V1_NAME,
+        directive: |d| d,
+        route: Route::V1,
     },
 ];
+
+/// The report name of the `/v1/chat/completions` scenario (plain chat through that route).
+pub const V1_NAME: &str = "OpenAI-compatible /v1/chat/completions (plain chat, API key)";
 
 /// The scenarios named in `keys` (all when empty), in registry order.
 pub fn select(keys: &[String]) -> anyhow::Result<Vec<&'static ScenarioDef>> {

@@ -194,3 +194,40 @@ pub async fn touch(
     .await
     .map(|_| ())
 }
+
+#[derive(QueryableByName)]
+struct KeyRow {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    expired: bool,
+}
+
+/// A key as a turn's start finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    Valid,
+    Expired,
+    /// Revoked (revoking deletes the row).
+    Gone,
+}
+
+/// The key's state now: a statement of fixed text, pipelined into a turn's first round trip.
+pub fn state(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+) -> futures_util::future::BoxFuture<'static, QueryResult<KeyState>> {
+    use futures_util::FutureExt;
+    crate::db::prepared::sql(
+        "SELECT (expires_at IS NOT NULL AND expires_at <= now()) AS expired \
+         FROM api_keys WHERE id = $1",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(id)
+    .get_result::<KeyRow>(conn)
+    .map(|r| {
+        r.optional().map(|row| match row {
+            None => KeyState::Gone,
+            Some(k) if k.expired => KeyState::Expired,
+            Some(_) => KeyState::Valid,
+        })
+    })
+    .boxed()
+}

@@ -20,6 +20,7 @@ pub mod scim;
 pub mod secret;
 pub mod turn;
 pub mod turn_end;
+pub mod turn_release;
 pub mod usage;
 pub mod user;
 

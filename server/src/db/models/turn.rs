@@ -15,11 +15,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
+use super::api_key::KeyState;
 use super::audit::{self, NewAudit};
 use super::budget::{self, Hold, Limit, Reserve, ReserveAsk};
 use super::conversation::Conversation;
@@ -29,7 +30,7 @@ use super::usage::{self, NewUsage};
 use super::user::{AuthState, Rejection};
 use crate::db::pipelined::{Committing, Pipelined};
 use crate::db::prepared::sql;
-use crate::db::schema::{conversations::dsl as conv, roles::dsl as roles, users::dsl as users};
+use crate::db::schema::{roles::dsl as roles, users::dsl as users};
 
 /// Who starts a turn where.
 #[derive(Debug, Clone)]
@@ -45,6 +46,24 @@ pub struct Claim {
     pub process_id: Uuid,
     /// The request's `Idempotency-Key`, recorded with the user message.
     pub idempotency: Option<super::idempotency::IdempotencyKey>,
+    /// A conversation the turn creates instead of claiming an existing one.
+    pub new_conversation: Option<NewConversation>,
+    /// The API key a `/v1` caller used: it must still exist (not revoked) and be unexpired,
+    /// and the account is checked as it is now rather than against `token_version`.
+    pub api_key: Option<Uuid>,
+}
+
+/// A conversation created by its first turn (a call of the OpenAI-compatible API): inserted
+/// already claimed, with the call's earlier messages, in the transaction's first round trip,
+/// so the call costs the commits of a plain turn and a refused one leaves nothing behind.
+/// Its id is the user message's `conversation_id`.
+#[derive(Debug, Clone)]
+pub struct NewConversation {
+    pub title: String,
+    pub model: Option<String>,
+    /// Stored before the turn's new message, in order (their `conversation_id` is the new
+    /// conversation's). The model input is built from the call, so nothing is read back.
+    pub history: Vec<NewMessage>,
 }
 
 /// Budget wanted for the first model call.
@@ -197,10 +216,41 @@ fn claim_conversation(
     .boxed()
 }
 
+/// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
+/// would: `Some` like a granted claim.
+fn create_claimed(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    new: &NewConversation,
+    turn_id: Uuid,
+    process_id: Uuid,
+) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+    // Named by the API call: no generated title replaces it.
+    sql("INSERT INTO conversations \
+                (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
+                 title_auto) \
+         VALUES ($1, $2, $3, $4, $5, now(), $6, false) \
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
+                   system_prompt, title_auto")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<Text, _>(new.title.clone())
+    .bind::<Nullable<Text>, _>(new.model.clone())
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<SqlUuid, _>(process_id)
+    .get_result(conn)
+    .map(|r| r.map(Some))
+    .boxed()
+}
+
 /// Checks the account, claims the conversation, reserves the first call's budget and
 /// stores the user message, in one commit; nothing is kept when anything refuses. `build`
 /// turns the conversation, its history (as much as could fit in `history_room` estimated tokens) and the
 /// allowed tools into the model input and its estimated size in tokens.
+///
+/// With [`Claim::new_conversation`] the conversation and its earlier messages are inserted
+/// in place of the claim and the history read.
 ///
 /// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
 /// reservation and the user message. The COMMIT (with an unlimited budget, the user message
@@ -225,27 +275,50 @@ where
         stale_after,
         process_id,
         idempotency,
+        new_conversation,
+        api_key,
     } = claim;
     let stale =
         ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
     let conversation_id = user_message.conversation_id;
     let mut tx = Pipelined::open(conn);
 
-    let reads = futures_util::future::try_join4(
-        access(tx.conn(), user_id),
-        claim_conversation(
-            tx.conn(),
-            conversation_id,
-            user_id,
-            turn_id,
-            stale,
-            process_id,
-            crate::llm::title::provisional(&user_message.content),
+    let account_read = access(tx.conn(), user_id);
+    // Sent in this order: the earlier messages need their conversation.
+    let (claim, history) = match &new_conversation {
+        None => (
+            claim_conversation(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                turn_id,
+                stale,
+                process_id,
+                crate::llm::title::provisional(&user_message.content),
+            ),
+            message::list_recent(tx.conn(), conversation_id, history_room),
         ),
-        custom_tool::list(tx.conn()),
-        message::list_recent(tx.conn(), conversation_id, history_room),
-    );
-    let (access, claimed, custom_tools, history) = match tx.begin_with(reads).await {
+        Some(new) => (
+            create_claimed(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                new,
+                turn_id,
+                process_id,
+            ),
+            message::insert_many(tx.conn(), &new.history)
+                .map(|r| r.map(|()| Vec::new()))
+                .boxed(),
+        ),
+    };
+    let custom = custom_tool::list(tx.conn());
+    let key_state = match api_key {
+        Some(id) => super::api_key::state(tx.conn(), id),
+        None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
+    };
+    let reads = futures_util::future::try_join5(account_read, claim, history, custom, key_state);
+    let (access, claimed, history, custom_tools, key_state) = match tx.begin_with(reads).await {
         Ok(read) => read,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
@@ -253,7 +326,13 @@ where
         return abort_with(tx, Ok(Begin::Rejected(Rejection::NoAccount))).await;
     };
     let account = access.account();
-    if let Err(r) = account.admits(token_version) {
+    let admitted = match (api_key, key_state) {
+        (Some(_), KeyState::Gone) => Err(Rejection::KeyRevoked),
+        (Some(_), KeyState::Expired) => Err(Rejection::KeyExpired),
+        (Some(_), KeyState::Valid) => account.admits(access.token_version),
+        (None, _) => account.admits(token_version),
+    };
+    if let Err(r) = admitted {
         return abort_with(tx, Ok(Begin::Rejected(r))).await;
     }
     let Some(conversation) = claimed else {
@@ -423,152 +502,6 @@ pub async fn next_call(
     })
 }
 
-/// The end of a turn, stored by [`finish`].
-pub struct Finish {
-    pub conversation_id: Uuid,
-    pub turn_id: Uuid,
-    pub rows: Vec<NewMessage>,
-    pub usage_rows: Vec<NewUsage>,
-    pub audit_rows: Vec<NewAudit>,
-    pub settle: Option<(Hold, i64)>,
-    /// The turn's final event, for clients re-attaching after the end.
-    pub end: serde_json::Value,
-}
-
-/// Settles the last hold, stores what the turn produced, its usage and its final event, and
-/// releases the claim, in one commit and one round trip.
-pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> {
-    let mut tx = Pipelined::open(conn);
-    let c = tx.conn();
-    // The conversation row is locked before the budget row, as in `begin`: two transactions
-    // taking them in opposite orders could deadlock. A turn that no longer holds its claim
-    // (it was ended as interrupted while this process could not reach the database) stores
-    // nothing: the release fails the transaction ([`is_claim_lost`]).
-    let released = release_own(c, f.conversation_id, f.turn_id);
-    let settled = match &f.settle {
-        Some((hold, actual)) => budget::settle(c, hold, *actual),
-        None => futures_util::future::ready(Ok(0)).boxed(),
-    };
-    let work = futures_util::future::try_join5(
-        released,
-        settled,
-        message::insert_many(c, &f.rows),
-        usage::insert_many(c, &f.usage_rows),
-        futures_util::future::try_join(
-            audit::insert_many(c, &f.audit_rows),
-            super::turn_end::record(c, f.conversation_id, f.turn_id, f.end),
-        ),
-    );
-    tx.run(work).await.map(|_| ())
-}
-
-#[derive(QueryableByName)]
-struct One {
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    #[allow(dead_code)]
-    n: i64,
-}
-
-/// Releases the claim of `turn_id`, failing the transaction (division by zero) when the
-/// conversation is not claimed by it.
-fn release_own(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-) -> BoxFuture<'static, QueryResult<usize>> {
-    sql("WITH r AS (UPDATE conversations \
-            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                updated_at = now() \
-          WHERE id = $1 AND active_turn_id = $2 RETURNING 1) \
-         SELECT (1 / count(*))::BIGINT AS n FROM r")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<SqlUuid, _>(turn_id)
-    .get_result::<One>(conn)
-    .map(|r| r.map(|_| 1))
-    .boxed()
-}
-
-/// Whether [`finish`] failed because the turn no longer holds its conversation.
-pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
-    matches!(e, diesel::result::Error::DatabaseError(_, info) if info.message().contains("division by zero"))
-}
-
-/// Releases the claim of a turn that could not be stored, charging its last hold what the
-/// model used (and recording that usage: the ledger matches the budget) and recording the
-/// error its client was given as its end.
-pub async fn release_with(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-    settle: Option<(Hold, i64)>,
-    usage_rows: &[NewUsage],
-    end: serde_json::Value,
-) -> QueryResult<()> {
-    let mut tx = Pipelined::open(conn);
-    let released = release(tx.conn(), conversation_id, turn_id);
-    let settled = match &settle {
-        Some((h, actual)) => budget::settle(tx.conn(), h, *actual),
-        None => futures_util::future::ready(Ok(0)).boxed(),
-    };
-    let recorded = usage::insert_many(tx.conn(), usage_rows);
-    let ended = super::turn_end::record(tx.conn(), conversation_id, turn_id, end);
-    tx.run(futures_util::future::try_join4(
-        released, settled, recorded, ended,
-    ))
-    .await
-    .map(|_| ())
-}
-
-/// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).
-pub async fn abandon(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-    hold: Option<Hold>,
-) -> QueryResult<()> {
-    let mut tx = Pipelined::open(conn);
-    // Conversation row first, then the budget row, as everywhere.
-    let released = release(tx.conn(), conversation_id, turn_id);
-    let settled = match &hold {
-        Some(h) => budget::settle(tx.conn(), h, 0),
-        None => futures_util::future::ready(Ok(0)).boxed(),
-    };
-    let work = futures_util::future::try_join(released, settled);
-    tx.run(work).await.map(|_| ())
-}
-
-fn release(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-) -> BoxFuture<'static, QueryResult<usize>> {
-    sql("UPDATE conversations \
-            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                updated_at = now() \
-          WHERE id = $1 AND active_turn_id = $2")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<SqlUuid, _>(turn_id)
-    .execute(conn)
-    .boxed()
-}
-
-/// The turn running in the conversation (on any replica), if any.
-pub async fn active_turn(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-) -> QueryResult<Option<Uuid>> {
-    conv::conversations
-        .find(conversation_id)
-        .select(conv::active_turn_id)
-        .first::<Option<Uuid>>(conn)
-        .await
-        .optional()
-        .map(Option::flatten)
-}
-
-/// Whether a turn is running in the conversation (on any replica).
-pub async fn is_active(conn: &mut AsyncPgConnection, conversation_id: Uuid) -> QueryResult<bool> {
-    active_turn(conn, conversation_id)
-        .await
-        .map(|t| t.is_some())
-}
+pub use super::turn_release::{
+    abandon, active_turn, finish, is_active, is_claim_lost, release_with, Finish,
+};

@@ -80,6 +80,9 @@ pub enum Rejection {
     Disabled,
     /// Signed before the account's tokens were revoked (sign-out everywhere, role change).
     Revoked,
+    /// The API key used is revoked (gone).
+    KeyRevoked,
+    KeyExpired,
 }
 
 impl AuthState {

@@ -4,6 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::error::OpenAiError;
 use super::{request, respond};
+use crate::auth::api_key::TurnCaller;
 use crate::auth::ApiCaller;
 use crate::error::ApiError;
 use crate::extract::Json;
@@ -59,14 +60,34 @@ async fn models(
 async fn chat_completions(
     req: HttpRequest,
     state: web::Data<AppState>,
-    caller: Result<ApiCaller, ApiError>,
+    caller: Result<TurnCaller, ApiError>,
     body: Result<Json<wire::ChatCompletionRequest>, ApiError>,
 ) -> Result<HttpResponse, OpenAiError> {
     let caller = caller?;
-    let Json(body) = body?;
-    let (turn, answer) = request::translate(body, &state.settings.llm)?;
+    // A key taken from the cache is checked by the turn's start; an answer given before
+    // that checks it first, so a revoked key gets its 401 whatever else is wrong.
+    let translated = match body {
+        Ok(Json(body)) => request::translate(body, &state.settings.llm),
+        Err(e) => Err(e.into()),
+    };
+    let (turn, answer) = match translated {
+        Ok(t) => t,
+        Err(e) => {
+            caller.confirm(&state).await?;
+            return Err(e);
+        }
+    };
     let client_tools = turn.client_tools.iter().map(|t| t.name.clone()).collect();
-    let prepared = state.agent.prepare_api(caller.signed(), turn).await?;
+    let prepared = state
+        .agent
+        .prepare_api(caller.caller.signed(), caller.api_key(), turn)
+        .await
+        .inspect_err(|e| {
+            if actix_web::ResponseError::status_code(e) == actix_web::http::StatusCode::UNAUTHORIZED
+            {
+                caller.forget(&state);
+            }
+        })?;
     let meta = respond::Meta::new(
         prepared.turn_id,
         prepared.conversation_id,
@@ -78,23 +99,15 @@ async fn chat_completions(
     let log = state.agent.start(prepared);
     // The turn runs on its own; this request follows its log (a client that goes away
     // leaves it to finish and be stored).
-    let mut follower = state.agent.follow_started(user_id, conversation_id, log);
-    let (tx, rx) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(async move {
-        while let Some((_, e)) = follower.next().await {
-            if tx.send(e).await.is_err() {
-                break;
-            }
-        }
-    });
+    let follower = state.agent.follow_started(user_id, conversation_id, log);
     if stream {
         Ok(respond::stream(
             &req,
-            rx,
+            follower,
             meta,
             state.settings.sse_keep_alive,
         ))
     } else {
-        respond::complete(rx, meta).await
+        respond::complete(follower, meta).await
     }
 }

@@ -7,10 +7,10 @@
 //! ...}`); the finishing chunk carries `{"type": "done", "finish_reason"}` with the agent's
 //! own reason. A non-streamed answer has `agentchat: {conversation_id, events, finish_reason}`.
 
+use crate::agent::follow::Follower;
 use actix_web::{HttpRequest, HttpResponse, Responder};
 use actix_web_lab::sse;
 use serde::Serialize;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::error::{self, OpenAiError};
@@ -213,7 +213,7 @@ impl Chunker {
 /// The turn as a `text/event-stream` of chunks.
 pub fn stream(
     req: &HttpRequest,
-    rx: mpsc::Receiver<TurnEvent>,
+    follower: Follower,
     meta: Meta,
     keep_alive: std::time::Duration,
 ) -> HttpResponse {
@@ -223,27 +223,30 @@ pub fn stream(
         client_calls: 0,
         ended: false,
     };
-    let events = futures_util::stream::unfold((rx, chunker), |(mut rx, mut chunker)| async move {
-        if chunker.ended {
-            return None;
-        }
-        let payloads = match rx.recv().await {
-            Some(e) => chunker.on(&e),
-            // The turn task ended without a last event (never in practice): say so.
-            None => {
-                chunker.ended = true;
-                vec![encode(
-                    error::object("server_error", "internal", "the reply ended early", None),
-                    None,
-                )]
+    // The turn's log is read straight into the response (no task in between: one wake-up
+    // per event, as on the native route).
+    let events =
+        futures_util::stream::unfold((follower, chunker), |(mut rx, mut chunker)| async move {
+            if chunker.ended {
+                return None;
             }
-        };
-        let items: Vec<sse::Event> = payloads
-            .into_iter()
-            .map(|p| sse::Event::Data(sse::Data::new(p)))
-            .collect();
-        Some((futures_util::stream::iter(items), (rx, chunker)))
-    });
+            let payloads = match rx.next().await {
+                Some((_, e)) => chunker.on(&e),
+                // The turn task ended without a last event (never in practice): say so.
+                None => {
+                    chunker.ended = true;
+                    vec![encode(
+                        error::object("server_error", "internal", "the reply ended early", None),
+                        None,
+                    )]
+                }
+            };
+            let items: Vec<sse::Event> = payloads
+                .into_iter()
+                .map(|p| sse::Event::Data(sse::Data::new(p)))
+                .collect();
+            Some((futures_util::stream::iter(items), (rx, chunker)))
+        });
     let flat = futures_util::StreamExt::flatten(events);
     sse::Sse::from_infallible_stream(flat)
         .with_keep_alive(keep_alive)
@@ -254,12 +257,9 @@ pub fn stream(
 }
 
 /// The whole turn as one `chat.completion` (or the error it ended with).
-pub async fn complete(
-    mut rx: mpsc::Receiver<TurnEvent>,
-    meta: Meta,
-) -> Result<HttpResponse, OpenAiError> {
+pub async fn complete(mut follower: Follower, meta: Meta) -> Result<HttpResponse, OpenAiError> {
     let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
+    while let Some((_, e)) = follower.next().await {
         events.push(e);
     }
     let mut text = String::new();
