@@ -27,7 +27,8 @@ export function confirmAction({ title, text, confirmLabel, danger = true, run })
     const form = h('form', { method: 'dialog' }, h('p', null, text), err, h('div', { class: 'dialog-actions' }, cancel, ok));
     const dialog = modal(title, form);
     let done = false;
-    cancel.addEventListener('click', () => dialog.close());
+    // Answered at once (the dialog's own close event comes a task later).
+    cancel.addEventListener('click', () => { resolve(false); dialog.close(); });
     dialog.addEventListener('close', () => { if (!done) resolve(false); });
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
