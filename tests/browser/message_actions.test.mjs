@@ -48,13 +48,23 @@ test('copy, edit and resend, regenerate', async () => {
   await page.locator('.msg-assistant .text-seg').filter({ hasText: '48' }).waitFor();
   await page.locator('.msg-assistant').last().getByRole('button', { name: 'Regenerate' }).waitFor();
   assert.equal(await page.locator('.msg-assistant .text-seg').filter({ hasText: '42' }).count(), 0);
-  assert.deepEqual(await storedContents(demo, 'editor'), ['user: what is 6*8', 'assistant: ', 'assistant: [demo] 6*8 = 48']);
+  // The actions show while the answer is still being stored: wait for its end.
+  const expected = ['user: what is 6*8', 'assistant: ', 'assistant: [demo] 6*8 = 48'];
+  const stored = async () => {
+    let got = await storedContents(demo, 'editor');
+    for (let i = 0; i < 50 && JSON.stringify(got) !== JSON.stringify(expected); i++) {
+      await page.waitForTimeout(100);
+      got = await storedContents(demo, 'editor');
+    }
+    return got;
+  };
+  assert.deepEqual(await stored(), expected);
 
   // Regenerate: one answer again, not two.
   await page.locator('.msg-assistant').last().getByRole('button', { name: 'Regenerate' }).click();
   await page.locator('.msg-assistant').last().getByRole('button', { name: 'Regenerate' }).waitFor();
   assert.equal(await page.locator('.msg-user').count(), 1);
-  assert.deepEqual(await storedContents(demo, 'editor'), ['user: what is 6*8', 'assistant: ', 'assistant: [demo] 6*8 = 48']);
+  assert.deepEqual(await stored(), expected);
   await page.context().close();
 });
 

@@ -228,6 +228,11 @@ export class Attachments {
     if (at < 0) return;
     this.items.splice(at, 1);
     item.controller?.abort();
+    if (item.state === 'uploading' && item.path) {
+      // The whole body may have reached the server before the abort: delete what it wrote (a
+      // name no other file had, chosen above; 404 when nothing was written).
+      api.del(`/api/files/${item.path.split('/').map(encodeURIComponent).join('/')}`).then(() => this.onUploaded(), () => {});
+    }
     // Only a copy this composer uploaded is deleted: a restored file may belong to a sent message.
     if (item.state === 'done' && item.path && !item.restored) {
       this.taken?.delete(item.path);
