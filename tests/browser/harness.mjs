@@ -235,6 +235,10 @@ export async function newPage(browser, { viewport = { width: 1280, height: 860 }
   const page = await context.newPage();
   page.dialogs = [];
   page.errors = [];
+  // File choosers are intercepted from the start: a `waitForEvent('filechooser')` made just before a
+  // key press turns interception on asynchronously, and a press that wins that race opens a native
+  // picker no test can see (seen once in CI on a loaded machine).
+  page.on('filechooser', () => {});
   page.on('dialog', (d) => { page.dialogs.push(d.message()); d.dismiss().catch(() => {}); });
   page.on('pageerror', (e) => page.errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') page.errors.push(m.text()); });
