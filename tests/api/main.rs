@@ -7,6 +7,7 @@ mod account_prefs;
 mod admin;
 mod admin_changes;
 mod admin_manage;
+mod admin_reading;
 mod admission;
 mod api_keys;
 mod approvals;

@@ -13,7 +13,8 @@ import { runTurn } from './live_turn.js';
 import { Attachments } from './attachments.js';
 import { settingsButton } from './conversation_settings.js';
 import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
-import { refusalText as budgetRefusalText } from './budget.js';
+import { emptyState } from './chat_empty.js';
+import { sendRefusalText } from './send_refusal.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -159,26 +160,7 @@ export class ChatView {
   }
 
   emptyState() {
-    const suggestions = ['What time is it?', 'What is 2+3*4?', 'List my files'];
-    return h('div', { class: 'empty-state' },
-      h('div', { class: 'logo big', 'aria-hidden': 'true' }),
-      h('h2', null, 'How can I help?'),
-      h('p', { class: 'muted' }, 'Ask anything. The assistant can call the tools your role allows.'),
-      this.allowedToolsNote(),
-      h('div', { class: 'suggestions' }, suggestions.map((s) => {
-        const b = h('button', { type: 'button', class: 'chip' }, s);
-        b.addEventListener('click', () => { this.input.value = s; this.send(); });
-        return b;
-      })));
-  }
-
-  /** Which tools the member's role allows, so a refusal is never a surprise. */
-  allowedToolsNote() {
-    const tools = this.appState?.me?.tools || [];
-    if (!tools.length) return h('p', { class: 'muted small allowed-tools' }, 'Your role allows no tools yet: an admin can allow them under Roles & tools.');
-    return h('details', { class: 'allowed-tools' },
-      h('summary', null, `Your role allows ${tools.length} tool${tools.length === 1 ? '' : 's'}`),
-      h('ul', null, tools.map((t) => h('li', null, h('code', null, t)))));
+    return emptyState(this.appState?.me?.tools || [], (text) => { this.input.value = text; this.send(); });
   }
 
   scrollToEnd(force = false) {
@@ -365,7 +347,7 @@ export class ChatView {
       if (!this.input.value) { this.input.value = content; this.autosize(); }
       this.attachments.restore(files);
       if (this.log.childNodes.length === 0) this.log.append(this.emptyState());
-      this.showBanner(refusalText(err, this));
+      this.showBanner(sendRefusalText(err, this.appState.me?.budget));
       // A chat whose first message was refused up front holds nothing: no empty chat is
       // left behind in the list.
       if (createdHere) {
@@ -389,23 +371,5 @@ export class ChatView {
     const b = this.appState.me?.budget;
     if (b && b.resets_at) return `It resets on ${fmtDate(b.resets_at)}.`;
     return '';
-  }
-}
-
-function refusalText(err, view) {
-  switch (err.code) {
-    case 'budget_exhausted':
-      // Worded with the top bar's words (budget.js), from the server's numbers.
-      return budgetRefusalText(err.details, view.appState.me?.budget);
-    case 'approval_pending':
-      return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
-    case 'turn_in_progress':
-      return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
-    case 'not_found':
-      return 'This chat no longer exists.';
-    default:
-      if (err.status === 429) return `Too many requests: ${err.message}`;
-      if (err.status >= 500) return `The server could not answer: ${err.message}`;
-      return err.message || 'The message could not be sent.';
   }
 }

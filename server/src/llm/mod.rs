@@ -11,17 +11,19 @@ pub mod attachment_note;
 pub mod demo;
 mod demo_attachments;
 mod demo_phrasing;
+mod error;
 pub mod http;
 pub mod openai;
+mod provider;
 pub mod title;
 mod user_text;
-
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use error::LlmError;
 pub use http::HttpSettings;
+pub use provider::from_settings;
 
 /// Who authored a message in a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -259,66 +261,6 @@ pub trait LlmProvider: Send + Sync {
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError>;
 }
 
-/// Errors from talking to a model provider.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LlmError {
-    /// HTTP 429 (or a provider rate-limit error).
-    #[error("upstream rate limited{}", .retry_after.map(|d| format!(" (retry after {}s)", d.as_secs_f64())).unwrap_or_default())]
-    RateLimited {
-        /// The delay the provider asked for, if any.
-        retry_after: Option<Duration>,
-    },
-    /// The provider answered with an error status or an in-stream error.
-    #[error("upstream error {status}: {message}")]
-    Upstream {
-        /// HTTP status (or the closest equivalent for in-stream errors).
-        status: u16,
-        /// Provider message, truncated.
-        message: String,
-    },
-    /// A timeout elapsed; the payload says which: `connect`, `first_byte`, `idle` or `total`.
-    #[error("upstream timeout ({0})")]
-    Timeout(&'static str),
-    /// The provider could not be reached.
-    #[error("upstream unreachable: {0}")]
-    Connect(String),
-    /// The provider's response could not be understood.
-    #[error("malformed upstream response: {0}")]
-    Malformed(String),
-    /// The stream ended before the provider signalled completion.
-    #[error("upstream stream ended before the message was complete")]
-    StreamEndedEarly,
-    /// The provider is misconfigured (bad base URL, unbuildable client, ...).
-    #[error("LLM provider misconfigured: {0}")]
-    Config(String),
-}
-
-impl LlmError {
-    /// Stable snake_case code for clients and metrics.
-    pub fn code(&self) -> &'static str {
-        match self {
-            LlmError::RateLimited { .. } => "upstream_rate_limited",
-            LlmError::Upstream { .. } => "upstream_error",
-            LlmError::Timeout(_) => "upstream_timeout",
-            LlmError::Connect(_) => "upstream_unreachable",
-            LlmError::Malformed(_) => "upstream_malformed",
-            LlmError::StreamEndedEarly => "upstream_incomplete",
-            LlmError::Config(_) => "upstream_misconfigured",
-        }
-    }
-
-    /// Whether repeating the same request may succeed (429, 408, 5xx, connect failures).
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            LlmError::RateLimited { .. } => true,
-            LlmError::Upstream { status, .. } => *status == 408 || *status >= 500,
-            LlmError::Timeout(which) => *which == "connect",
-            LlmError::Connect(_) => true,
-            LlmError::Malformed(_) | LlmError::StreamEndedEarly | LlmError::Config(_) => false,
-        }
-    }
-}
-
 /// Tokens of chat formatting around each message, on top of its text.
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 
@@ -345,44 +287,6 @@ pub(crate) fn host_of(base_url: &str) -> Option<String> {
     reqwest::Url::parse(base_url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
-}
-
-/// Builds the configured provider (the offline demo model when none is configured).
-pub fn from_settings(
-    settings: &crate::config::LlmSettings,
-    on_retry: http::RetryHook,
-) -> Result<std::sync::Arc<dyn LlmProvider>, LlmError> {
-    use crate::config::ProviderKind;
-    use secrecy::ExposeSecret;
-    let http = HttpSettings {
-        connect_timeout: settings.connect_timeout,
-        first_byte_timeout: settings.first_byte_timeout,
-        idle_timeout: settings.idle_timeout,
-        total_timeout: settings.request_timeout,
-        max_retries: settings.max_retries,
-        retry_base_delay: settings.retry_base_delay,
-        streaming: settings.streaming,
-        on_retry,
-    };
-    let key = settings
-        .api_key
-        .as_ref()
-        .map(|k| k.expose_secret().to_owned());
-    Ok(match settings.provider {
-        ProviderKind::Openai => std::sync::Arc::new(openai::OpenAiProvider::new(
-            settings.base_url.clone(),
-            key,
-            http,
-        )?),
-        ProviderKind::Anthropic => std::sync::Arc::new(anthropic::AnthropicProvider::new(
-            settings.base_url.clone(),
-            key,
-            http,
-        )?),
-        ProviderKind::Demo => {
-            std::sync::Arc::new(demo::DemoProvider::with_delay(settings.demo_delay))
-        }
-    })
 }
 
 #[cfg(test)]

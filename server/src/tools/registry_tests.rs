@@ -3,6 +3,7 @@
 use super::*;
 use async_trait::async_trait;
 use serde_json::json;
+use std::time::Instant;
 
 fn ctx() -> ToolContext {
     ToolContext {

@@ -1,0 +1,20 @@
+// What the banner says when a message is refused before its turn starts.
+import { refusalText as budgetRefusalText } from './budget.js';
+
+export function sendRefusalText(err, budget) {
+  switch (err.code) {
+    case 'budget_exhausted':
+      // Worded with the top bar's words (budget.js), from the server's numbers.
+      return budgetRefusalText(err.details, budget);
+    case 'approval_pending':
+      return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
+    case 'turn_in_progress':
+      return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
+    case 'not_found':
+      return 'This chat no longer exists.';
+    default:
+      if (err.status === 429) return `Too many requests: ${err.message}`;
+      if (err.status >= 500) return `The server could not answer: ${err.message}`;
+      return err.message || 'The message could not be sent.';
+  }
+}
