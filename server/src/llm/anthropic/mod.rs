@@ -5,11 +5,9 @@ mod stream;
 pub mod wire;
 
 use async_trait::async_trait;
-use tokio::time::Instant;
 
-use super::http::{self, HttpSettings};
-use super::{host_of, ChatRequest, EventStream, LlmError, LlmProvider, Role, ToolChoice};
-use crate::shard::Sharded;
+use super::http::{HttpSettings, Upstream};
+use super::{ChatRequest, EventStream, LlmError, LlmProvider, Role, ToolChoice};
 pub use stream::MessageDecoder;
 
 /// The `anthropic-version` header value sent with every request.
@@ -21,11 +19,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// Talks to `POST {base_url}/v1/messages`.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    base_url: String,
-    api_key: Option<String>,
-    settings: HttpSettings,
-    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
-    clients: Sharded<reqwest::Client>,
+    upstream: Upstream,
 }
 
 impl AnthropicProvider {
@@ -36,24 +30,19 @@ impl AnthropicProvider {
         api_key: Option<String>,
         settings: HttpSettings,
     ) -> Result<Self, LlmError> {
-        let base_url = http::normalize_base_url(&base_url.into())?;
-        let clients = http::build_clients(&settings)?;
         Ok(Self {
-            base_url,
-            api_key: api_key.filter(|k| !k.trim().is_empty()),
-            settings,
-            clients,
+            upstream: Upstream::new(base_url, api_key, settings)?,
         })
     }
 
     /// The normalized base URL.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        self.upstream.base_url()
     }
 
     /// The body sent for `req` (exposed for tests and debugging).
     pub fn request_body(&self, req: &ChatRequest) -> wire::MessagesRequest {
-        build_body(req, self.settings.streaming)
+        build_body(req, self.upstream.streaming())
     }
 }
 
@@ -64,33 +53,27 @@ impl LlmProvider for AnthropicProvider {
     }
 
     fn server_address(&self) -> Option<String> {
-        host_of(&self.base_url)
+        self.upstream.host()
     }
 
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let started = Instant::now();
-        let url = format!("{}/v1/messages", self.base_url);
         let body = self.request_body(&req);
-        let resp = http::send_with_retry(&self.settings, started, || {
-            let mut rb = self
-                .clients
-                .current()
-                .post(&url)
-                .header("anthropic-version", ANTHROPIC_VERSION)
-                .json(&body);
-            if let Some(key) = &self.api_key {
-                rb = rb.header("x-api-key", key);
+        let prepare = |rb: reqwest::RequestBuilder, key: Option<&str>| {
+            let rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
+            match key {
+                Some(key) => rb.header("x-api-key", key),
+                None => rb,
             }
-            rb
-        })
-        .await?;
-
-        if !self.settings.streaming || http::is_json_response(&resp) {
-            let value = http::read_json_body(resp, &self.settings, started).await?;
-            return Ok(http::events_from(stream::parse_message(value)?));
-        }
-        let events = http::sse_events(resp, &self.settings, started);
-        Ok(http::decode_sse(events, MessageDecoder::default()))
+        };
+        self.upstream
+            .call(
+                "/v1/messages",
+                &body,
+                prepare,
+                stream::parse_message,
+                MessageDecoder::default(),
+            )
+            .await
     }
 }
 

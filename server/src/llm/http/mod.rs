@@ -14,6 +14,7 @@ mod body;
 mod client;
 mod retry;
 mod sse;
+mod upstream;
 
 pub use body::{is_json_response, read_json_body};
 pub use client::{build_clients, normalize_base_url};
@@ -21,6 +22,7 @@ pub use retry::{
     error_message_from_body, error_message_from_json, parse_retry_after, send_with_retry,
 };
 pub use sse::{decode_sse, events_from, sse_events, SseDecoder};
+pub use upstream::Upstream;
 
 /// Maximum length (in characters) of an upstream error message kept in [`LlmError::Upstream`].
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 300;

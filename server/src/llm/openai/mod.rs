@@ -6,21 +6,15 @@ mod stream;
 pub mod wire;
 
 use async_trait::async_trait;
-use tokio::time::Instant;
 
-use super::http::{self, HttpSettings};
-use super::{host_of, ChatMessage, ChatRequest, EventStream, LlmError, LlmProvider, Role};
-use crate::shard::Sharded;
+use super::http::{HttpSettings, Upstream};
+use super::{ChatMessage, ChatRequest, EventStream, LlmError, LlmProvider, Role};
 pub use stream::ChunkDecoder;
 
 /// Talks to `POST {base_url}/chat/completions`.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
-    base_url: String,
-    api_key: Option<String>,
-    settings: HttpSettings,
-    /// One client (and keep-alive pool) per thread: see [`crate::shard`].
-    clients: Sharded<reqwest::Client>,
+    upstream: Upstream,
 }
 
 impl OpenAiProvider {
@@ -31,27 +25,22 @@ impl OpenAiProvider {
         api_key: Option<String>,
         settings: HttpSettings,
     ) -> Result<Self, LlmError> {
-        let base_url = http::normalize_base_url(&base_url.into())?;
-        let clients = http::build_clients(&settings)?;
         Ok(Self {
-            base_url,
-            api_key: api_key.filter(|k| !k.trim().is_empty()),
-            settings,
-            clients,
+            upstream: Upstream::new(base_url, api_key, settings)?,
         })
     }
 
     /// The normalized base URL.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        self.upstream.base_url()
     }
 
     /// The body sent for `req` (exposed for tests and debugging).
     pub fn request_body(&self, req: &ChatRequest) -> wire::ChatCompletionRequest {
         // api.openai.com rejects `max_tokens` for reasoning models; compatible
         // servers often only know `max_tokens`.
-        let official = host_of(&self.base_url).is_some_and(|h| h == "api.openai.com");
-        build_body(req, self.settings.streaming, official)
+        let official = self.upstream.host().is_some_and(|h| h == "api.openai.com");
+        build_body(req, self.upstream.streaming(), official)
     }
 }
 
@@ -62,28 +51,24 @@ impl LlmProvider for OpenAiProvider {
     }
 
     fn server_address(&self) -> Option<String> {
-        host_of(&self.base_url)
+        self.upstream.host()
     }
 
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let started = Instant::now();
-        let url = format!("{}/chat/completions", self.base_url);
         let body = self.request_body(&req);
-        let resp = http::send_with_retry(&self.settings, started, || {
-            let mut rb = self.clients.current().post(&url).json(&body);
-            if let Some(key) = &self.api_key {
-                rb = rb.bearer_auth(key);
-            }
-            rb
-        })
-        .await?;
-
-        if !self.settings.streaming || http::is_json_response(&resp) {
-            let value = http::read_json_body(resp, &self.settings, started).await?;
-            return Ok(http::events_from(stream::parse_completion(value)?));
-        }
-        let events = http::sse_events(resp, &self.settings, started);
-        Ok(http::decode_sse(events, ChunkDecoder::default()))
+        let prepare = |rb: reqwest::RequestBuilder, key: Option<&str>| match key {
+            Some(key) => rb.bearer_auth(key),
+            None => rb,
+        };
+        self.upstream
+            .call(
+                "/chat/completions",
+                &body,
+                prepare,
+                stream::parse_completion,
+                ChunkDecoder::default(),
+            )
+            .await
     }
 }
 

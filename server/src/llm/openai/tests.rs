@@ -6,7 +6,7 @@ use eventsource_stream::Event;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::llm::http::SseDecoder;
+use crate::llm::http::{self, SseDecoder};
 use crate::llm::{FinishReason, StreamEvent, ToolCall, ToolChoice, ToolSpec};
 
 fn body_of(req: &ChatRequest, streaming: bool) -> Value {
