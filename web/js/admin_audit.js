@@ -1,8 +1,7 @@
 // Admin console, tool-call audit: filters, pages, CSV export, links to the conversations.
 
 import { h, clear, field, fmtDate, fmtDuration, fmtBytes } from './dom.js';
-import * as api from './api.js';
-import { unavailable, csvButton } from './admin_common.js';
+import { csvButton, cursorPager } from './admin_common.js';
 
 // ---------------- audit ----------------
 
@@ -35,8 +34,6 @@ export async function renderAudit(body) {
   const results = h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Tool calls'), exportBtn),
     h('div', { class: 'table-wrap' }, table), h('div', { class: 'form-actions' }, more, info));
   body.append(form, results);
-  let cursor = null;
-  let count = 0;
 
   const params = () => {
     const q = new URLSearchParams({ limit: '50' });
@@ -48,43 +45,10 @@ export async function renderAudit(body) {
     if (until.input.value) q.set('until', new Date(until.input.value).toISOString());
     return q;
   };
-  async function load(reset) {
-    const q = params();
-    if (!reset && cursor) q.set('cursor', cursor);
-    if (reset) { clear(tbody); count = 0; cursor = null; }
-    info.textContent = 'Loading…';
-    let page;
-    try { page = await api.get(`/api/admin/audit?${q}`); } catch (err) {
-      info.textContent = '';
-      results.hidden = true;
-      body.querySelectorAll('.banner').forEach((b) => b.remove());
-      unavailable(body, err, 'The audit log');
-      return;
-    }
-    results.hidden = false;
-    for (const r of page.items || []) {
-      count += 1;
-      tbody.append(h('tr', null,
-        h('td', { class: 'nowrap' }, fmtDate(r.created_at)),
-        h('td', null, r.username || r.user_id || ''),
-        h('td', null, h('code', null, r.tool)),
-        h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
-          r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
-            `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),
-        h('td', { class: 'nowrap' }, fmtDuration(r.duration_ms)),
-        h('td', null, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
-          h('pre', { class: 'tool-pre' }, JSON.stringify(r.arguments ?? null, null, 2)),
-          r.error ? h('p', { class: 'tool-error' }, r.error) : null,
-          h('p', { class: 'muted small' }, [
-            r.result_bytes !== undefined && r.result_bytes !== null ? `Result ${fmtBytes(r.result_bytes)}` : null,
-            r.trace_id ? `trace ${r.trace_id}` : null,
-          ].filter(Boolean).join(' · '))),
-          conversationLink(r.conversation_id))));
-    }
-    cursor = page.next_cursor || null;
-    more.hidden = !cursor;
-    info.textContent = count ? `${count} row${count === 1 ? '' : 's'} shown` : 'No tool calls match these filters.';
-  }
+  const load = cursorPager({
+    body, results, tbody, info, more, path: '/api/admin/audit', params, row: auditRow,
+    what: 'The audit log', noun: 'row', none: 'No tool calls match these filters.',
+  });
   form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
   more.addEventListener('click', () => load(false));
   load(true);
@@ -97,4 +61,23 @@ function conversationLink(id) {
     href: `/admin/conversations/${encodeURIComponent(id)}`, 'data-nav': '', class: 'conv-link',
     title: 'Read this conversation (read-only; the reading is recorded in the admin changes)',
   }, `Open conversation ${id.slice(0, 8)}…`));
+}
+
+function auditRow(r) {
+  return h('tr', null,
+    h('td', { class: 'nowrap' }, fmtDate(r.created_at)),
+    h('td', null, r.username || r.user_id || ''),
+    h('td', null, h('code', null, r.tool)),
+    h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
+      r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
+        `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),
+    h('td', { class: 'nowrap' }, fmtDuration(r.duration_ms)),
+    h('td', null, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
+      h('pre', { class: 'tool-pre' }, JSON.stringify(r.arguments ?? null, null, 2)),
+      r.error ? h('p', { class: 'tool-error' }, r.error) : null,
+      h('p', { class: 'muted small' }, [
+        r.result_bytes !== undefined && r.result_bytes !== null ? `Result ${fmtBytes(r.result_bytes)}` : null,
+        r.trace_id ? `trace ${r.trace_id}` : null,
+      ].filter(Boolean).join(' · '))),
+      conversationLink(r.conversation_id)));
 }

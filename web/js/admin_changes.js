@@ -2,8 +2,7 @@
 // what, when, before -> after), filtered, paged and exported as CSV.
 
 import { h, clear, field, fmtDate } from './dom.js';
-import * as api from './api.js';
-import { unavailable, csvButton } from './admin_common.js';
+import { csvButton, cursorPager } from './admin_common.js';
 
 /** Every kind the server records, as people read it. */
 export const KINDS = {
@@ -89,31 +88,11 @@ export async function renderChanges(body) {
     h('p', { class: 'muted small' }, 'Every change an admin made: users, roles and budgets, tools, MCP servers, API keys, approvals, and conversations read. Times are in your time zone.'),
     h('div', { class: 'table-wrap' }, table), h('div', { class: 'form-actions' }, more, info));
   body.append(form, results);
-  let cursor = null;
-  let count = 0;
+  const load = cursorPager({
+    body, results, tbody, info, more, path: '/api/admin/changes', params, row,
+    what: 'The admin audit trail', noun: 'change', none: 'No admin changes match these filters.',
+  });
 
-  async function load(reset) {
-    const q = params();
-    if (!reset && cursor) q.set('cursor', cursor);
-    if (reset) { clear(tbody); count = 0; cursor = null; }
-    info.textContent = 'Loading…';
-    let page;
-    try { page = await api.get(`/api/admin/changes?${q}`); } catch (err) {
-      info.textContent = '';
-      results.hidden = true;
-      body.querySelectorAll('.banner').forEach((b) => b.remove());
-      unavailable(body, err, 'The admin audit trail');
-      return;
-    }
-    results.hidden = false;
-    for (const r of page.items || []) {
-      count += 1;
-      tbody.append(row(r));
-    }
-    cursor = page.next_cursor || null;
-    more.hidden = !cursor;
-    info.textContent = count ? `${count} change${count === 1 ? '' : 's'} shown` : 'No admin changes match these filters.';
-  }
   form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
   more.addEventListener('click', () => load(false));
   load(true);

@@ -1,6 +1,6 @@
 // Helpers shared by the admin console's sections.
 
-import { h, toast } from './dom.js';
+import { h, clear, toast } from './dom.js';
 import * as api from './api.js';
 
 /** Shows a standard "unavailable" note for 404/403 errors; returns true when handled. */
@@ -38,4 +38,36 @@ export function csvButton(path, filename, label = 'Export CSV') {
     try { await downloadCsv(path(), filename); } catch (e) { if (e.status !== 401) toast(`Export failed: ${e.message}`, 'error'); } finally { btn.disabled = false; }
   });
   return btn;
+}
+
+/**
+ * Fills `tbody` from a cursor-paged admin list (`/api/admin/audit`, `/api/admin/changes`):
+ * `load(true)` starts over with `params()`, `load(false)` appends the next page; `info` counts
+ * what is shown, `more` appears while there is a next page.
+ */
+export function cursorPager({ body, results, tbody, info, more, path, params, row, what, noun, none }) {
+  let cursor = null;
+  let count = 0;
+  return async function load(reset) {
+    const q = params();
+    if (!reset && cursor) q.set('cursor', cursor);
+    if (reset) { clear(tbody); count = 0; cursor = null; }
+    info.textContent = 'Loading…';
+    let page;
+    try { page = await api.get(`${path}?${q}`); } catch (err) {
+      info.textContent = '';
+      results.hidden = true;
+      body.querySelectorAll('.banner').forEach((b) => b.remove());
+      unavailable(body, err, what);
+      return;
+    }
+    results.hidden = false;
+    for (const r of page.items || []) {
+      count += 1;
+      tbody.append(row(r));
+    }
+    cursor = page.next_cursor || null;
+    more.hidden = !cursor;
+    info.textContent = count ? `${count} ${noun}${count === 1 ? '' : 's'} shown` : none;
+  };
 }
