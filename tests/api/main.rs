@@ -40,6 +40,7 @@ mod scim;
 mod scim_okta;
 mod security_fixes;
 mod security_sessions;
+mod step_commits;
 mod sso;
 mod titles;
 mod tokens;
