@@ -163,12 +163,8 @@ async fn an_approval_policy_changed_mid_turn_applies_from_the_next_step() {
     .await;
     let admin = app.signed_up("boss").await;
     let member = app.signed_up("alice").await;
-    let role = |approvals: serde_json::Value| {
-        json!({"tools": ["calculator", "write_file"], "approvals": approvals})
-    };
-    let r = app
-        .put_role(&admin.access, "member", role(json!({})))
-        .await;
+    let role = |approvals: serde_json::Value| json!({"tools": ["calculator", "write_file"], "approvals": approvals});
+    let r = app.put_role(&admin.access, "member", role(json!({}))).await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     // The first model call answers late: the admin's change lands while it runs, before
     // the step's commit.
@@ -199,11 +195,7 @@ async fn an_approval_policy_changed_mid_turn_applies_from_the_next_step() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(fake.request_count(), 1, "the first call is still out");
     let r = app
-        .put_role(
-            &admin.access,
-            "member",
-            role(json!({"write_file": "user"})),
-        )
+        .put_role(&admin.access, "member", role(json!({"write_file": "user"})))
         .await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
 
@@ -215,7 +207,10 @@ async fn an_approval_policy_changed_mid_turn_applies_from_the_next_step() {
     );
     let done = events.last().unwrap();
     assert_eq!(done.event, "done", "{events:?}");
-    assert_eq!(done.data["finish_reason"], "awaiting_approval", "{events:?}");
+    assert_eq!(
+        done.data["finish_reason"], "awaiting_approval",
+        "{events:?}"
+    );
     // The calculator step ran: its result reached the second model call.
     assert_eq!(fake.request_count(), 2);
     let waiting: serde_json::Value = app

@@ -39,8 +39,7 @@ impl Agent {
         role: &RoleNow,
     ) -> Vec<Option<Waiting>> {
         let candidate = |c: &llm::ToolCall| {
-            turn.tools.get(&c.name).is_some()
-                && crate::tools::policy::allows(&role.tools, &c.name)
+            turn.tools.get(&c.name).is_some() && crate::tools::policy::allows(&role.tools, &c.name)
         };
         calls
             .iter()

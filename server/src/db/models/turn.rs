@@ -1,7 +1,11 @@
 //! The database side of an agent turn: one transaction before the model is called (claim the
-//! conversation, read its history and the user's tools, reserve budget for the first model
-//! call, store the user message) and one after the turn (settle the last reservation, store
-//! what the turn produced and its usage, release the claim).
+//! conversation, read its history and the user's role, reserve budget for the first model
+//! call, store the user message: `turn_start.rs`), one per tool step (store the step,
+//! settle and reserve, read the role again: `turn_step.rs`) and one after the turn
+//! (settle the last reservation, store what the turn produced and its usage, release the
+//! claim: `turn_release.rs`). The role is read in the first round trip of each
+//! (`turn_access.rs`), so no step reads it on a pooled connection of its
+//! own. This file holds the types they share.
 //!
 //! Statements that do not depend on each other are pipelined: sent together and answered
 //! together, and BEGIN and COMMIT travel with them ([`crate::db::pipelined`]). Before the
@@ -25,10 +29,10 @@ use super::message::NewMessage;
 use super::user::{AuthState, Rejection};
 use crate::db::pipelined::{Committing, Pipelined};
 
+pub use super::turn_access::RoleNow;
 pub use super::turn_release::{
     abandon, active_turn, finish, is_active, is_claim_lost, release_with, Finish,
 };
-pub use super::turn_access::RoleNow;
 pub use super::turn_start::begin;
 pub use super::turn_step::{next_call, NextCall, Step};
 
@@ -140,4 +144,3 @@ pub(super) async fn abort_with<T>(tx: Pipelined<'_>, outcome: QueryResult<T>) ->
     let rolled_back = tx.abort().await;
     outcome.and_then(|v| rolled_back.map(|()| v))
 }
-

@@ -244,4 +244,3 @@ where
         committing,
     })))
 }
-

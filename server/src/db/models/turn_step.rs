@@ -104,4 +104,3 @@ pub async fn next_call(
         role: access.role_now(),
     })
 }
-
