@@ -42,6 +42,7 @@ mod scim_okta;
 mod security_fixes;
 mod security_sessions;
 mod sso;
+mod step_commits;
 mod titles;
 mod tokens;
 mod tools;

@@ -7,6 +7,7 @@ pub mod fake_upstream;
 pub mod mcp_peers;
 pub mod oidc;
 pub mod pg_cluster;
+pub mod pg_proxy;
 pub mod tiny_server;
 
 use std::hash::{Hash, Hasher};

@@ -13,6 +13,7 @@ use super::record::{mark_incomplete, TurnRecord};
 use super::turn::{Agent, Ending, PreparedTurn};
 use crate::db;
 use crate::db::models::approval::{self as approval_db, Approval, NewApproval, Pause};
+use crate::db::models::turn::RoleNow;
 use crate::llm;
 use crate::tools::approval::{self, Approver};
 use crate::tools::mcp::tool::SEPARATOR;
@@ -27,39 +28,20 @@ pub(super) struct Waiting {
 }
 
 impl Agent {
-    /// For each call (in order), the decision it waits for, if any. Calls of unknown or
-    /// not-allowed tools, and calls whose arguments do not validate, wait for nothing: they
-    /// fail as they would anyway.
-    pub(super) async fn approval_gate(
+    /// For each call (in order), the decision it waits for, if any, under `role`: the role as
+    /// the commit before this model call read it (the turn's start or its last step), so the
+    /// gate asks the database nothing. Calls of unknown or not-allowed tools, and calls whose
+    /// arguments do not validate, wait for nothing: they fail as they would anyway.
+    pub(super) fn approval_gate(
         &self,
         turn: &PreparedTurn,
         calls: &[llm::ToolCall],
-        allowed: &[String],
-    ) -> Result<Vec<Option<Waiting>>, Ending> {
+        role: &RoleNow,
+    ) -> Vec<Option<Waiting>> {
         let candidate = |c: &llm::ToolCall| {
-            turn.tools.get(&c.name).is_some() && crate::tools::policy::allows(allowed, &c.name)
+            turn.tools.get(&c.name).is_some() && crate::tools::policy::allows(&role.tools, &c.name)
         };
-        // Calls that fail anyway (unknown or not allowed) wait for nothing: no need to ask.
-        if !calls.iter().any(candidate) {
-            return Ok(calls.iter().map(|_| None).collect());
-        }
-        let map = async {
-            let mut conn = db::conn(&self.pool)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            approval_db::role_map(&mut conn, turn.user_id)
-                .await
-                .map_err(anyhow::Error::from)
-        }
-        .await;
-        let map = match map {
-            Ok(m) => approval::from_json(&m.unwrap_or(Value::Null)),
-            Err(e) => {
-                tracing::error!(error = %e, "reading the approval policy failed");
-                return Err(super::store::unavailable());
-            }
-        };
-        Ok(calls
+        calls
             .iter()
             .map(|c| {
                 if !candidate(c) {
@@ -67,7 +49,7 @@ impl Agent {
                 }
                 let mcp = self.mcp_tool(&c.name);
                 let read_only = mcp.as_ref().map(|(_, ro)| *ro);
-                let approver = approval::required(&map, &c.name, read_only);
+                let approver = approval::required(&role.approvals, &c.name, read_only);
                 if approver == Approver::None {
                     return None;
                 }
@@ -78,7 +60,7 @@ impl Agent {
                     server: mcp.map(|(server, _)| server),
                 })
             })
-            .collect())
+            .collect()
     }
 
     /// For an MCP tool: its server and whether the server annotates it read-only.

@@ -201,7 +201,7 @@ impl Agent {
             account,
             built: (input, tools),
             input_estimate,
-            allowed_tools,
+            role,
             hold,
             committing,
             ..
@@ -219,7 +219,7 @@ impl Agent {
             user_message_id,
             model,
             input,
-            allowed_tools,
+            role,
             tools,
             first_call: (hold, max_tokens),
             start: Some(store::PendingStart::new(conn, committing, user_message_id)),

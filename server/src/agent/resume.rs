@@ -19,6 +19,7 @@ use crate::db::models::approval::{Approval, Claimant, Resume};
 use crate::db::models::audit::ApprovalAudit;
 use crate::db::models::budget::{Hold, Reserve};
 use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::turn::RoleNow;
 use crate::db::models::{conversation, custom_tool, role, turn as turn_db, user};
 use crate::llm;
 use crate::tools::ToolContext;
@@ -134,7 +135,7 @@ impl Agent {
             .map(|(c, _)| c.clone())
             .collect();
         let ran = tokio::select! {
-            r = self.execute_all(&turn.tools, &ctx, &approved, &turn.allowed_tools) => r,
+            r = self.execute_all(&turn.tools, &ctx, &approved, &turn.role.tools) => r,
             _ = control.token.cancelled() => {
                 self.release_resumed(&resume, Vec::new(), Vec::new(), cancelled, &events).await;
                 return;
@@ -187,7 +188,7 @@ impl Agent {
             self.settings.context_window_tokens,
             max_output,
         );
-        let estimate = self.estimate_input(&turn.input, &turn.allowed_tools, &turn.tools);
+        let estimate = self.estimate_input(&turn.input, &turn.role.tools, &turn.tools);
         let max_output = i64::from(self.settings.max_output_tokens);
         let step = turn_db::Step {
             settle: None,
@@ -228,7 +229,7 @@ impl Agent {
                     *o = Some(hold.clone());
                 }
                 turn.first_call = (hold, cap);
-                turn.allowed_tools = next.allowed_tools;
+                turn.role = next.role;
             }
             refused => {
                 if let Err(e) = &refused {
@@ -265,9 +266,12 @@ impl Agent {
         if account.disabled {
             return Ok(None);
         }
-        let allowed = role::find(&mut conn, &account.role)
+        let role_now = role::find(&mut conn, &account.role)
             .await?
-            .map(|r| r.tools)
+            .map(|r| RoleNow {
+                approvals: crate::tools::approval::from_json(&r.approvals),
+                tools: r.tools,
+            })
             .unwrap_or_default();
         let conversation =
             conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
@@ -316,7 +320,7 @@ impl Agent {
             user_message_id,
             model,
             input: Vec::new(),
-            allowed_tools: allowed,
+            role: role_now,
             tools: self.registry_with(&custom),
             first_call: (placeholder, 0),
             start: None,

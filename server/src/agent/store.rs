@@ -83,7 +83,7 @@ impl Agent {
         messages: &[ChatMessage],
         allowed: &[String],
         record: &mut TurnRecord,
-    ) -> Result<Option<((Hold, u32), Vec<String>)>, Ending> {
+    ) -> Result<Option<((Hold, u32), turn::RoleNow)>, Ending> {
         let estimate = self.estimate_input(messages, allowed, &turn.tools);
         let max_output = i64::from(self.settings.max_output_tokens);
         let step = turn::Step {
@@ -127,7 +127,7 @@ impl Agent {
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
                 let cap = super::clamp_output(hold.amount - estimate, max_output);
-                Ok(Some(((hold, cap), next.allowed_tools)))
+                Ok(Some(((hold, cap), next.role)))
             }
             Ok(_) => {
                 self.metrics.budget_refusals.inc();

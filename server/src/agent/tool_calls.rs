@@ -14,6 +14,7 @@ use super::record::{mark_incomplete, millis, TurnRecord};
 use super::turn::{Agent, Ending, PreparedTurn};
 use crate::db::models::audit::{self, NewAudit};
 use crate::db::models::message::NewMessage;
+use crate::db::models::turn::RoleNow;
 use crate::llm::{self, ChatMessage, Role, ToolSpec};
 use crate::tools::{ExecutedCall, Outcome, Registry, ToolContext, ToolOutput};
 
@@ -28,7 +29,7 @@ impl Agent {
         stored_calls: &[StoredToolCall],
         calls: Vec<llm::ToolCall>,
         text: String,
-        allowed: &[String],
+        role: &RoleNow,
         control: &TurnControl,
         events: &super::turn_log::EventSink,
         record: &mut TurnRecord,
@@ -45,13 +46,7 @@ impl Agent {
                 .await;
         }
         // Calls a person must confirm wait; the others run now.
-        let waits = match self.approval_gate(turn, &calls, allowed).await {
-            Ok(w) => w,
-            Err(ending) => {
-                mark_incomplete(&mut record.messages, "unavailable");
-                return Some(ending);
-            }
-        };
+        let waits = self.approval_gate(turn, &calls, role);
         let runnable: Vec<llm::ToolCall> = calls
             .iter()
             .zip(&waits)
@@ -59,7 +54,7 @@ impl Agent {
             .map(|(c, _)| c.clone())
             .collect();
         let results = tokio::select! {
-            r = self.execute_all(&turn.tools, ctx, &runnable, allowed) => r,
+            r = self.execute_all(&turn.tools, ctx, &runnable, &role.tools) => r,
             _ = control.token.cancelled() => {
                 let reason = control.stopped().unwrap_or(StopReason::Cancelled);
                 mark_incomplete(&mut record.messages, reason.status_reason());

@@ -23,6 +23,7 @@ use crate::config::LlmSettings;
 use crate::db;
 use crate::db::models::budget::Hold;
 use crate::db::models::message::NewMessage;
+use crate::db::models::turn::RoleNow;
 use crate::llm::{self, ChatMessage, ChatRequest, LlmProvider, ToolChoice};
 use crate::tools::{Registry, ToolContext};
 
@@ -55,7 +56,9 @@ pub struct PreparedTurn {
     pub user_message_id: Uuid,
     pub model: String,
     pub input: Vec<ChatMessage>,
-    pub allowed_tools: Vec<String>,
+    /// The role as the start's commit found it (tools, approval policy); each step's commit
+    /// reads it again.
+    pub role: RoleNow,
     /// Built-in tools plus the admin-defined ones as they were when the turn started.
     pub tools: Registry,
     /// The first model call's reservation and the output cap it leaves room for.
@@ -171,7 +174,7 @@ impl Agent {
         control: &TurnControl,
         record: &mut TurnRecord,
     ) -> Ending {
-        let mut allowed = turn.allowed_tools.clone();
+        let mut role = turn.role.clone();
         let mut consecutive_failures: HashMap<String, u32> = HashMap::new();
         let ctx = ToolContext {
             user_id: turn.user_id,
@@ -183,11 +186,11 @@ impl Agent {
                 turn.first_call.clone()
             } else {
                 match self
-                    .budget_for_next_call(turn, &messages, &allowed, record)
+                    .budget_for_next_call(turn, &messages, &role.tools, record)
                     .await
                 {
-                    Ok(Some((granted, now_allowed))) => {
-                        allowed = now_allowed;
+                    Ok(Some((granted, role_now))) => {
+                        role = role_now;
                         granted
                     }
                     Ok(None) => return Ending::Finished(FinishReason::BudgetExhausted),
@@ -201,14 +204,14 @@ impl Agent {
                 model: turn.model.clone(),
                 messages: messages.clone(),
                 tools: super::api::with_client_tools(
-                    Self::offered_tools(&turn.tools, &allowed),
+                    Self::offered_tools(&turn.tools, &role.tools),
                     &turn.client_tools,
                 ),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: Some(max_tokens),
                 temperature: None,
             };
-            let input_estimate = Self::count_input(&messages, &allowed, &turn.tools);
+            let input_estimate = Self::count_input(&messages, &role.tools, &turn.tools);
             events.begin_step(iteration);
             let started = Instant::now();
             let outcome = self
@@ -303,7 +306,7 @@ impl Agent {
                     &stored_calls,
                     calls,
                     text,
-                    &allowed,
+                    &role,
                     control,
                     events,
                     record,

@@ -13,8 +13,11 @@
 //!   next model calls after it;
 //! - `end` is the final `done` or `error`.
 //!
-//! Memory stays bounded: a step is dropped once it is committed (a follower behind it reads
-//! it from Postgres), so the log holds at most the step being produced.
+//! Memory stays bounded: a step is dropped once the step after it is committed (a follower
+//! behind it reads it from Postgres), so the log holds at most the step being produced and
+//! the last committed one. Keeping that one lets the turn's own stream, which has just read
+//! the step from memory, go on without reading back from Postgres what the step's commit
+//! wrote: a tool step costs its one commit and nothing more.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,7 +97,7 @@ pub fn approval_pos(text_len: u64, calls: u64, i: u64) -> u64 {
     text_len + 2 + 2 * calls + i
 }
 
-/// One model call's events while it is not committed.
+/// One model call's events while memory keeps them.
 #[derive(Default)]
 struct Step {
     number: u32,
@@ -119,8 +122,8 @@ struct State {
     steps: VecDeque<Step>,
     /// The current step's number.
     step: u32,
-    /// Steps up to this one are committed and dropped from memory.
-    committed: u32,
+    /// Steps up to this one are dropped from memory (a reader inside them reads Postgres).
+    dropped: u32,
     /// Model calls are numbered after this step (a resumed turn's paused step).
     base: u32,
     /// A resumed step: stored in part, so a reader having it "whole" from Postgres still
@@ -182,7 +185,7 @@ impl TurnLog {
         if let Ok(mut s) = self.state.lock() {
             s.step = step;
             s.base = step;
-            s.committed = step.saturating_sub(1);
+            s.dropped = step.saturating_sub(1);
             s.partial = Some(step);
             s.steps.clear();
             s.steps.push_back(Step {
@@ -215,12 +218,19 @@ impl TurnLog {
         }
     }
 
-    /// Every step so far is committed: memory keeps none of them.
+    /// Every step so far is committed: memory keeps the last of them whole (not a resumed
+    /// step, whose start only Postgres has) and drops the others.
     pub fn committed(&self) {
         if let Ok(mut s) = self.state.lock() {
-            s.committed = s.step;
+            let last = s.step;
+            let keep = s.partial != Some(last);
             s.partial = None;
-            s.steps.clear();
+            s.steps.retain(|step| keep && step.number == last);
+            s.dropped = if s.steps.is_empty() {
+                last
+            } else {
+                last.saturating_sub(1)
+            };
         }
         self.version.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -320,7 +330,7 @@ impl State {
         let from_step = after.map_or(0, EventId::step).max(floor);
         // Inside or before a dropped step that Postgres has not given the reader whole.
         let partial = self.partial.is_some_and(|p| floor < p);
-        if partial || (floor < self.committed && from_step <= self.committed) {
+        if partial || (floor < self.dropped && from_step <= self.dropped) {
             return Read::Behind;
         }
         let mut out = Vec::new();

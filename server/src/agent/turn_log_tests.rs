@@ -58,21 +58,28 @@ fn a_follower_resumes_after_its_last_id_and_misses_nothing() {
         ["1.5", "1.6"]
     );
     log.committed();
-    // Step 1 is gone from memory: a follower inside it reads Postgres first.
+    // The step just committed stays in memory: its own stream goes on without Postgres.
+    assert_eq!(
+        ids(log.read_after(EventId::parse("1.3"), 0, 100)),
+        ["1.5", "1.6"]
+    );
+    log.begin_step(2);
+    log.push(delta("again"));
+    assert_eq!(ids(log.read_after(EventId::parse("1.6"), 0, 100)), ["2.5"]);
+    log.committed();
+    // Step 1 is gone from memory now: a follower inside it reads Postgres first.
     assert_eq!(
         ids(log.read_after(EventId::parse("1.3"), 0, 100)),
         ["behind"]
     );
-    log.begin_step(2);
-    log.push(delta("again"));
+    // One that has all of step 1 reads step 2 here.
+    assert_eq!(ids(log.read_after(EventId::parse("1.6"), 1, 100)), ["2.5"]);
+    log.begin_step(3);
     log.push(TurnEvent::Done {
         message_id: None,
         finish_reason: super::super::FinishReason::Stop,
     });
-    // Having had step 1 whole from Postgres, it continues here.
-    assert_eq!(
-        ids(log.read_after(EventId::parse("1.6"), 1, 100)),
-        ["2.5", "end"]
-    );
+    // Having had steps 1 and 2 whole from Postgres, it continues here.
+    assert_eq!(ids(log.read_after(EventId::parse("2.5"), 2, 100)), ["end"]);
     assert!(ids(log.read_after(Some(EventId::End), 0, 100)).is_empty());
 }

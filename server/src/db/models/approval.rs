@@ -138,21 +138,6 @@ pub async fn store_pause(conn: &mut AsyncPgConnection, pause: Pause) -> QueryRes
     .await
 }
 
-/// The approval map of the user's role as it is now (`None`: no such account).
-pub async fn role_map(
-    conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-) -> QueryResult<Option<serde_json::Value>> {
-    use crate::db::schema::{roles::dsl as roles, users::dsl as users};
-    users::users
-        .inner_join(roles::roles)
-        .filter(users::id.eq(user_id))
-        .select(roles::approvals)
-        .first(conn)
-        .await
-        .optional()
-}
-
 pub async fn find(conn: &mut AsyncPgConnection, id: Uuid) -> QueryResult<Option<Approval>> {
     dsl::approvals
         .find(id)

@@ -19,8 +19,11 @@ pub mod role;
 pub mod scim;
 pub mod secret;
 pub mod turn;
+mod turn_access;
 pub mod turn_end;
 pub mod turn_release;
+mod turn_start;
+mod turn_step;
 pub mod usage;
 pub mod user;
 

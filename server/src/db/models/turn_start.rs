@@ -1,0 +1,246 @@
+//! The start of a turn: one transaction that checks the account, claims (or creates) the
+//! conversation, reads its history and the tools, reserves budget for the first model call
+//! and stores the user message.
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryResult};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
+use uuid::Uuid;
+
+use super::api_key::KeyState;
+use super::budget::{self, Reserve, ReserveAsk};
+use super::conversation::Conversation;
+use super::custom_tool::{self, CustomToolRow};
+use super::message::{self, Message, NewMessage};
+use super::turn::{abort_with, ready_ok, Begin, BudgetAsk, Claim, NewConversation, Started};
+use super::turn_access::access;
+use super::user::Rejection;
+use crate::db::pipelined::Pipelined;
+use crate::db::prepared::sql;
+
+/// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
+/// when it is held, or is not the user's. A conversation still titled by default is titled
+/// `provisional_title` (from its first message) until a generated title replaces it.
+fn claim_conversation(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    turn_id: Uuid,
+    stale: DateTime<Utc>,
+    process_id: Uuid,
+    provisional_title: String,
+) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+    sql("UPDATE conversations \
+            SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
+                active_process_id = $5, archived_at = NULL, \
+                title = CASE WHEN title_auto AND title = $6 THEN $7 ELSE title END \
+          WHERE id = $1 AND user_id = $2 \
+            AND (active_turn_id IS NULL OR active_turn_at < $4) \
+            AND NOT EXISTS (SELECT 1 FROM approvals a \
+                             WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
+                   system_prompt, title_auto")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<Timestamptz, _>(stale)
+    .bind::<SqlUuid, _>(process_id)
+    .bind::<Text, _>(super::conversation::DEFAULT_TITLE)
+    .bind::<Text, _>(provisional_title)
+    .get_result(conn)
+    .map(|r| r.optional())
+    .boxed()
+}
+
+/// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
+/// would: `Some` like a granted claim.
+fn create_claimed(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    new: &NewConversation,
+    turn_id: Uuid,
+    process_id: Uuid,
+) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+    // Named by the API call: no generated title replaces it.
+    sql("INSERT INTO conversations \
+                (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
+                 title_auto) \
+         VALUES ($1, $2, $3, $4, $5, now(), $6, false) \
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
+                   system_prompt, title_auto")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<Text, _>(new.title.clone())
+    .bind::<Nullable<Text>, _>(new.model.clone())
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<SqlUuid, _>(process_id)
+    .get_result(conn)
+    .map(|r| r.map(Some))
+    .boxed()
+}
+
+/// Checks the account, claims the conversation, reserves the first call's budget and
+/// stores the user message, in one commit; nothing is kept when anything refuses. `build`
+/// turns the conversation, its history (as much as could fit in `history_room` estimated tokens) and the
+/// allowed tools into the model input and its estimated size in tokens.
+///
+/// With [`Claim::new_conversation`] the conversation and its earlier messages are inserted
+/// in place of the claim and the history read.
+///
+/// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
+/// reservation and the user message. The COMMIT (with an unlimited budget, the user message
+/// and the COMMIT: nothing can refuse) is left to the caller in [`Started::committing`], so
+/// that its wait overlaps the model call's.
+pub async fn begin<T, F>(
+    conn: &mut AsyncPgConnection,
+    claim: Claim,
+    user_message: NewMessage,
+    ask: BudgetAsk,
+    history_room: u64,
+    build: F,
+) -> QueryResult<Begin<T>>
+where
+    T: Send + 'static,
+    F: FnOnce(&Conversation, &[Message], &[String], &[CustomToolRow]) -> (T, i64) + Send + 'static,
+{
+    let Claim {
+        user_id,
+        token_version,
+        turn_id,
+        stale_after,
+        process_id,
+        idempotency,
+        new_conversation,
+        api_key,
+    } = claim;
+    let stale =
+        ask.now - chrono::Duration::from_std(stale_after).unwrap_or(chrono::Duration::minutes(10));
+    let conversation_id = user_message.conversation_id;
+    let mut tx = Pipelined::open(conn);
+
+    let account_read = access(tx.conn(), user_id);
+    // Sent in this order: the earlier messages need their conversation.
+    let (claim, history) = match &new_conversation {
+        None => (
+            claim_conversation(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                turn_id,
+                stale,
+                process_id,
+                crate::llm::title::provisional(&user_message.content),
+            ),
+            message::list_recent(tx.conn(), conversation_id, history_room),
+        ),
+        Some(new) => (
+            create_claimed(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                new,
+                turn_id,
+                process_id,
+            ),
+            message::insert_many(tx.conn(), &new.history)
+                .map(|r| r.map(|()| Vec::new()))
+                .boxed(),
+        ),
+    };
+    let custom = custom_tool::list(tx.conn());
+    let key_state = match api_key {
+        Some(id) => super::api_key::state(tx.conn(), id),
+        None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
+    };
+    let reads = futures_util::future::try_join5(account_read, claim, history, custom, key_state);
+    let (access, claimed, history, custom_tools, key_state) = match tx.begin_with(reads).await {
+        Ok(read) => read,
+        Err(e) => return abort_with(tx, Err(e)).await,
+    };
+    let Some(access) = access else {
+        return abort_with(tx, Ok(Begin::Rejected(Rejection::NoAccount))).await;
+    };
+    let account = access.account();
+    let admitted = match (api_key, key_state) {
+        (Some(_), KeyState::Gone) => Err(Rejection::KeyRevoked),
+        (Some(_), KeyState::Expired) => Err(Rejection::KeyExpired),
+        (Some(_), KeyState::Valid) => account.admits(access.token_version),
+        (None, _) => account.admits(token_version),
+    };
+    if let Err(r) = admitted {
+        return abort_with(tx, Ok(Begin::Rejected(r))).await;
+    }
+    let Some(conversation) = claimed else {
+        let owned = super::conversation::find_owned(tx.conn(), conversation_id, user_id).await;
+        let found = owned.map(|c| {
+            if c.is_some() {
+                Begin::Busy
+            } else {
+                Begin::NotFound
+            }
+        });
+        return abort_with(tx, found).await;
+    };
+
+    let limit = access.limit();
+    let role = access.role_now();
+    let (built, input_estimate) = build(&conversation, &history, &role.tools, &custom_tools);
+    let reserve_ask = ReserveAsk {
+        user_id,
+        limit,
+        want: input_estimate + ask.max_output,
+        need: input_estimate + ask.min_output,
+        now: ask.now,
+        hold_ttl: ask.hold_ttl,
+        process_id,
+    };
+    let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
+    let insert = match &idempotency {
+        None => insert,
+        Some(key) => {
+            let recorded = super::idempotency::record(
+                tx.conn(),
+                user_id,
+                key,
+                conversation_id,
+                turn_id,
+                user_message.id,
+            );
+            futures_util::future::try_join(insert, recorded)
+                .map(|r| r.map(drop))
+                .boxed()
+        }
+    };
+    let (hold, committing) = if reserve_ask.limit.tokens.is_none() {
+        (
+            budget::unlimited_hold(&reserve_ask),
+            tx.commit_later(insert),
+        )
+    } else {
+        let store =
+            futures_util::future::try_join(budget::try_reserve(tx.conn(), &reserve_ask), insert);
+        let first = match store.await {
+            Ok((first, ())) => first,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        };
+        // The rollback undoes the claim and the user message if the budget refuses.
+        match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
+            Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
+            Ok(refused) => return abort_with(tx, Ok(Begin::Refused(refused))).await,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        }
+    };
+    Ok(Begin::Started(Box::new(Started {
+        conversation,
+        account,
+        built,
+        input_estimate,
+        role,
+        custom_tools,
+        hold,
+        committing,
+    })))
+}
