@@ -230,8 +230,8 @@ async fn jwt_secret(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Vec<
 /// which a burst of thousands of connections overflows (actix's own `backlog` applies only
 /// to sockets it binds itself). Listening again on a listening socket only resizes its queue.
 fn listen(settings: &Settings) -> anyhow::Result<TcpListener> {
-    let listener = TcpListener::bind(&settings.bind)
-        .with_context(|| format!("binding {}", settings.bind))?;
+    let listener =
+        TcpListener::bind(&settings.bind).with_context(|| format!("binding {}", settings.bind))?;
     let backlog = i32::try_from(settings.listen_backlog).unwrap_or(i32::MAX);
     socket2::SockRef::from(&listener)
         .listen(backlog)

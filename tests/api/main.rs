@@ -8,6 +8,7 @@ mod admin;
 mod admin_changes;
 mod admin_manage;
 mod admission;
+mod admission_deadline;
 mod api_keys;
 mod approvals;
 mod attachments;

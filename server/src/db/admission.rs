@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool::managed::TimeoutType;
 use tokio::sync::Semaphore;
 
 use super::{Pool, PoolError, PooledConn};
@@ -79,17 +80,23 @@ impl StartQueue {
                 RETRY_AFTER_SECS,
             ));
         }
+        let slow = || {
+            ApiError::overloaded(
+                "replies are starting slowly; retry shortly",
+                RETRY_AFTER_SECS,
+            )
+        };
         let started = tokio::time::Instant::now();
         let permit = tokio::time::timeout(wait, self.at_pool.current().acquire())
             .await
-            .map_err(|_| {
-                ApiError::overloaded(
-                    "replies are starting slowly; retry shortly",
-                    RETRY_AFTER_SECS,
-                )
-            })?
+            .map_err(|_| slow())?
             .map_err(ApiError::unavailable)?;
-        let conn = get(wait.saturating_sub(started.elapsed())).await?;
+        let conn = match get(wait.saturating_sub(started.elapsed())).await {
+            Ok(conn) => conn,
+            // Busy, not broken: the same answer as running out of time in the queue.
+            Err(PoolError::Timeout(TimeoutType::Wait)) => return Err(slow()),
+            Err(e) => return Err(e.into()),
+        };
         drop(permit);
         Ok(conn)
     }
@@ -133,7 +140,9 @@ mod tests {
             tokio::task::yield_now().await;
         }
         let refused = queue
-            .admit(Duration::from_secs(60), |_| async { Err(PoolError::Closed) })
+            .admit(Duration::from_secs(60), |_| async {
+                Err(PoolError::Closed)
+            })
             .await
             .map(|_| ())
             .unwrap_err();
@@ -151,6 +160,29 @@ mod tests {
         for h in held {
             let _ = h.await.unwrap();
         }
+        assert_eq!(queue.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_busy_pool_is_overloaded_and_an_unreachable_one_unavailable() {
+        let queue = StartQueue::new(10, &[4]);
+        let wait = Duration::from_secs(1);
+        let busy = queue
+            .admit(wait, |_| async {
+                Err(PoolError::Timeout(TimeoutType::Wait))
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(busy.code(), "overloaded");
+        let down = queue
+            .admit(wait, |_| async {
+                Err(PoolError::Timeout(TimeoutType::Create))
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(down.code(), "unavailable");
         assert_eq!(queue.waiting(), 0);
     }
 }
