@@ -48,13 +48,13 @@ impl Drop for Waiting<'_> {
 
 impl StartQueue {
     /// A queue admitting at most `depth` waiting starts; `shard_sizes` are the pool shards'
-    /// sizes, half of each (at least one) the starts that may wait at that shard.
+    /// sizes, half of each (rounded up) the starts that may wait at that shard.
     pub fn new(depth: usize, shard_sizes: &[usize]) -> Self {
         Self {
             waiting: Arc::new(AtomicUsize::new(0)),
             depth,
             at_pool: Sharded::new(shard_sizes.len(), |i| {
-                Semaphore::new((shard_sizes[i] / 2).max(1))
+                Semaphore::new(shard_sizes[i].div_ceil(2))
             }),
         }
     }

@@ -418,7 +418,17 @@ async fn direct_call(
 
 pub(crate) fn classify(e: &reqwest::Error) -> String {
     if e.is_timeout() {
-        "timeout".into()
+        // A connect that the kernel gave up on (SYN retries) is a timeout too; say which.
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        match cause.downcast_ref::<std::io::Error>() {
+            Some(io) if e.is_connect() => format!("timeout (connect: {})", io.kind()),
+            Some(io) => format!("timeout ({})", io.kind()),
+            None if e.is_connect() => "timeout (connect)".into(),
+            None => "timeout".into(),
+        }
     } else if e.is_connect() {
         "connect".into()
     } else if e.is_body() || e.is_decode() {
