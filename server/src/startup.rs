@@ -252,6 +252,7 @@ fn listen(settings: &Settings) -> anyhow::Result<TcpListener> {
 fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     let metrics = state.metrics.clone();
     let state_grace_secs = state.settings.durable.shutdown_grace.as_secs();
+    let head_timeout = state.settings.request_head_timeout;
     let data = web::Data::new(state);
     let server = HttpServer::new(move || {
         let metrics = metrics.clone();
@@ -278,6 +279,7 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     // Streamed tokens are small writes: without TCP_NODELAY the first one waits for the
     // client's delayed ACK (~40 ms, measured by the load kit).
     .tcp_nodelay(true)
+    .client_request_timeout(head_timeout)
     .listen(listener)?
     // Longer than the turns' shutdown grace: a stopped turn still stores and says so.
     .shutdown_timeout(state_grace_secs + 30)
