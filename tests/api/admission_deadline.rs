@@ -3,7 +3,7 @@
 //! writes, so each start's claim blocks inside its transaction while later starts queue in
 //! front of the pool. A queued start waits up to the turn deadline (not the pool's acquire
 //! timeout, not a fixed minute) and then gets 503 `overloaded`; past the queue's depth a
-//! start is refused at once.
+//! start is refused at once; and `/readyz` does not wait behind any of them.
 
 use std::time::{Duration, Instant};
 
@@ -181,4 +181,38 @@ async fn past_the_queue_depth_a_start_is_refused_at_once() {
             .all(|a| a.status == 503 || (a.status == 200 && a.done)),
         "the admitted ones run to the end"
     );
+}
+
+#[tokio::test]
+async fn readyz_answers_at_once_while_starts_hold_and_queue_for_every_connection() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(Reply::text("fine").scripted()));
+    let app = app(&fake, 100, Duration::from_secs(30)).await;
+    let s = app.signed_up("ready").await;
+    let convs = conversations(&app, &s.access, 8).await;
+    let release = lock_conversations(&app, Duration::from_secs(3)).await;
+    let probes = async {
+        // The starts have taken every worker's connection and the rest queue behind them.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            let t0 = Instant::now();
+            let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+            answers.push((r.status().as_u16(), t0.elapsed()));
+        }
+        answers
+    };
+    let (answers, probes) = tokio::join!(burst(&app, &s.access, &convs), probes);
+    release.await.unwrap();
+    for (status, took) in probes {
+        assert_eq!(
+            status, 200,
+            "the database is reachable; the pool is only busy"
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "readyz did not wait behind the starts: {took:?}"
+        );
+    }
+    assert!(answers.iter().all(|a| a.status == 200 && a.done));
 }
