@@ -1400,7 +1400,11 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     // Warm up (connection pools, caches), not reported. The held run's demo model answers
     // one word a delay: no warm-up there.
-    let warm_routes: &[Route] = if cfg.held == 0 { &[Route::Native, Route::V1] } else { &[] };
+    let warm_routes: &[Route] = if cfg.held == 0 {
+        &[Route::Native, Route::V1]
+    } else {
+        &[]
+    };
     if !warm_routes.is_empty() {
         log("warm-up");
     }
