@@ -34,6 +34,7 @@ pub struct Metrics {
     pub db_pool: IntGaugeVec,
     pub db_pool_max: IntGaugeVec,
     pub db_pool_waiting: IntGaugeVec,
+    pub turn_starts_waiting: IntGauge,
     pub db_up: IntGauge,
     /// Tool calls waiting for a decision, by who must decide (`user`, `admin`).
     pub approvals_waiting: IntGaugeVec,
@@ -110,6 +111,11 @@ impl Metrics {
         )?;
         let db_up = IntGauge::new("agentchat_db_up", "1 when the database answers")?;
         r.register(Box::new(db_up.clone()))?;
+        let turn_starts_waiting = IntGauge::new(
+            "agentchat_turn_starts_waiting",
+            "Turn starts queued for a database connection (a burst)",
+        )?;
+        r.register(Box::new(turn_starts_waiting.clone()))?;
         let approval_oldest_seconds = prometheus::GaugeVec::new(
             Opts::new(
                 "agentchat_approval_oldest_waiting_seconds",
@@ -210,6 +216,7 @@ impl Metrics {
             db_pool,
             db_pool_max,
             db_pool_waiting,
+            turn_starts_waiting,
             db_up,
             registry: r,
         };

@@ -66,6 +66,13 @@ impl<T> Sharded<T> {
         })
     }
 
+    /// Builds shard `i` of `n` with `make(i)`, which cannot fail.
+    pub fn new(n: usize, make: impl FnMut(usize) -> T) -> Self {
+        Self {
+            shards: (0..n.max(1)).map(make).collect::<Vec<_>>().into(),
+        }
+    }
+
     /// The calling thread's shard.
     pub fn current(&self) -> &T {
         let slot = SLOT.with(|s| *s);

@@ -102,8 +102,7 @@ impl Application {
             pool,
             settings: Arc::new(settings),
         };
-        let listener = TcpListener::bind(&state.settings.bind)
-            .with_context(|| format!("binding {}", state.settings.bind))?;
+        let listener = listen(&state.settings)?;
         let port = listener.local_addr()?.port();
         // The default redirect URL names the bound port.
         state.sso = Arc::new(crate::auth::oidc::Sso::new(&state.settings, &secret, port)?);
@@ -227,9 +226,33 @@ async fn jwt_secret(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Vec<
         .context("loading the JWT secret")
 }
 
+/// The listening socket, with the configured backlog: `TcpListener::bind` asks for 128,
+/// which a burst of thousands of connections overflows (actix's own `backlog` applies only
+/// to sockets it binds itself). Listening again on a listening socket only resizes its queue.
+fn listen(settings: &Settings) -> anyhow::Result<TcpListener> {
+    let listener =
+        TcpListener::bind(&settings.bind).with_context(|| format!("binding {}", settings.bind))?;
+    let backlog = i32::try_from(settings.listen_backlog).unwrap_or(i32::MAX);
+    socket2::SockRef::from(&listener)
+        .listen(backlog)
+        .context("setting the listen backlog")?;
+    let cap = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    if let Some(cap) = cap.filter(|&cap| cap < backlog) {
+        tracing::info!(
+            backlog,
+            somaxconn = cap,
+            "the kernel caps the listen backlog at net.core.somaxconn"
+        );
+    }
+    Ok(listener)
+}
+
 fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     let metrics = state.metrics.clone();
     let state_grace_secs = state.settings.durable.shutdown_grace.as_secs();
+    let head_timeout = state.settings.request_head_timeout;
     let data = web::Data::new(state);
     let server = HttpServer::new(move || {
         let metrics = metrics.clone();
@@ -256,6 +279,7 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     // Streamed tokens are small writes: without TCP_NODELAY the first one waits for the
     // client's delayed ACK (~40 ms, measured by the load kit).
     .tcp_nodelay(true)
+    .client_request_timeout(head_timeout)
     .listen(listener)?
     // Longer than the turns' shutdown grace: a stopped turn still stores and says so.
     .shutdown_timeout(state_grace_secs + 30)

@@ -9,6 +9,7 @@ mod admin_changes;
 mod admin_manage;
 mod admin_reading;
 mod admission;
+mod admission_deadline;
 mod api_keys;
 mod approvals;
 mod attachments;

@@ -167,7 +167,7 @@ impl Agent {
             now: (self.clock)(),
             hold_ttl: self.hold_ttl(),
         };
-        let mut conn = self.pool.get_for_start().await?;
+        let mut conn = self.pool.get_for_start(self.settings.turn_timeout).await?;
         let begun = turn_db::begin(
             &mut conn,
             turn_db::Claim {

@@ -54,6 +54,11 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("AGENTCHAT_BIND", "bind"),
     var("AGENTCHAT_PUBLIC_URL", "public_url"),
     var("AGENTCHAT_MAX_BODY_BYTES", "max_body_bytes"),
+    var("AGENTCHAT_LISTEN_BACKLOG", "listen_backlog"),
+    var(
+        "AGENTCHAT_REQUEST_HEAD_TIMEOUT_SECS",
+        "request_head_timeout_secs",
+    ),
     var("AGENTCHAT_SSE_KEEP_ALIVE_SECS", "sse_keep_alive_secs"),
     var("DATABASE_URL", "database.url"),
     var("AGENTCHAT_DATABASE_POOL_SIZE", "database.pool_size"),

@@ -42,6 +42,15 @@ pub struct Settings {
     pub public_url: Option<String>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Connections the kernel may hold for us before we accept them: a burst of thousands
+    /// of clients connecting at once overflows a short queue, and the overflow waits for
+    /// SYN retries (seconds) or times out. The kernel caps it at `net.core.somaxconn`.
+    pub listen_backlog: u32,
+    /// How long a new connection has to deliver a request's headers before it is answered
+    /// 408 (actix's default is 5 s). The clock runs from when a worker takes the connection,
+    /// so in a burst of thousands a busy worker, not the client, can run it out.
+    #[serde(rename = "request_head_timeout_secs", with = "secs")]
+    pub request_head_timeout: Duration,
     /// Interval of SSE keep-alive comments; a vanished client is noticed at the next one.
     #[serde(rename = "sse_keep_alive_secs", with = "secs")]
     pub sse_keep_alive: Duration,
@@ -73,6 +82,8 @@ impl Default for Settings {
             bind: "127.0.0.1:8080".to_owned(),
             public_url: None,
             max_body_bytes: 1024 * 1024,
+            listen_backlog: 16_384,
+            request_head_timeout: Duration::from_secs(30),
             sse_keep_alive: Duration::from_secs(10),
             database: DatabaseSettings::default(),
             auth: AuthSettings::default(),
@@ -163,6 +174,18 @@ impl Settings {
             return Err(ConfigError::invalid(
                 "max_body_bytes",
                 "must be at least 1024",
+            ));
+        }
+        if self.listen_backlog == 0 || i32::try_from(self.listen_backlog).is_err() {
+            return Err(ConfigError::invalid(
+                "listen_backlog",
+                "must be between 1 and 2147483647",
+            ));
+        }
+        if self.request_head_timeout.is_zero() {
+            return Err(ConfigError::invalid(
+                "request_head_timeout_secs",
+                "must be at least 1",
             ));
         }
         if self.sse_keep_alive.is_zero() {

@@ -1,27 +1,27 @@
 //! Admission of turn starts. A turn's start is one transaction on a pooled connection; a burst
 //! of thousands of starts at one instant used to wait for a connection only as long as any
 //! request does (the acquire timeout), and those still waiting then got 503 although the
-//! burst would have been served a moment later. Starts now wait their turn for as long as a
-//! turn may start, and the queue is bounded: past the configured depth a start is refused at
-//! once with 503 and `Retry-After`, so a flood cannot pile up without limit.
+//! burst would have been served a moment later. Starts now wait their turn for as long as the
+//! turn itself may run (the turn deadline; a fixed 60 s refused thousands of a 10,000-start
+//! burst on a busy machine), and the queue is bounded: past the configured depth a start is
+//! refused at once with 503 and `Retry-After`, so a flood cannot pile up without limit.
 //!
-//! Starts queue here, not in the pool: only a few at a time (half the pool) wait for a
-//! connection. The pool's own queue is FIFO, so thousands of starts queued there would stand
-//! in front of the running turns' step and final commits, which then time out — a burst
-//! admitted that way never finishes (the load kit saw 7,945 of 10,000 admitted and 6 done).
+//! Starts queue here, not in the pool: only a few at a time (half of each pool shard) wait
+//! for a connection. The pool's own queue is FIFO, so thousands of starts queued there would
+//! stand in front of the running turns' step and final commits, which then time out — a
+//! burst admitted that way never finishes (the load kit saw 7,945 of 10,000 admitted and 6
+//! done).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool::managed::TimeoutType;
+use tokio::sync::Semaphore;
+
 use super::{Pool, PoolError, PooledConn};
 use crate::error::ApiError;
-
-/// How long a queued start may wait for a connection. A burst the queue admits is served at
-/// a few hundred starts per second or more, so a full default queue drains well within it;
-/// a database that does not answer fails the wait sooner (connections are created lazily
-/// with their own timeout).
-pub const START_WAIT: Duration = Duration::from_secs(60);
+use crate::shard::Sharded;
 
 /// What a refused start is told to wait before retrying.
 const RETRY_AFTER_SECS: u64 = 2;
@@ -31,8 +31,10 @@ const RETRY_AFTER_SECS: u64 = 2;
 pub struct StartQueue {
     waiting: Arc<AtomicUsize>,
     depth: usize,
-    /// Starts allowed to wait for a connection in the pool at once.
-    at_pool: Arc<tokio::sync::Semaphore>,
+    /// Per pool shard, the starts allowed to wait for one of its connections at once: half
+    /// the shard, so that the running turns' commits on that shard always find room. (One
+    /// count for the whole pool let every start of a burst land on one worker's shard.)
+    at_pool: Sharded<Semaphore>,
 }
 
 /// Counts a start as waiting until it has its connection (or gives up).
@@ -45,12 +47,15 @@ impl Drop for Waiting<'_> {
 }
 
 impl StartQueue {
-    /// A queue admitting at most `depth` waiting starts, `at_pool` of them at the pool.
-    pub fn new(depth: usize, at_pool: usize) -> Self {
+    /// A queue admitting at most `depth` waiting starts; `shard_sizes` are the pool shards'
+    /// sizes, half of each (rounded up) the starts that may wait at that shard.
+    pub fn new(depth: usize, shard_sizes: &[usize]) -> Self {
         Self {
             waiting: Arc::new(AtomicUsize::new(0)),
             depth,
-            at_pool: Arc::new(tokio::sync::Semaphore::new(at_pool.max(1))),
+            at_pool: Sharded::new(shard_sizes.len(), |i| {
+                Semaphore::new(shard_sizes[i].div_ceil(2))
+            }),
         }
     }
 
@@ -59,9 +64,10 @@ impl StartQueue {
         self.waiting.load(Ordering::Acquire)
     }
 
-    /// A connection for a turn's start: queued behind earlier starts, or 503 with
-    /// `Retry-After` when the queue is full.
-    pub async fn admit<F, Fut>(&self, get: F) -> Result<PooledConn, ApiError>
+    /// A connection for a turn's start, queued behind earlier starts for up to `wait` (the
+    /// turn's deadline: a start that waited longer could not finish anyway); 503 with
+    /// `Retry-After` when the queue is full, or when `wait` ran out.
+    pub async fn admit<F, Fut>(&self, wait: Duration, get: F) -> Result<PooledConn, ApiError>
     where
         F: FnOnce(Duration) -> Fut,
         Fut: std::future::Future<Output = Result<PooledConn, PoolError>>,
@@ -74,27 +80,33 @@ impl StartQueue {
                 RETRY_AFTER_SECS,
             ));
         }
+        let slow = || {
+            ApiError::overloaded(
+                "replies are starting slowly; retry shortly",
+                RETRY_AFTER_SECS,
+            )
+        };
         let started = tokio::time::Instant::now();
-        let permit = tokio::time::timeout(START_WAIT, self.at_pool.acquire())
+        let permit = tokio::time::timeout(wait, self.at_pool.current().acquire())
             .await
-            .map_err(|_| {
-                ApiError::overloaded(
-                    "replies are starting slowly; retry shortly",
-                    RETRY_AFTER_SECS,
-                )
-            })?
+            .map_err(|_| slow())?
             .map_err(ApiError::unavailable)?;
-        let conn = get(START_WAIT.saturating_sub(started.elapsed())).await?;
+        let conn = match get(wait.saturating_sub(started.elapsed())).await {
+            Ok(conn) => conn,
+            // Busy, not broken: the same answer as running out of time in the queue.
+            Err(PoolError::Timeout(TimeoutType::Wait)) => return Err(slow()),
+            Err(e) => return Err(e.into()),
+        };
         drop(permit);
         Ok(conn)
     }
 }
 
 impl Pool {
-    /// A connection for a turn's start ([`StartQueue::admit`]).
-    pub async fn get_for_start(&self) -> Result<PooledConn, ApiError> {
+    /// A connection for a turn's start, waiting up to `wait` ([`StartQueue::admit`]).
+    pub async fn get_for_start(&self, wait: Duration) -> Result<PooledConn, ApiError> {
         self.starts
-            .admit(|wait| async move { self.get_within(wait).await })
+            .admit(wait, |left| async move { self.get_within(left).await })
             .await
     }
 
@@ -110,13 +122,13 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_depth_a_start_is_refused_at_once_with_retry_after() {
-        let queue = StartQueue::new(2, 2);
+        let queue = StartQueue::new(2, &[4]);
         let gate = Arc::new(tokio::sync::Notify::new());
         let mut held = Vec::new();
         for _ in 0..2 {
             let (q, g) = (queue.clone(), gate.clone());
             held.push(tokio::spawn(async move {
-                q.admit(|_| async move {
+                q.admit(Duration::from_secs(60), |_| async move {
                     g.notified().await;
                     Err(PoolError::Closed)
                 })
@@ -128,7 +140,9 @@ mod tests {
             tokio::task::yield_now().await;
         }
         let refused = queue
-            .admit(|_| async { Err(PoolError::Closed) })
+            .admit(Duration::from_secs(60), |_| async {
+                Err(PoolError::Closed)
+            })
             .await
             .map(|_| ())
             .unwrap_err();
@@ -146,6 +160,29 @@ mod tests {
         for h in held {
             let _ = h.await.unwrap();
         }
+        assert_eq!(queue.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_busy_pool_is_overloaded_and_an_unreachable_one_unavailable() {
+        let queue = StartQueue::new(10, &[4]);
+        let wait = Duration::from_secs(1);
+        let busy = queue
+            .admit(wait, |_| async {
+                Err(PoolError::Timeout(TimeoutType::Wait))
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(busy.code(), "overloaded");
+        let down = queue
+            .admit(wait, |_| async {
+                Err(PoolError::Timeout(TimeoutType::Create))
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(down.code(), "unavailable");
         assert_eq!(queue.waiting(), 0);
     }
 }

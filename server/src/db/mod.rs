@@ -40,6 +40,10 @@ pub struct Pool {
     shards: Sharded<ShardPool>,
     /// Turn starts waiting for a connection ([`admission`]).
     starts: admission::StartQueue,
+    /// Per shard, the readiness probe's own connection, opened only when the shard has no
+    /// free one ([`is_ready`]).
+    probes: Sharded<tokio::sync::Mutex<Option<AsyncPgConnection>>>,
+    url: crate::config::DatabaseUrl,
 }
 
 /// One shard's connections. A worker's requests only draw on its own shard, so a shard can
@@ -127,7 +131,9 @@ pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
     })?;
     Ok(Pool {
         shards,
-        starts: admission::StartQueue::new(settings.turn_start_queue, settings.pool_size / 2),
+        starts: admission::StartQueue::new(settings.turn_start_queue, &sizes),
+        probes: Sharded::new(sizes.len(), |_| tokio::sync::Mutex::new(None)),
+        url: settings.url.clone(),
     })
 }
 
@@ -143,13 +149,34 @@ pub async fn conn_patiently(pool: &Pool, wait: Duration) -> Result<PooledConn, P
     pool.get_within(wait).await
 }
 
-/// True when Postgres answers a trivial query within `timeout`.
+/// True when Postgres answers a trivial query within `timeout`. A free pooled connection is
+/// used if there is one; when the pool is busy (a burst of turn starts queued for it), the
+/// probe does not wait behind them but asks on its own connection (one per shard, kept), so
+/// the answer says whether the database is reachable, not whether the pool is busy.
 pub async fn is_ready(pool: &Pool, timeout: Duration) -> bool {
     let check = async {
-        let mut c = pool.get().await.ok()?;
-        diesel::sql_query("SELECT 1").execute(&mut c).await.ok()
+        if let Ok(mut c) = pool.get_within(Duration::ZERO).await {
+            return select_one(&mut c).await;
+        }
+        let mut probe = pool.probes.current().lock().await;
+        if probe.is_none() {
+            *probe = AsyncPgConnection::establish(pool.url.expose()).await.ok();
+        }
+        let answered = match probe.as_mut() {
+            Some(c) => select_one(c).await,
+            None => false,
+        };
+        if !answered {
+            // Broken or never opened: the next probe opens a fresh one.
+            *probe = None;
+        }
+        answered
     };
-    matches!(tokio::time::timeout(timeout, check).await, Ok(Some(_)))
+    matches!(tokio::time::timeout(timeout, check).await, Ok(true))
+}
+
+async fn select_one(c: &mut AsyncPgConnection) -> bool {
+    diesel::sql_query("SELECT 1").execute(c).await.is_ok()
 }
 
 /// Creates the database named in `url` if it does not exist yet.

@@ -59,6 +59,8 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
             .with_label_values(&[label.as_str()])
             .set(gauge(shard.waiting));
     }
+    m.turn_starts_waiting
+        .set(i64::try_from(state.pool.starts_waiting()).unwrap_or(i64::MAX));
     m.db_up.set(i64::from(
         db::is_ready(&state.pool, Duration::from_secs(1)).await,
     ));

@@ -1232,6 +1232,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         .env("AGENTCHAT_DEMO_DELAY_MS", cfg.demo_delay_ms.to_string())
         // One model call per turn, as the kit counts them (no background title calls).
         .env("AGENTCHAT_AUTO_TITLES", "false")
+        .env(
+            "AGENTCHAT_TURN_TIMEOUT_SECS",
+            client::TURN_DEADLINE.as_secs().to_string(),
+        )
         .env("AGENTCHAT_ACCESS_TOKEN_TTL_SECS", "86400")
         // The hold sweeper commits on every look (30 s by default), landing at random in the
         // commit probe's windows; once a day keeps the counts to the turns' own.
@@ -1396,7 +1400,11 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     // Warm up (connection pools, caches), not reported. The held run's demo model answers
     // one word a delay: no warm-up there.
-    let warm_routes: &[Route] = if cfg.held == 0 { &[Route::Native, Route::V1] } else { &[] };
+    let warm_routes: &[Route] = if cfg.held == 0 {
+        &[Route::Native, Route::V1]
+    } else {
+        &[]
+    };
     if !warm_routes.is_empty() {
         log("warm-up");
     }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::bench::{fd_count, log, Ctx};
-use crate::client::Outcome;
+use crate::client::{self, Api, Outcome};
 use crate::fake::Directive;
 use crate::stats::{count_errors, Dist};
 use crate::sys;
@@ -59,6 +59,18 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
         ..Default::default()
     };
     let content = format!("burst {}", d.render());
+    // Its own client: the shared one gives up connecting after 10 s, and a start may wait
+    // for its turn (headers) up to the server's turn deadline, connecting included.
+    let api = match client::http_client_connecting_within(n, client::TURN_DEADLINE) {
+        Ok(http) => Api {
+            http,
+            base: ctx.api.base.clone(),
+        },
+        Err(e) => {
+            log(format!("burst: no HTTP client: {e}"));
+            return r;
+        }
+    };
     let (fire, _) = tokio::sync::broadcast::channel::<Instant>(1);
     let mut handles = Vec::with_capacity(n);
     for _ in 0..n {
@@ -67,20 +79,20 @@ pub async fn burst(ctx: &Arc<Ctx>, n: usize) -> BurstResult {
             break;
         };
         let mut go = fire.subscribe();
-        let (ctx2, content) = (ctx.clone(), content.clone());
+        let (ctx2, content, api) = (ctx.clone(), content.clone(), api.clone());
         handles.push(tokio::spawn(async move {
             let Ok(at) = go.recv().await else {
                 Ctx::give(&ctx2.pool, conv);
                 return Outcome::default();
             };
-            let o = ctx2
-                .api
+            // Headers may take the whole deadline; the streamed reply a little longer.
+            let o = api
                 .turn(
                     &ctx2.tokens[conv.user],
                     &conv.id,
                     &content,
                     at,
-                    Duration::from_secs(180),
+                    client::TURN_DEADLINE + Duration::from_secs(60),
                     None,
                 )
                 .await;

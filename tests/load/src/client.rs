@@ -46,7 +46,20 @@ pub fn us(d: Duration) -> u64 {
     d.as_micros().min(u64::MAX as u128) as u64
 }
 
+/// The server's turn deadline, set by the kit (`AGENTCHAT_TURN_TIMEOUT_SECS`): a queued
+/// start may wait this long for its turn, so a burst's client waits as long for headers.
+pub const TURN_DEADLINE: Duration = Duration::from_secs(600);
+
 pub fn http_client(max_idle: usize) -> anyhow::Result<reqwest::Client> {
+    http_client_connecting_within(max_idle, Duration::from_secs(10))
+}
+
+/// A client whose connects may take up to `connect_timeout`: in a burst of thousands the
+/// kernel's accept queue fills and a connect waits for SYN retries, as a real client would.
+pub fn http_client_connecting_within(
+    max_idle: usize,
+    connect_timeout: Duration,
+) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .pool_max_idle_per_host(max_idle)
         // Below the server's 5 s keep-alive (actix's default): reusing a connection the server
@@ -56,7 +69,7 @@ pub fn http_client(max_idle: usize) -> anyhow::Result<reqwest::Client> {
         .tcp_nodelay(true)
         .no_proxy()
         .http1_only()
-        .connect_timeout(Duration::from_secs(10))
+        .connect_timeout(connect_timeout)
         .build()?)
 }
 
@@ -405,7 +418,17 @@ async fn direct_call(
 
 pub(crate) fn classify(e: &reqwest::Error) -> String {
     if e.is_timeout() {
-        "timeout".into()
+        // A connect that the kernel gave up on (SYN retries) is a timeout too; say which.
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        match cause.downcast_ref::<std::io::Error>() {
+            Some(io) if e.is_connect() => format!("timeout (connect: {})", io.kind()),
+            Some(io) => format!("timeout ({})", io.kind()),
+            None if e.is_connect() => "timeout (connect)".into(),
+            None => "timeout".into(),
+        }
     } else if e.is_connect() {
         "connect".into()
     } else if e.is_body() || e.is_decode() {

@@ -75,6 +75,8 @@ pub struct Health {
     /// Lowest `agentchat_db_up` seen (1 = up throughout).
     pub db_up_min: Option<f64>,
     pub active_streams_max: Option<f64>,
+    /// Highest `agentchat_turn_starts_waiting`: turn starts queued for a connection.
+    pub starts_waiting_max: Option<f64>,
 }
 
 fn max(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -121,6 +123,10 @@ impl Health {
             self.db_up_min = min(self.db_up_min, s.get("agentchat_db_up"));
             self.active_streams_max =
                 max(self.active_streams_max, s.get("agentchat_active_streams"));
+            self.starts_waiting_max = max(
+                self.starts_waiting_max,
+                s.get("agentchat_turn_starts_waiting"),
+            );
         }
     }
 

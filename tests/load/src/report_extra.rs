@@ -207,13 +207,14 @@ fn burst(r: &Report, s: &mut String) {
     let h = &b.health;
     let _ = writeln!(
         s,
-        "| the pool stayed healthy (`/readyz` 2xx throughout, database up) | {} of {} probes failed, slowest {} ms; pool in use ≤ {} of {}, waiting ≤ {}, db_up min {} | {} |",
+        "| the pool stayed healthy (`/readyz` 2xx throughout, database up) | {} of {} probes failed, slowest {} ms; pool in use ≤ {} of {}, waiting ≤ {}, starts queued ≤ {}, db_up min {} | {} |",
         h.readyz_failures,
         h.readyz_probes,
         f(h.readyz_max_ms, 0),
         f(h.pool_in_use_max, 0),
         f(h.pool_max_connections, 0),
         f(h.pool_waiting_max, 0),
+        f(h.starts_waiting_max, 0),
         f(h.db_up_min, 0),
         verdict((h.readyz_probes > 0).then_some(h.healthy()))
     );
