@@ -88,7 +88,7 @@ HISTOGRAMS = {"agentchat_http_request_duration_seconds", "agentchat_turn_duratio
               "agentchat_tool_call_duration_seconds"}
 GAUGES = {"agentchat_active_streams", "agentchat_db_pool_connections", "agentchat_db_pool_max_connections",
           "agentchat_db_pool_waiting", "agentchat_db_up", "agentchat_approvals_waiting",
-          "agentchat_approval_oldest_waiting_seconds"}
+          "agentchat_approval_oldest_waiting_seconds", "agentchat_turn_starts_waiting"}
 KNOWN = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
 METRIC_RE = re.compile(r"\bagentchat_[a-z0-9_]+")
 
