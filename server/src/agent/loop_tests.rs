@@ -103,6 +103,7 @@ fn prepared(agent: &Agent) -> PreparedTurn {
         start: None,
         outstanding: Default::default(),
         client_tools: Vec::new(),
+        wants_title: false,
     }
 }
 

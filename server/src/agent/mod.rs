@@ -206,6 +206,7 @@ impl Agent {
             committing,
             ..
         } = started;
+        let wants_title = conversation.title_auto;
         let model = conversation
             .model
             .filter(|m| self.settings.models.contains(m))
@@ -225,6 +226,7 @@ impl Agent {
             start: Some(store::PendingStart::new(conn, committing, user_message_id)),
             outstanding: Default::default(),
             client_tools,
+            wants_title,
         })
     }
 

@@ -301,6 +301,7 @@ impl Agent {
                 .as_ref()
                 .and_then(|c| c.system_prompt.as_deref()),
         );
+        let wants_title = conversation.as_ref().is_some_and(|c| c.title_auto);
         let model = conversation
             .and_then(|c| c.model)
             .filter(|m| self.settings.models.contains(m))
@@ -326,6 +327,7 @@ impl Agent {
             start: None,
             outstanding: Default::default(),
             client_tools: Vec::new(),
+            wants_title,
         };
         Ok(Some((turn, history, system)))
     }

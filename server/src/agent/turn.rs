@@ -70,6 +70,9 @@ pub struct PreparedTurn {
     /// Tools of an API client: offered to the model, and handed back to the client when
     /// called, never run here ([`super::api`]).
     pub client_tools: Vec<llm::ToolSpec>,
+    /// Whether the conversation still has its default title when the turn starts: only then
+    /// may its answer title it (no read per turn to find out).
+    pub wants_title: bool,
 }
 /// How the whole turn ended.
 pub(super) enum Ending {
@@ -153,7 +156,8 @@ impl Agent {
         let titled = stored
             && self.settings.auto_titles
             && matches!(ending, Ending::Finished(FinishReason::Stop))
-            && turn.client_tools.is_empty();
+            && turn.client_tools.is_empty()
+            && turn.wants_title;
         let event = match ending {
             Ending::Finished(_) | Ending::Failed { .. } if !stored => unsaved(),
             _ => last,
