@@ -53,7 +53,7 @@ impl LlmProvider for AnthropicProvider {
     }
 
     fn server_address(&self) -> Option<String> {
-        self.upstream.host()
+        self.upstream.host().map(str::to_owned)
     }
 
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {

@@ -15,6 +15,8 @@ use crate::shard::Sharded;
 #[derive(Debug, Clone)]
 pub struct Upstream {
     base_url: String,
+    /// Host of the base URL, parsed once (it names the server in every call's span).
+    host: Option<String>,
     api_key: Option<String>,
     settings: HttpSettings,
     /// One client (and keep-alive pool) per thread: see [`crate::shard`].
@@ -31,6 +33,7 @@ impl Upstream {
         let base_url = normalize_base_url(&base_url.into())?;
         let clients = build_clients(&settings)?;
         Ok(Self {
+            host: host_of(&base_url),
             base_url,
             api_key: api_key.filter(|k| !k.trim().is_empty()),
             settings,
@@ -44,8 +47,8 @@ impl Upstream {
     }
 
     /// Host of the base URL (the `server.address` of spans).
-    pub fn host(&self) -> Option<String> {
-        host_of(&self.base_url)
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref()
     }
 
     /// Whether calls ask for a streamed answer.

@@ -51,7 +51,7 @@ impl LlmProvider for OpenAiProvider {
     }
 
     fn server_address(&self) -> Option<String> {
-        self.upstream.host()
+        self.upstream.host().map(str::to_owned)
     }
 
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
