@@ -2,7 +2,7 @@
 //! failing when the pool's usual acquire timeout runs out, and only a start past the
 //! configured queue depth is refused, at once, with 503 `overloaded` and `Retry-After`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
@@ -26,17 +26,19 @@ async fn small_pool_app(fake: &FakeUpstream, queue: usize) -> TestApp {
 }
 
 /// What one start was answered: status, `Retry-After`, error code, whether the turn ended
-/// with `done`.
-struct Answer {
-    status: u16,
-    retry_after: Option<String>,
-    code: Option<String>,
-    done: bool,
+/// with `done`, and how long the whole answer took.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub code: Option<String>,
+    pub done: bool,
+    pub after: Duration,
 }
 
 /// Fires one turn start per conversation at once and reads every answer to its end.
-async fn burst(app: &TestApp, token: &str, conversations: &[String]) -> Vec<Answer> {
+pub(crate) async fn burst(app: &TestApp, token: &str, conversations: &[String]) -> Vec<Answer> {
     let starts = conversations.iter().map(|c| async move {
+        let t0 = Instant::now();
         let r = app
             .post_as(token, &format!("/api/conversations/{c}/messages"))
             .json(&json!({"content": "hello"}))
@@ -58,12 +60,13 @@ async fn burst(app: &TestApp, token: &str, conversations: &[String]) -> Vec<Answ
             retry_after,
             code,
             done,
+            after: t0.elapsed(),
         }
     });
     futures_util::future::join_all(starts).await
 }
 
-async fn conversations(app: &TestApp, token: &str, n: usize) -> Vec<String> {
+pub(crate) async fn conversations(app: &TestApp, token: &str, n: usize) -> Vec<String> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(app.new_conversation(token).await);

@@ -11,7 +11,8 @@ use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
-use serde_json::json;
+
+use crate::admission::{burst, conversations, Answer};
 
 /// One connection per pool shard, a 250 ms acquire timeout and the given turn deadline.
 async fn app(fake: &FakeUpstream, queue: usize, turn_deadline: Duration) -> TestApp {
@@ -42,54 +43,6 @@ async fn lock_conversations(app: &TestApp, hold: Duration) -> tokio::task::JoinH
         tokio::time::sleep(hold).await;
         conn.batch_execute("COMMIT").await.unwrap();
     })
-}
-
-/// What a start was answered, and after how long.
-struct Answer {
-    status: u16,
-    code: Option<String>,
-    retry_after: Option<String>,
-    after: Duration,
-    done: bool,
-}
-
-async fn burst(app: &TestApp, token: &str, conversations: &[String]) -> Vec<Answer> {
-    let starts = conversations.iter().map(|c| async move {
-        let t0 = Instant::now();
-        let r = app
-            .post_as(token, &format!("/api/conversations/{c}/messages"))
-            .json(&json!({"content": "hello"}))
-            .send()
-            .await
-            .unwrap();
-        let after = t0.elapsed();
-        let status = r.status().as_u16();
-        let retry_after = r
-            .headers()
-            .get("retry-after")
-            .map(|v| v.to_str().unwrap().to_owned());
-        let body = r.text().await.unwrap();
-        let code = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"]["code"].as_str().map(str::to_owned));
-        let done = parse_sse(&body).iter().any(|e| e.event == "done");
-        Answer {
-            status,
-            code,
-            retry_after,
-            after,
-            done,
-        }
-    });
-    futures_util::future::join_all(starts).await
-}
-
-async fn conversations(app: &TestApp, token: &str, n: usize) -> Vec<String> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(app.new_conversation(token).await);
-    }
-    out
 }
 
 #[tokio::test]

@@ -75,6 +75,11 @@ impl Registry {
     /// Parses and validates `raw_arguments` for the tool `name` without running it: the
     /// arguments an approval shows are the ones that will pass validation when it runs.
     pub fn check_arguments(&self, name: &str, raw_arguments: &str) -> Result<Value, ToolError> {
+        self.checked(name, raw_arguments).map(|(_, args)| args)
+    }
+
+    /// The tool `name` and its parsed, validated arguments.
+    fn checked(&self, name: &str, raw_arguments: &str) -> Result<(&Entry, Value), ToolError> {
         let entry = self
             .inner
             .tools
@@ -82,7 +87,7 @@ impl Registry {
             .ok_or_else(|| ToolError::UnknownTool(truncate_chars(name, MAX_TOOL_NAME_LEN)))?;
         let args = parse_raw_arguments(raw_arguments)?;
         entry.validator.validate(&args)?;
-        Ok(args)
+        Ok((entry, args))
     }
 
     /// Lookup, parse, validate, run. Returns the data and the applicable cap.
@@ -92,14 +97,7 @@ impl Registry {
         name: &str,
         raw_arguments: &str,
     ) -> Result<(Value, usize), ToolError> {
-        let entry = self
-            .inner
-            .tools
-            .get(name)
-            .ok_or_else(|| ToolError::UnknownTool(truncate_chars(name, MAX_TOOL_NAME_LEN)))?;
-        let args = parse_raw_arguments(raw_arguments)?;
-        entry.validator.validate(&args)?;
-
+        let (entry, args) = self.checked(name, raw_arguments)?;
         let tool = Arc::clone(&entry.tool);
         let cap = tool.output_cap_bytes().unwrap_or(self.inner.output_cap);
         let timeout = tool.timeout();
