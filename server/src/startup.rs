@@ -81,6 +81,7 @@ impl Application {
             settings: Arc::new(settings.llm.clone()),
             clock: clock.clone(),
             http: settings.tools.http.clone(),
+            tool_set: Default::default(),
         };
         let mut state = AppState {
             sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),

@@ -133,6 +133,46 @@ fn usage(i: u64, o: u64) -> Option<Usage> {
 const LONG_ARGS: &str =
     r#"{"expression": "(12345 + 678) * 9 / 3 - 42", "note": "émoji ✓ and \"quotes\""}"#;
 
+/// Sequential streamed calls go over kept-alive connections even when the end of each body
+/// trails its last event: the adapter reads the end in the background instead of dropping
+/// the body (which closes the connection, and the next call pays a new handshake before its
+/// first token). At most two: a call may start while the last one's end is still on its way.
+async fn streams_reuse_their_connection(provider: &dyn LlmProvider, up: &FakeUpstream) {
+    for i in 0..4 {
+        up.push(
+            Reply::Text {
+                text: format!("answer {i}"),
+                usage: usage(10, 2),
+            }
+            .scripted()
+            .end_delay(Duration::from_millis(30)),
+        );
+        let (events, err) = run(provider, request()).await;
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(text_of(&events), format!("answer {i}"));
+        // The next call waits for the last one's end, as a turn's next call would.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    assert_eq!(up.request_count(), 4);
+    assert_eq!(
+        up.connection_count(),
+        1,
+        "four calls whose ends came in time shared one connection"
+    );
+}
+
+#[tokio::test]
+async fn openai_streams_reuse_their_connection() {
+    let up = FakeUpstream::start().await;
+    streams_reuse_their_connection(&openai(&up, settings()), &up).await;
+}
+
+#[tokio::test]
+async fn anthropic_streams_reuse_their_connection() {
+    let up = FakeUpstream::start().await;
+    streams_reuse_their_connection(&anthropic(&up, settings()), &up).await;
+}
+
 // ------------------------------------------------------------------ OpenAI
 
 #[tokio::test]

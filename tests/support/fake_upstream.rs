@@ -129,6 +129,9 @@ pub struct Scripted {
     /// Send everything but the finishing events, then keep the connection open
     /// sending nothing (non-streaming: never answer).
     pub hang: bool,
+    /// Streaming: end the body this long after its last event (a real upstream's end of
+    /// body can trail its `[DONE]`).
+    pub end_delay: Option<Duration>,
 }
 
 impl From<Reply> for Scripted {
@@ -139,6 +142,7 @@ impl From<Reply> for Scripted {
             chunk_delay: None,
             split_args_into: 4,
             hang: false,
+            end_delay: None,
         }
     }
 }
@@ -162,6 +166,12 @@ impl Scripted {
         self
     }
 
+    /// Sets [`Scripted::end_delay`].
+    pub fn end_delay(mut self, d: Duration) -> Self {
+        self.end_delay = Some(d);
+        self
+    }
+
     /// Sets [`Scripted::hang`].
     pub fn hang(mut self) -> Self {
         self.hang = true;
@@ -174,6 +184,7 @@ struct Shared {
     queue: Mutex<VecDeque<Scripted>>,
     default: Mutex<Option<Scripted>>,
     requests: Mutex<Vec<Value>>,
+    connections: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -213,6 +224,7 @@ impl FakeUpstream {
         let shared = Arc::new(Shared::default());
         let (tx, rx) = tokio::sync::oneshot::channel::<std::io::Result<ServerHandle>>();
         let data = web::Data::from(shared.clone());
+        let counted = shared.clone();
         std::thread::Builder::new()
             .name("fake-upstream".into())
             .spawn(move || {
@@ -224,6 +236,11 @@ impl FakeUpstream {
                             .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
                             .route("/v1/chat/completions", web::post().to(openai_handler))
                             .route("/v1/messages", web::post().to(anthropic_handler))
+                    })
+                    .on_connect(move |_, _| {
+                        counted
+                            .connections
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     })
                     .workers(1)
                     .disable_signals()
@@ -281,6 +298,13 @@ impl FakeUpstream {
     /// (when present) and body is the parsed JSON (or a string if it was not JSON).
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// How many TCP connections were accepted.
+    pub fn connection_count(&self) -> usize {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many requests were received.
@@ -387,7 +411,7 @@ async fn handle(
             Api::OpenAi => openai_stream(&scripted, &model),
             Api::Anthropic => anthropic_stream(&scripted, &model),
         };
-        sse_response(script, scripted.chunk_delay)
+        sse_response(script, scripted.chunk_delay, scripted.end_delay)
     } else {
         if scripted.hang || scripted.reply == Reply::Hang {
             futures_util::future::pending::<()>().await;
@@ -420,7 +444,11 @@ struct SseScript {
     end: End,
 }
 
-fn sse_response(script: SseScript, chunk_delay: Option<Duration>) -> HttpResponse {
+fn sse_response(
+    script: SseScript,
+    chunk_delay: Option<Duration>,
+    end_delay: Option<Duration>,
+) -> HttpResponse {
     let frames = stream::iter(script.frames).then(move |frame| async move {
         if let Some(d) = chunk_delay {
             tokio::time::sleep(d).await;
@@ -428,7 +456,15 @@ fn sse_response(script: SseScript, chunk_delay: Option<Duration>) -> HttpRespons
         Ok::<_, actix_web::Error>(web::Bytes::from(frame))
     });
     let body = match script.end {
-        End::Close => frames.boxed_local(),
+        End::Close => match end_delay {
+            None => frames.boxed_local(),
+            Some(d) => frames
+                .chain(
+                    stream::once(tokio::time::sleep(d))
+                        .filter_map(|()| async { None::<Result<web::Bytes, actix_web::Error>> }),
+                )
+                .boxed_local(),
+        },
         End::Hang => frames.chain(stream::pending()).boxed_local(),
     };
     HttpResponse::Ok()

@@ -58,6 +58,7 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> Agent {
         process_id: Uuid::new_v4(),
         durable: Default::default(),
         mcp: crate::tools::mcp::McpManager::new(None, 16 * 1024),
+        tool_set: Default::default(),
     }
 }
 

@@ -22,6 +22,7 @@ pub mod store;
 mod supervise;
 mod title;
 mod tool_calls;
+pub mod tool_set;
 pub mod turn;
 pub mod turn_log;
 
@@ -30,7 +31,7 @@ use uuid::Uuid;
 use crate::budget;
 use crate::db::models::budget::Reserve;
 use crate::db::models::custom_tool::CustomToolRow;
-use crate::tools::{custom_http, Registry};
+use crate::tools::Registry;
 
 pub use active::ActiveTurns;
 pub use control::{StopReason, TurnControl};
@@ -236,45 +237,11 @@ impl Agent {
         self.settings.turn_timeout + store::STORE_GRACE
     }
 
-    /// The built-in tools plus the admin-defined ones (an invalid definition is skipped and
-    /// logged rather than failing the turn) plus the tools of the MCP servers that are up.
+    /// The built-in tools plus the tools of the MCP servers that are up plus the
+    /// admin-defined ones ([`tool_set`]).
     pub fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
-        let mut registry = self.tools.clone();
-        for clash in registry.merge(&self.mcp.registry()) {
-            tracing::warn!(tool = %clash, "an MCP tool has the name of a built-in tool; skipped");
-        }
-        for row in custom {
-            let def = custom_http::CustomToolDef {
-                name: row.name.clone(),
-                description: row.description.clone(),
-                parameters: row.parameters.clone(),
-                method: row.method.clone(),
-                url_template: row.url_template.clone(),
-                headers: row
-                    .headers
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                timeout: std::time::Duration::from_millis(
-                    u64::try_from(row.timeout_ms).unwrap_or(10_000),
-                ),
-            };
-            let added = custom_http::CustomHttpTool::new(def, &self.http)
-                .map_err(|e| e.to_string())
-                .and_then(|t| {
-                    registry
-                        .register(std::sync::Arc::new(t))
-                        .map_err(|e| e.to_string())
-                });
-            if let Err(e) = added {
-                tracing::warn!(tool = %row.name, error = %e, "skipping a custom tool");
-            }
-        }
-        registry
+        self.tool_set
+            .get(&self.tools, self.mcp.registry(), custom, &self.http)
     }
 
     /// Estimated input tokens of a call, with the safety margin.

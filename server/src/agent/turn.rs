@@ -45,6 +45,8 @@ pub struct Agent {
     pub durable: Arc<super::liveness::DurableSettings>,
     /// MCP servers; the tools of those that are up join each turn's registry.
     pub mcp: crate::tools::mcp::McpManager,
+    /// The merged registry of the last turn start, reused while its parts are unchanged.
+    pub tool_set: super::tool_set::ToolSetCache,
 }
 
 /// A turn whose start is durable (user message stored, conversation claimed).

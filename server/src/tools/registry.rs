@@ -94,7 +94,6 @@ pub enum RegisterError {
     },
 }
 
-#[derive(Clone)]
 struct Entry {
     tool: Arc<dyn Tool>,
     validator: Arc<ArgsValidator>,
@@ -105,7 +104,8 @@ struct Entry {
 
 #[derive(Clone)]
 struct Inner {
-    tools: BTreeMap<String, Entry>,
+    /// Entries are shared between clones: a merge copies pointers, not specs and schemas.
+    tools: BTreeMap<String, Arc<Entry>>,
     output_cap: usize,
 }
 
@@ -194,12 +194,12 @@ impl Registry {
         };
         Arc::make_mut(&mut self.inner).tools.insert(
             name.to_owned(),
-            Entry {
+            Arc::new(Entry {
                 tool,
                 validator: Arc::new(validator),
                 spec,
                 schema_chars,
-            },
+            }),
         );
         Ok(())
     }
@@ -240,10 +240,15 @@ impl Registry {
             if inner.tools.contains_key(name) {
                 clashes.push(name.clone());
             } else {
-                inner.tools.insert(name.clone(), entry.clone());
+                inner.tools.insert(name.clone(), Arc::clone(entry));
             }
         }
         clashes
+    }
+
+    /// Whether `other` is this registry or a clone of it (nothing registered since).
+    pub fn same_as(&self, other: &Registry) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Number of registered tools.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::schema::custom_tools::{self, dsl};
 
-#[derive(Debug, Clone, Queryable, Selectable, Insertable, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, Serialize, Deserialize)]
 #[diesel(table_name = custom_tools)]
 pub struct CustomToolRow {
     pub name: String,
