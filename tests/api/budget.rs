@@ -272,6 +272,60 @@ async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
     assert_eq!(me["budget"]["used"], 0);
 }
 
+/// The start reserves before it knows the call's size and fits the hold at its commit; when
+/// less is left than the call needs, that early hold is given back and the refusal tells
+/// what is really left. Nothing stays reserved, and the next turn (budget raised) runs.
+#[tokio::test]
+async fn a_budget_with_too_little_left_for_the_call_is_refused_with_what_is_left() {
+    let fake = FakeUpstream::start().await;
+    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let admin = app.signed_up("boss").await;
+    let member = app.signed_up("nearly").await;
+    app.set_budget(&admin.access, member.user_id, Some(100_000))
+        .await;
+    let conv = app.new_conversation(&member.access).await;
+    fake.push(Reply::Text {
+        text: "first".into(),
+        usage: usage(10, 5),
+    });
+    let r = app.send_message(&member.access, &conv, "hello").await;
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    // 100 left: more than the least worth holding (64), less than this call needs.
+    app.set_budget(&admin.access, member.user_id, Some(115))
+        .await;
+    let r = app.send_message(&member.access, &conv, "again").await;
+    let body = expect_error(r, 429, "budget_exhausted").await;
+    assert_eq!(body["error"]["details"]["remaining"], 100, "{body}");
+    assert!(body["error"]["details"]["needed"].as_i64().unwrap() > 100);
+    let me = |app: &TestApp| {
+        let token = member.access.clone();
+        let app_get = app.get_as(&token, "/api/me");
+        async move { app_get.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let budget = me(&app).await["budget"].clone();
+    assert_eq!(
+        (budget["used"].clone(), budget["reserved"].clone()),
+        (json!(15), json!(0))
+    );
+    assert_eq!(fake.request_count(), 1);
+
+    app.set_budget(&admin.access, member.user_id, Some(100_000))
+        .await;
+    fake.push(Reply::Text {
+        text: "second".into(),
+        usage: usage(20, 5),
+    });
+    let r = app.send_message(&member.access, &conv, "once more").await;
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    let budget = me(&app).await["budget"].clone();
+    assert_eq!(
+        (budget["used"].clone(), budget["reserved"].clone()),
+        (json!(40), json!(0))
+    );
+}
+
 #[tokio::test]
 async fn failures_midway_leak_nothing_and_charge_once() {
     let fake = FakeUpstream::start().await;

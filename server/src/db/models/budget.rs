@@ -368,7 +368,7 @@ fn period_name(p: Period) -> &'static str {
 }
 
 /// `Option` for single-row raw queries (diesel's `optional` needs the `QueryResult` trait).
-trait OptionalRow<T> {
+pub(super) trait OptionalRow<T> {
     fn optional_row(self) -> diesel::QueryResult<Option<T>>;
 }
 

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod approval_step;
 pub mod audit;
 pub mod budget;
+pub mod budget_early;
 pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::api_key::KeyState;
 use super::budget::{self, Reserve, ReserveAsk};
+use super::budget_early::{self, EarlyAsk};
 use super::conversation::Conversation;
 use super::custom_tool::{self, CustomToolRow};
 use super::message::{self, Message, NewMessage};
@@ -90,10 +91,11 @@ fn create_claimed(
 /// With [`Claim::new_conversation`] the conversation and its earlier messages are inserted
 /// in place of the claim and the history read.
 ///
-/// Round trips: BEGIN with every read and the claim; then, with a limited budget, the
-/// reservation and the user message. The COMMIT (with an unlimited budget, the user message
-/// and the COMMIT: nothing can refuse) is left to the caller in [`Started::committing`], so
-/// that its wait overlaps the model call's.
+/// Round trips: BEGIN with every read, the claim and an early reservation
+/// ([`budget_early`]); then the user message, the hold fitted to the call and the COMMIT,
+/// left to the caller in [`Started::committing`] so that its wait overlaps the model call's.
+/// Only when the early reservation falls short (too little left, or the period's first
+/// call) does the exact reservation take a round trip of its own before the call.
 pub async fn begin<T, F>(
     conn: &mut AsyncPgConnection,
     claim: Claim,
@@ -155,11 +157,28 @@ where
         Some(id) => super::api_key::state(tx.conn(), id),
         None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
     };
-    let reads = futures_util::future::try_join5(account_read, claim, history, custom, key_state);
-    let (access, claimed, history, custom_tools, key_state) = match tx.begin_with(reads).await {
-        Ok(read) => read,
-        Err(e) => return abort_with(tx, Err(e)).await,
-    };
+    // Reserved before the call's size is known, fitted below ([`budget_early`]): the call
+    // then waits for one round trip, not two.
+    let early = budget_early::reserve_early(
+        tx.conn(),
+        &EarlyAsk {
+            user_id,
+            big: i64::MAX,
+            small: ask.min_output,
+            now: ask.now,
+            hold_ttl: ask.hold_ttl,
+            process_id,
+        },
+    );
+    let reads = futures_util::future::try_join(
+        futures_util::future::try_join5(account_read, claim, history, custom, key_state),
+        early,
+    );
+    let ((access, claimed, history, custom_tools, key_state), early) =
+        match tx.begin_with(reads).await {
+            Ok(read) => read,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        };
     let Some(access) = access else {
         return abort_with(tx, Ok(Begin::Rejected(Rejection::NoAccount))).await;
     };
@@ -214,23 +233,42 @@ where
                 .boxed()
         }
     };
-    let (hold, committing) = if reserve_ask.limit.tokens.is_none() {
-        (
+    let (hold, committing) = match early {
+        _ if reserve_ask.limit.tokens.is_none() => (
             budget::unlimited_hold(&reserve_ask),
             tx.commit_later(insert),
-        )
-    } else {
-        let store =
-            futures_util::future::try_join(budget::try_reserve(tx.conn(), &reserve_ask), insert);
-        let first = match store.await {
-            Ok((first, ())) => first,
-            Err(e) => return abort_with(tx, Err(e)).await,
-        };
-        // The rollback undoes the claim and the user message if the budget refuses.
-        match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
-            Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
-            Ok(refused) => return abort_with(tx, Ok(Begin::Refused(refused))).await,
-            Err(e) => return abort_with(tx, Err(e)).await,
+        ),
+        // Enough was left: keep what the exact reservation would have granted.
+        Some(early) if early.amount >= reserve_ask.need => {
+            let amount = early.amount.min(reserve_ask.want);
+            let fit = budget_early::resize(tx.conn(), early, user_id, amount);
+            let hold = budget_early::fitted(early, user_id, limit, ask.now, amount);
+            let store = futures_util::future::try_join(insert, fit).map(|r| r.map(drop));
+            (hold, tx.commit_later(store.boxed()))
+        }
+        // Too little left for this call (or no period row yet): reserve exactly, as a
+        // second round trip, after giving back what the early reservation took.
+        early => {
+            let give_back = match early {
+                Some(e) => budget_early::resize(tx.conn(), e, user_id, 0),
+                None => ready_ok(),
+            };
+            let store = futures_util::future::try_join3(
+                give_back,
+                budget::try_reserve(tx.conn(), &reserve_ask),
+                insert,
+            )
+            .map(|r| r.map(|((), first, ())| (first, ())));
+            let first = match store.await {
+                Ok((first, ())) => first,
+                Err(e) => return abort_with(tx, Err(e)).await,
+            };
+            // The rollback undoes the claim and the user message if the budget refuses.
+            match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
+                Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
+                Ok(refused) => return abort_with(tx, Ok(Begin::Refused(refused))).await,
+                Err(e) => return abort_with(tx, Err(e)).await,
+            }
         }
     };
     Ok(Begin::Started(Box::new(Started {
