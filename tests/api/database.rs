@@ -240,6 +240,9 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
     let (app, s, conversation) = budgeted_conversation("storage").await;
     let mut db = app.db().await;
 
+    // The first turn of a period reserves exactly (its budget row is created); later ones
+    // reserve early and fit the hold at the commit, with a statement of their own.
+    storage_turn(&mut db, s.user_id, conversation).await;
     storage_turn(&mut db, s.user_id, conversation).await;
     let after_first = prepared_statements(&mut db).await;
     for wanted in [
@@ -248,6 +251,7 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
         "INSERT INTO usage_records",
         "INSERT INTO audit_log",
         "INSERT INTO budget_holds",
+        "UPDATE budget_holds",
         "DELETE FROM budget_holds",
     ] {
         assert!(
@@ -259,13 +263,11 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
     assert_eq!(prepared_statements(&mut db).await, after_first);
 
     let contents = stored_contents(&app, &s.access, conversation).await;
-    assert_eq!(
-        contents,
-        ["hi", "calling", "2", "it is 2", "hi", "calling", "2", "it is 2"]
-    );
+    let one_turn = ["hi", "calling", "2", "it is 2"];
+    assert_eq!(contents, one_turn.repeat(3));
     let totals = app.budget_totals(s.user_id).await;
-    assert_eq!((totals.spent, totals.reserved, totals.holds), (260, 0, 0));
-    assert_eq!(totals.ledger, 2 * (60 + 70));
+    assert_eq!((totals.spent, totals.reserved, totals.holds), (390, 0, 0));
+    assert_eq!(totals.ledger, 3 * (60 + 70));
 }
 
 /// A turn's transactions send BEGIN and COMMIT along with their statements. When one statement

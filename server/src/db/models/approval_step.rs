@@ -43,7 +43,10 @@ pub enum Decided {
 }
 
 /// How long a just-paused turn may still hold its conversation while it finishes storing.
-const CLAIM_WAIT: Duration = Duration::from_secs(3);
+/// Past it the sweeper runs the step on within seconds; a decision followed by its caller
+/// waits instead. 3 s was too short on a loaded machine: the whole API suite on 2 cores
+/// once got a decision back unresumed (`approvals::a_denied_call_*`).
+const CLAIM_WAIT: Duration = Duration::from_secs(10);
 
 /// Records `decision` (`approved` or `denied`) on approval `id` by `who`.
 pub async fn decide(
