@@ -165,6 +165,48 @@ async fn the_first_answer_titles_the_chat_in_the_background_and_is_charged() {
     );
 }
 
+/// A first message of files alone is named by its files until the model's title comes, and
+/// the title call is shown them (without text there used to be no title at all).
+#[tokio::test]
+async fn a_first_message_of_files_alone_is_titled_by_its_files() {
+    let fake = FakeUpstream::start().await;
+    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
+    let me = app.signed_up("filer").await;
+    let r = app
+        .client
+        .put(app.url("/api/files/reports/q3-plan.txt"))
+        .bearer_auth(&me.access)
+        .body("ship the new importer")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let id = app.new_conversation(&me.access).await;
+    fake.push(text("It is a plan to ship the importer.", 30, 6));
+    fake.push(text("Q3 importer plan", 20, 3).delay_first_byte(Duration::from_millis(800)));
+    let r = app
+        .post_as(&me.access, &format!("/api/conversations/{id}/messages"))
+        .json(&json!({"content": "", "attachments": ["reports/q3-plan.txt"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text().await.unwrap();
+    let meanwhile = app.conversation(&me.access, &id).await;
+    assert_eq!(meanwhile["title"], "q3-plan.txt");
+    assert_eq!(meanwhile["title_auto"], true);
+
+    let done = titled(&app, &me.access, &id, Duration::from_secs(10)).await;
+    assert_eq!(done["title"], "Q3 importer plan");
+    let call = fake
+        .requests()
+        .into_iter()
+        .find(is_title_call)
+        .expect("a title call");
+    let shown = call["body"]["messages"][1]["content"].as_str().unwrap();
+    assert!(shown.contains("reports/q3-plan.txt"), "{shown}");
+}
+
 #[tokio::test]
 async fn a_title_the_user_chose_is_never_replaced() {
     let fake = FakeUpstream::start().await;

@@ -93,9 +93,12 @@ pub fn to_row(attachments: &[Attachment]) -> Option<Value> {
 
 /// A stored message's attachments (none when the column is NULL or unreadable).
 pub fn of(message: &Message) -> Vec<Attachment> {
-    message
-        .attachments
-        .clone()
+    from_column(message.attachments.clone())
+}
+
+/// The attachments an `attachments` column holds (none when NULL or unreadable).
+pub fn from_column(column: Option<Value>) -> Vec<Attachment> {
+    column
         .and_then(|v| serde_json::from_value(v).ok())
         .unwrap_or_default()
 }

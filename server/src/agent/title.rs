@@ -82,11 +82,16 @@ impl Agent {
         if !conv.title_auto {
             return Ok(());
         }
-        let (Some(question), Some(answer)) =
+        let (Some(first), Some(answer)) =
             message::first_exchange(&mut conn, conversation_id, title::EXCERPT_CHARS).await?
         else {
             return Ok(());
         };
+        // The files it names stand for a question of files alone.
+        let question = super::attachments::model_text(
+            &first.text,
+            &super::attachments::from_column(first.attachments),
+        );
         let request = title::request(model, &question, &answer);
         let estimate: u64 = request.messages.iter().map(super::context::cost).sum();
         let want = budget::with_margin(estimate) + i64::from(title::TITLE_MAX_TOKENS);

@@ -73,6 +73,22 @@ pub fn clean(raw: &str) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
+/// [`provisional`] of a first message that may be files alone: without words, the names of
+/// its files (`paths` in the workspace) stand for it.
+pub fn provisional_with_files<'a>(
+    first_message: &str,
+    paths: impl IntoIterator<Item = &'a str>,
+) -> String {
+    if !first_message.trim().is_empty() {
+        return provisional(first_message);
+    }
+    let names: Vec<&str> = paths
+        .into_iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .collect();
+    provisional(&names.join(", "))
+}
+
 /// The title a conversation shows from its first message until a generated one replaces it:
 /// the message's words, at most [`MAX_TITLE_CHARS`] (cut at a word, with an ellipsis).
 pub fn provisional(first_message: &str) -> String {

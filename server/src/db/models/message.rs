@@ -105,10 +105,27 @@ pub async fn first_exchange(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     max_chars: i32,
-) -> QueryResult<(Option<String>, Option<String>)> {
-    let question = first_of(conn, conversation_id, "user", max_chars).await?;
+) -> QueryResult<(Option<FirstQuestion>, Option<String>)> {
+    // Files alone are a question too (their text is empty).
+    let question = dsl::messages
+        .filter(dsl::conversation_id.eq(conversation_id))
+        .filter(dsl::role.eq("user"))
+        .filter(dsl::content.ne("").or(dsl::attachments.is_not_null()))
+        .order(dsl::seq.asc())
+        .select((left(dsl::content, max_chars), dsl::attachments))
+        .first::<(String, Option<serde_json::Value>)>(conn)
+        .await
+        .optional()?
+        .map(|(text, attachments)| FirstQuestion { text, attachments });
     let answer = first_of(conn, conversation_id, "assistant", max_chars).await?;
     Ok((question, answer))
+}
+
+/// The first user message of a conversation: its text (cut) and its attachments column.
+#[derive(Debug)]
+pub struct FirstQuestion {
+    pub text: String,
+    pub attachments: Option<serde_json::Value>,
 }
 
 async fn first_of(

@@ -55,6 +55,14 @@ fn claim_conversation(
     .boxed()
 }
 
+/// The workspace paths of a message's `attachments` column (`[{"path", "bytes"}]`).
+fn attached_paths(attachments: Option<&serde_json::Value>) -> Vec<&str> {
+    attachments
+        .and_then(serde_json::Value::as_array)
+        .map(|files| files.iter().filter_map(|f| f["path"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
 /// would: `Some` like a granted claim.
 fn create_claimed(
@@ -134,7 +142,10 @@ where
                 turn_id,
                 stale,
                 process_id,
-                crate::llm::title::provisional(&user_message.content),
+                crate::llm::title::provisional_with_files(
+                    &user_message.content,
+                    attached_paths(user_message.attachments.as_ref()),
+                ),
             ),
             message::list_recent(tx.conn(), conversation_id, history_room),
         ),
