@@ -193,7 +193,7 @@ async fn a_first_message_of_files_alone_is_titled_by_its_files() {
     assert_eq!(r.status(), 200);
     r.text().await.unwrap();
     let meanwhile = app.conversation(&me.access, &id).await;
-    assert_eq!(meanwhile["title"], "q3-plan.txt");
+    assert_eq!(meanwhile["title"], "reports/q3-plan.txt");
     assert_eq!(meanwhile["title_auto"], true);
 
     let done = titled(&app, &me.access, &id, Duration::from_secs(10)).await;

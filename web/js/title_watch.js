@@ -23,7 +23,8 @@ export async function watchTitle(id, onTitled) {
   }
 }
 
-/** What the server titles a chat from its first message (llm/title.rs `provisional`). */
+/** What the server titles a chat from its first message (llm/title.rs `provisional`; a message of
+ * files alone passes their paths joined by ", ", as `provisional_with_files` does). */
 export function provisionalTitle(text) {
   const words = text.split(/\s+/).filter(Boolean);
   let title = '';

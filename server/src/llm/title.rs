@@ -73,8 +73,8 @@ pub fn clean(raw: &str) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
-/// [`provisional`] of a first message that may be files alone: without words, the names of
-/// its files (`paths` in the workspace) stand for it.
+/// [`provisional`] of a first message that may be files alone: without words, its files'
+/// workspace paths stand for it, as the browser shows them (`web/js/chat_view.js`).
 pub fn provisional_with_files<'a>(
     first_message: &str,
     paths: impl IntoIterator<Item = &'a str>,
@@ -82,11 +82,7 @@ pub fn provisional_with_files<'a>(
     if !first_message.trim().is_empty() {
         return provisional(first_message);
     }
-    let names: Vec<&str> = paths
-        .into_iter()
-        .map(|p| p.rsplit('/').next().unwrap_or(p))
-        .collect();
-    provisional(&names.join(", "))
+    provisional(&paths.into_iter().collect::<Vec<_>>().join(", "))
 }
 
 /// The title a conversation shows from its first message until a generated one replaces it:
