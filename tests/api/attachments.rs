@@ -33,18 +33,6 @@ fn answer(text: &str) -> Reply {
     }
 }
 
-async fn upload(app: &TestApp, token: &str, path: &str, body: &str) {
-    let r = app
-        .client
-        .put(app.url(&format!("/api/files/{path}")))
-        .bearer_auth(token)
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "upload {path}: {}", r.status());
-}
-
 async fn send(
     app: &TestApp,
     token: &str,
@@ -82,8 +70,9 @@ async fn attached_files_are_stored_named_to_the_model_and_exported() {
     fake.set_default(Some(answer("noted").into()));
     let app = openai_app(&fake).await;
     let s = app.signed_up("attacher").await;
-    upload(&app, &s.access, "notes.txt", "Quarterly plan\nship it\n").await;
-    upload(&app, &s.access, "data/q (2).csv", "a,b\n1,2\n").await;
+    app.upload(&s.access, "notes.txt", "Quarterly plan\nship it\n")
+        .await;
+    app.upload(&s.access, "data/q (2).csv", "a,b\n1,2\n").await;
     let conv = app.new_conversation(&s.access).await;
 
     let body = json!({"content": "What is in these?", "attachments": ["notes.txt", "data/q (2).csv", "notes.txt"]});
@@ -177,8 +166,8 @@ async fn only_existing_files_of_the_senders_own_workspace_can_be_attached() {
     let app = openai_app(&fake).await;
     let victim = app.signed_up("victim").await;
     let thief = app.signed_up("thief").await;
-    upload(&app, &victim.access, "secret.txt", "the plans").await;
-    upload(&app, &thief.access, "mine.txt", "mine").await;
+    app.upload(&victim.access, "secret.txt", "the plans").await;
+    app.upload(&thief.access, "mine.txt", "mine").await;
     let conv = app.new_conversation(&thief.access).await;
 
     let refused = [
@@ -234,8 +223,8 @@ async fn an_idempotency_key_covers_the_attachments() {
     fake.set_default(Some(answer("once").into()));
     let app = openai_app(&fake).await;
     let s = app.signed_up("retrier").await;
-    upload(&app, &s.access, "a.txt", "a").await;
-    upload(&app, &s.access, "b.txt", "b").await;
+    app.upload(&s.access, "a.txt", "a").await;
+    app.upload(&s.access, "b.txt", "b").await;
     let conv = app.new_conversation(&s.access).await;
     let with = |files: Value| json!({"content": "look", "attachments": files});
 
@@ -266,8 +255,7 @@ async fn an_idempotency_key_covers_the_attachments() {
 async fn the_demo_model_reads_an_attached_file_and_says_what_is_in_it() {
     let app = spawn_app().await;
     let s = app.signed_up("demo_attacher").await;
-    upload(
-        &app,
+    app.upload(
         &s.access,
         "plan.md",
         "# Quarterly plan\n\nShip the attachments.\n",

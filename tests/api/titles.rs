@@ -172,15 +172,8 @@ async fn a_first_message_of_files_alone_is_titled_by_its_files() {
     let fake = FakeUpstream::start().await;
     let app = spawn_app_with(upstream(fake.base_url_openai())).await;
     let me = app.signed_up("filer").await;
-    let r = app
-        .client
-        .put(app.url("/api/files/reports/q3-plan.txt"))
-        .bearer_auth(&me.access)
-        .body("ship the new importer")
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
+    app.upload(&me.access, "reports/q3-plan.txt", "ship the new importer")
+        .await;
     let id = app.new_conversation(&me.access).await;
     fake.push(text("It is a plan to ship the importer.", 30, 6));
     fake.push(text("Q3 importer plan", 20, 3).delay_first_byte(Duration::from_millis(800)));

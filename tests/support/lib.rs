@@ -658,6 +658,19 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Puts a file at `path` in the user's workspace (asserting it was stored).
+    pub async fn upload(&self, token: &str, path: &str, body: &str) {
+        let r = self
+            .client
+            .put(self.url(&format!("/api/files/{path}")))
+            .bearer_auth(token)
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "upload {path}: {}", r.status());
+    }
+
     /// Sets a user's budget override as an admin.
     pub async fn set_budget(&self, admin: &str, user: uuid::Uuid, tokens: Option<i64>) {
         let r = self
