@@ -548,3 +548,34 @@ async fn a_start_that_fails_to_commit_is_an_error_and_keeps_nothing() {
     let stored = app.conversation(&s.access, &conv).await;
     assert_eq!(roles(&stored)[0], "user");
 }
+
+/// Through the running server, model calls reuse their upstream connections even when each
+/// body's end trails its `[DONE]`: a connection per worker thread's client at most, not one
+/// per call (before, the body was dropped at `[DONE]` and every call connected anew).
+#[tokio::test]
+async fn model_calls_keep_their_upstream_connections() {
+    let fake = FakeUpstream::start().await;
+    let app = openai_app(&fake).await;
+    let s = app.signed_up("keeper").await;
+    let conv = app.new_conversation(&s.access).await;
+    fake.set_default(Some(
+        Reply::Text {
+            text: "again".into(),
+            usage: usage(5, 1),
+        }
+        .scripted()
+        .end_delay(Duration::from_millis(30)),
+    ));
+    for i in 0..8 {
+        let events = app.chat(&s.access, &conv, &format!("turn {i}")).await;
+        assert_eq!(events.last().unwrap().event, "done");
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    assert!(fake.request_count() >= 8);
+    let connections = fake.connection_count();
+    assert!(
+        connections <= 4,
+        "{connections} connections for {} model calls",
+        fake.request_count()
+    );
+}

@@ -136,7 +136,7 @@ const LONG_ARGS: &str =
 /// Sequential streamed calls go over kept-alive connections even when the end of each body
 /// trails its last event: the adapter reads the end in the background instead of dropping
 /// the body (which closes the connection, and the next call pays a new handshake before its
-/// first token). At most two: a call may start while the last one's end is still on its way.
+/// first token). Each call starts after the last one's end has arrived, so all share one.
 async fn streams_reuse_their_connection(provider: &dyn LlmProvider, up: &FakeUpstream) {
     for i in 0..4 {
         up.push(
