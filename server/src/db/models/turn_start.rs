@@ -64,7 +64,8 @@ fn attached_paths(attachments: Option<&serde_json::Value>) -> Vec<&str> {
 }
 
 /// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
-/// would: `Some` like a granted claim.
+/// would, then its earlier messages. Sent with the start's COMMIT (nothing in the first
+/// round trip reads the new row), so the model call does not wait for these inserts.
 fn create_claimed(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
@@ -72,23 +73,46 @@ fn create_claimed(
     new: &NewConversation,
     turn_id: Uuid,
     process_id: Uuid,
-) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+) -> BoxFuture<'static, QueryResult<()>> {
     // Named by the API call: no generated title replaces it.
-    sql("INSERT INTO conversations \
+    let row = sql("INSERT INTO conversations \
                 (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
                  title_auto) \
-         VALUES ($1, $2, $3, $4, $5, now(), $6, false) \
-         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
-                   system_prompt, title_auto")
+         VALUES ($1, $2, $3, $4, $5, now(), $6, false)")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(new.title.clone())
     .bind::<Nullable<Text>, _>(new.model.clone())
     .bind::<SqlUuid, _>(turn_id)
     .bind::<SqlUuid, _>(process_id)
-    .get_result(conn)
-    .map(|r| r.map(Some))
-    .boxed()
+    .execute(conn);
+    // Constructed after the row's insert, so sent after it: the messages need their
+    // conversation.
+    let history = message::insert_many(conn, &new.history);
+    futures_util::future::try_join(row, history)
+        .map(|r| r.map(drop))
+        .boxed()
+}
+
+/// The conversation [`create_claimed`] stores, as the start's reads would have returned it.
+fn created(
+    conversation_id: Uuid,
+    user_id: Uuid,
+    new: &NewConversation,
+    now: DateTime<Utc>,
+) -> Conversation {
+    Conversation {
+        id: conversation_id,
+        user_id,
+        title: new.title.clone(),
+        model: new.model.clone(),
+        created_at: now,
+        updated_at: now,
+        pinned: false,
+        archived_at: None,
+        system_prompt: None,
+        title_auto: false,
+    }
 }
 
 /// Checks the account, claims the conversation, reserves the first call's budget and
@@ -96,8 +120,8 @@ fn create_claimed(
 /// turns the conversation, its history (as much as could fit in `history_room` estimated tokens) and the
 /// allowed tools into the model input and its estimated size in tokens.
 ///
-/// With [`Claim::new_conversation`] the conversation and its earlier messages are inserted
-/// in place of the claim and the history read.
+/// With [`Claim::new_conversation`] there is nothing to claim or read: the conversation and
+/// its earlier messages are inserted just before the user message, with the COMMIT.
 ///
 /// Round trips: BEGIN with every read, the claim and an early reservation
 /// ([`budget_early`]); then the user message, the hold fitted to the call and the COMMIT,
@@ -149,18 +173,11 @@ where
             ),
             message::list_recent(tx.conn(), conversation_id, history_room),
         ),
+        // Inserted with the COMMIT, below.
         Some(new) => (
-            create_claimed(
-                tx.conn(),
-                conversation_id,
-                user_id,
-                new,
-                turn_id,
-                process_id,
-            ),
-            message::insert_many(tx.conn(), &new.history)
-                .map(|r| r.map(|()| Vec::new()))
+            futures_util::future::ready(Ok(Some(created(conversation_id, user_id, new, ask.now))))
                 .boxed(),
+            futures_util::future::ready(Ok(Vec::new())).boxed(),
         ),
     };
     let custom = custom_tool::list(tx.conn());
@@ -227,7 +244,24 @@ where
         hold_ttl: ask.hold_ttl,
         process_id,
     };
-    let insert = message::insert_many(tx.conn(), std::slice::from_ref(&user_message));
+    // A new conversation and its earlier messages go first: the user message needs them.
+    let create = match &new_conversation {
+        Some(new) => create_claimed(
+            tx.conn(),
+            conversation_id,
+            user_id,
+            new,
+            turn_id,
+            process_id,
+        ),
+        None => ready_ok(),
+    };
+    let insert = futures_util::future::try_join(
+        create,
+        message::insert_many(tx.conn(), std::slice::from_ref(&user_message)),
+    )
+    .map(|r| r.map(drop))
+    .boxed();
     let insert = match &idempotency {
         None => insert,
         Some(key) => {
