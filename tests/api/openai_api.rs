@@ -168,3 +168,47 @@ async fn malformed_and_oversized_requests_are_400s_in_openais_shape() {
         "a refused request stored a conversation"
     );
 }
+
+/// Both chat routes' streams start with their first event: the keep-alive comment comes only
+/// after a period without events (it used to go out with the headers of every stream, one
+/// more write and one more wake-up per turn).
+#[tokio::test]
+async fn streams_begin_with_their_first_event_not_a_keep_alive_comment() {
+    let fake = FakeUpstream::start().await;
+    let app = app_on(&fake).await;
+    let user = app.signed_up("user").await;
+
+    fake.push(Reply::text("streamed answer"));
+    let r = app
+        .client
+        .post(app.url("/v1/chat/completions"))
+        .bearer_auth(&user.access)
+        .json(&json!({"model": MODEL, "stream": true,
+                      "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.starts_with("data: "),
+        "the /v1 stream began: {body:.60}"
+    );
+    assert!(!body.contains(": keep-alive"), "{body}");
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+
+    fake.push(Reply::text("native answer"));
+    let conversation = app.new_conversation(&user.access).await;
+    let r = app.send_message(&user.access, &conversation, "hello").await;
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    assert!(
+        !body.starts_with(':'),
+        "the native stream began: {body:.60}"
+    );
+    assert!(!body.contains(": keep-alive"), "{body}");
+    assert!(
+        body.contains("native answer") || body.contains("native"),
+        "{body}"
+    );
+}

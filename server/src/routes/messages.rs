@@ -2,7 +2,7 @@
 //! one JSON document) and `POST /api/conversations/{id}/cancel`.
 
 use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse, Responder};
+use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
@@ -100,12 +100,11 @@ pub(super) async fn respond(
     let stream = futures_util::stream::unfold((follower, open), |(mut f, open)| async move {
         f.next().await.map(|(id, e)| (to_sse(&e, id), (f, open)))
     });
-    Ok(sse::Sse::from_infallible_stream(stream)
-        .with_keep_alive(state.settings.sse_keep_alive)
-        .customize()
-        .insert_header(("X-Accel-Buffering", "no"))
-        .respond_to(req)
-        .map_into_boxed_body())
+    Ok(super::event_stream::respond(
+        req,
+        stream,
+        state.settings.sse_keep_alive,
+    ))
 }
 
 /// Stops the conversation's running turn.

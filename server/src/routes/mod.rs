@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod auth;
 pub mod conversation_export;
 pub mod conversations;
+mod event_stream;
 pub mod files;
 pub mod health;
 pub mod jwks;

@@ -8,7 +8,7 @@
 //! own reason. A non-streamed answer has `agentchat: {conversation_id, events, finish_reason}`.
 
 use crate::agent::follow::Follower;
-use actix_web::{HttpRequest, HttpResponse, Responder};
+use actix_web::{HttpRequest, HttpResponse};
 use actix_web_lab::sse;
 use serde::Serialize;
 use uuid::Uuid;
@@ -248,12 +248,7 @@ pub fn stream(
             Some((futures_util::stream::iter(items), (rx, chunker)))
         });
     let flat = futures_util::StreamExt::flatten(events);
-    sse::Sse::from_infallible_stream(flat)
-        .with_keep_alive(keep_alive)
-        .customize()
-        .insert_header(("X-Accel-Buffering", "no"))
-        .respond_to(req)
-        .map_into_boxed_body()
+    crate::routes::event_stream::respond(req, flat, keep_alive)
 }
 
 /// The whole turn as one `chat.completion` (or the error it ended with).
