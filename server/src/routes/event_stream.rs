@@ -2,7 +2,7 @@
 //! each `period` of the stream's life (proxies drop silent connections; a client that went
 //! away is noticed when one cannot be written).
 //!
-//! actix-web-lab's own keep-alive ticks once at once, so every stream began with a comment
+//! actix-web-lab's own keep-alive ticks immediately, so every stream began with a comment
 //! nobody needed: one more write for the server and one more wake-up for the client per
 //! turn. Here the first comes a whole period after the headers.
 
