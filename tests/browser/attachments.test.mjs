@@ -168,6 +168,9 @@ test('too large and quota errors stay on their chips; a drop onto the chat attac
 test('at 360 px the chips wrap without overflow, and it all works by keyboard', async () => {
   const page = await newPage(browser, { viewport: PHONE });
   await registerViaUi(page, demo.url, 'thumbs');
+  // Let the page finish loading first: a late render after sign-up can move the focus.
+  await page.waitForLoadState('networkidle');
+  await page.getByRole('button', { name: 'Attach files' }).waitFor();
   const input = page.getByRole('textbox', { name: 'Message' });
   await input.focus();
   // Shift+Tab from the message reaches the paperclip; Enter opens the file picker.
