@@ -66,10 +66,12 @@ mod tests {
         sse::Event::Data(sse::Data::new(text.to_owned()))
     }
 
-    fn text(e: sse::Event) -> String {
-        match e {
-            sse::Event::Data(_) => "data".to_owned(),
-            sse::Event::Comment(c) => c.to_string(),
+    /// What the stream gave: "data", the comment's text, or "end".
+    fn text(item: Option<Result<sse::Event, Infallible>>) -> String {
+        match item {
+            Some(Ok(sse::Event::Data(_))) => "data".to_owned(),
+            Some(Ok(sse::Event::Comment(c))) => c.to_string(),
+            None => "end".to_owned(),
         }
     }
 
@@ -84,16 +86,19 @@ mod tests {
             );
         let period = Duration::from_millis(300);
         let mut s = KeepAlive::new(Box::pin(events), period);
-        tx.send(data("a")).unwrap();
+        assert!(tx.send(data("a")).is_ok());
         // Before any time passes: the event, not a comment.
-        let first = s.next().await.unwrap().unwrap();
-        assert_eq!(text(first), "data");
+        assert_eq!(text(s.next().await), "data");
         // A comment cannot come before the period is over, however slow the machine.
         let idle = tokio::time::timeout(period / 2, s.next()).await;
         assert!(idle.is_err(), "a comment came before the period was over");
         let comment = tokio::time::timeout(Duration::from_secs(10), s.next()).await;
-        assert_eq!(text(comment.unwrap().unwrap().unwrap()), "keep-alive");
+        assert_eq!(comment.map(text).ok().as_deref(), Some("keep-alive"));
         drop(tx);
-        assert!(s.next().await.is_none(), "the stream outlived its events");
+        assert_eq!(
+            text(s.next().await),
+            "end",
+            "the stream outlived its events"
+        );
     }
 }
