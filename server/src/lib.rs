@@ -1,11 +1,13 @@
 //! AgentChat: a multi-user LLM agent chat server.
 
-pub mod agent;
+pub mod accounts;
 pub mod auth;
 pub mod banner;
 pub mod budget;
+pub mod cluster;
 pub mod config;
 pub mod db;
+pub mod domain;
 pub mod error;
 pub mod extract;
 #[doc(hidden)]
@@ -22,3 +24,7 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod tools;
+pub mod turn;
+
+#[cfg(test)]
+mod layering_tests;

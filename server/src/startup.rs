@@ -10,12 +10,12 @@ use anyhow::Context;
 use rand::RngCore;
 use secrecy::ExposeSecret;
 
-use crate::agent::liveness::Liveness;
-use crate::agent::{cancel, ActiveTurns, Agent, StopReason};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
 use crate::budget::{self, Clock};
+use crate::cluster::liveness::Liveness;
+use crate::cluster::{channel, StopReason};
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
@@ -25,6 +25,7 @@ use crate::routes;
 use crate::state::AppState;
 use crate::tools::mcp::{self, IdentityContext, IdentitySigner, McpManager};
 use crate::tools::{BuiltinConfig, Registry, WorkspaceStore};
+use crate::turn::{RunningTurns, TurnEngine};
 
 /// A bound, not yet running server.
 pub struct Application {
@@ -58,10 +59,15 @@ impl Application {
         );
         let metrics = Arc::new(Metrics::new().context("registering metrics")?);
         let liveness = Liveness::new(settings.durable.replica_timeout);
-        let turns = ActiveTurns::default();
+        let turns = RunningTurns::default();
         let mcp = mcp_manager(&settings, &pool).await?;
-        let agent = Agent {
-            mcp,
+        let tools = Registry::builtin(&BuiltinConfig {
+            workspace: workspaces.clone(),
+            http: settings.tools.http.clone(),
+        })?
+        .with_output_cap(settings.llm.tool_output_cap_bytes);
+        let engine = TurnEngine {
+            mcp: mcp.clone(),
             turns: turns.clone(),
             process_id: liveness.process_id,
             durable: Arc::new(settings.durable.clone()),
@@ -73,23 +79,23 @@ impl Application {
                     .with_label_values(&[provider_label(settings.llm.provider)]);
                 llm::http::RetryHook::new(move || retries.inc())
             })?,
-            tools: Registry::builtin(&BuiltinConfig {
-                workspace: workspaces.clone(),
-                http: settings.tools.http.clone(),
-            })?
-            .with_output_cap(settings.llm.tool_output_cap_bytes),
+            tools: tools.clone(),
             settings: Arc::new(settings.llm.clone()),
             clock: clock.clone(),
             http: settings.tools.http.clone(),
             tool_set: Default::default(),
+            workspaces: workspaces.clone(),
         };
         let mut state = AppState {
             sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),
             metrics,
             workspaces,
             keys: Default::default(),
-            agent,
+            engine,
             turns,
+            mcp,
+            tools,
+            clock: clock.clone(),
             uploads: Arc::new(crate::security::uploads::UploadGate::new(
                 settings.security.max_concurrent_uploads,
                 settings.security.max_concurrent_uploads_per_user,
@@ -116,18 +122,18 @@ impl Application {
         }
         // Alive before the first turn can name this process.
         if let Ok(mut conn) = state.pool.get().await {
-            let _ = db::models::liveness::heartbeat(&mut conn, liveness.process_id).await;
+            let _ = crate::cluster::heartbeat::heartbeat(&mut conn, liveness.process_id).await;
         }
         liveness.spawn(state.pool.clone());
-        cancel::spawn_listener(
+        channel::spawn_listener(
             state.settings.database.url.expose().to_owned(),
-            cancel::Listeners {
+            Arc::new(crate::turn::Listeners {
                 turns: state.turns.clone(),
-                mcp: state.agent.mcp.clone(),
+                mcp: state.mcp.clone(),
                 pool: state.pool.clone(),
-            },
+            }),
         );
-        crate::agent::decisions::spawn_sweeper(state.agent.clone());
+        state.engine.spawn_sweepers();
         let server = run(listener, state.clone())?;
         spawn_hold_sweeper(
             state.pool.clone(),
@@ -327,7 +333,7 @@ async fn mcp_manager(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Mcp
             tracing::warn!(mcp_server = %row.name, "an MCP server of the admin API has the name of a configured one; the config file wins");
             continue;
         }
-        manager.upsert(row.to_config(), mcp::Source::Api);
+        manager.upsert(mcp::stored::config_of(&row), mcp::Source::Api);
     }
     Ok(manager)
 }

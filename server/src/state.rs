@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::agent::{ActiveTurns, Agent};
 use crate::auth::jwt::JwtKeys;
 use crate::auth::password::PasswordHasher;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Settings;
 use crate::db::Pool;
+use crate::turn::{RunningTurns, TurnEngine};
 
 /// Shared application state, cheap to clone.
 #[derive(Clone)]
@@ -17,12 +17,19 @@ pub struct AppState {
     pub jwt: JwtKeys,
     pub hasher: PasswordHasher,
     pub throttle: Arc<LoginThrottle>,
-    pub agent: Agent,
+    /// Starts, follows, decides and cancels turns.
+    pub engine: TurnEngine,
+    /// MCP servers (the admin pages and JWKS read them; turns use their tools).
+    pub mcp: crate::tools::mcp::McpManager,
+    /// The built-in tools.
+    pub tools: crate::tools::Registry,
+    /// The budget clock (periods, resets).
+    pub clock: crate::budget::Clock,
     /// Users' workspace files (shared with the file tools).
     pub workspaces: Arc<crate::tools::WorkspaceStore>,
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Turns running in this process (for cancel).
-    pub turns: ActiveTurns,
+    pub turns: RunningTurns,
     /// Bounds uploads buffered at once.
     pub uploads: Arc<crate::security::uploads::UploadGate>,
     /// Single sign-on and SCIM.

@@ -18,6 +18,15 @@ pub struct AuthUser {
     pub role: String,
 }
 
+impl crate::domain::Actor for AuthUser {
+    fn actor_id(&self) -> Uuid {
+        self.id
+    }
+    fn actor_name(&self) -> &str {
+        &self.username
+    }
+}
+
 impl AuthUser {
     pub fn is_admin(&self) -> bool {
         self.role == db::models::role::ADMIN
@@ -35,18 +44,6 @@ pub struct AdminUser(pub AuthUser);
 pub struct SignedToken {
     pub user_id: Uuid,
     pub token_version: i32,
-}
-
-impl From<Rejection> for ApiError {
-    fn from(r: Rejection) -> Self {
-        ApiError::unauthorized(match r {
-            Rejection::NoAccount => "invalid or expired access token",
-            Rejection::Disabled => "this account is disabled",
-            Rejection::Revoked => "this access token has been revoked; sign in again",
-            Rejection::KeyRevoked => "invalid API key",
-            Rejection::KeyExpired => "this API key has expired",
-        })
-    }
 }
 
 fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiError> {

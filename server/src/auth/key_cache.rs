@@ -1,7 +1,7 @@
 //! API keys seen lately in this process, so that a `/v1` turn does not spend a round trip on
 //! its key before the turn's own first one. A key's hash always names the same key, owner
 //! and expiry, so those are kept; what can change (the key revoked, the owner disabled) is
-//! checked in the turn's first round trip instead ([`crate::db::models::turn::Claim`]'s
+//! checked in the turn's first round trip instead ([`crate::turn::sql::Claim`]'s
 //! `api_key`), on every replica alike.
 
 use std::collections::HashMap;

@@ -6,6 +6,7 @@
 
 mod auth;
 mod database;
+mod durable;
 pub mod env;
 mod llm;
 pub mod report;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
+pub use durable::DurableSettings;
 pub use llm::{LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
@@ -65,7 +67,7 @@ pub struct Settings {
     /// Trusted proxies, session limits, upload concurrency, allowed origins.
     pub security: crate::security::SecuritySettings,
     /// Durable turns: replica liveness, shutdown drain.
-    pub durable: crate::agent::liveness::DurableSettings,
+    pub durable: DurableSettings,
     /// MCP tool servers (`[[mcp_servers]]`); stdio ones come only from here, never from the
     /// admin API. Header and environment values are shown hidden.
     #[serde(serialize_with = "serde_util::mcp_servers_hidden")]
@@ -91,7 +93,7 @@ impl Default for Settings {
             tools: ToolSettings::default(),
             telemetry: TelemetrySettings::default(),
             security: crate::security::SecuritySettings::default(),
-            durable: crate::agent::liveness::DurableSettings::default(),
+            durable: DurableSettings::default(),
             mcp_servers: Vec::new(),
             oidc: OidcSettings::default(),
             scim: ScimSettings::default(),

@@ -2,6 +2,7 @@
 //! migrations applied under an advisory lock so that several replicas may start at once.
 
 pub mod admission;
+mod error;
 pub mod models;
 pub mod pipelined;
 pub mod prepared;
@@ -20,8 +21,9 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
 
 use crate::config::DatabaseSettings;
-use crate::error::ApiError;
 use crate::shard::{self, Sharded};
+
+pub use error::DbError;
 
 /// The migrations in `migrations/`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
@@ -137,8 +139,9 @@ pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
     })
 }
 
-/// A pooled connection, or 503 when the pool is exhausted or Postgres is unreachable.
-pub async fn conn(pool: &Pool) -> Result<PooledConn, ApiError> {
+/// A pooled connection, or [`DbError::Unavailable`] when the pool is exhausted or Postgres
+/// is unreachable.
+pub async fn conn(pool: &Pool) -> Result<PooledConn, DbError> {
     Ok(pool.get().await?)
 }
 
@@ -244,31 +247,7 @@ struct Count {
     n: i64,
 }
 
-/// Postgres text and jsonb cannot hold NUL characters; hostile or broken model output may
-/// contain them, so they are replaced (U+FFFD) at the database boundary instead of failing
-/// the write.
-pub fn pg_safe_text(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains('\0') {
-        std::borrow::Cow::Owned(s.replace('\0', "\u{FFFD}"))
-    } else {
-        std::borrow::Cow::Borrowed(s)
-    }
-}
-
-/// [`pg_safe_text`] for every string (and key) inside a JSON value.
-pub fn pg_safe_json(v: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => Value::String(pg_safe_text(s).into_owned()),
-        Value::Array(a) => Value::Array(a.iter().map(pg_safe_json).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (pg_safe_text(k).into_owned(), pg_safe_json(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
+pub use crate::domain::{pg_safe_json, pg_safe_text};
 
 /// Quotes an SQL identifier (doubling embedded quotes).
 fn quote_ident(name: &str) -> String {

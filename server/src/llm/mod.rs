@@ -261,18 +261,9 @@ pub trait LlmProvider: Send + Sync {
     async fn stream_chat(&self, req: ChatRequest) -> Result<EventStream, LlmError>;
 }
 
-/// Tokens of chat formatting around each message, on top of its text.
-pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
-
-/// Rough local token count: characters / 4, rounded up, at least 1.
-pub fn estimate_tokens(text: &str) -> u64 {
-    estimate_tokens_of_chars(text.chars().count())
-}
-
-/// [`estimate_tokens`] of a text of `chars` characters.
-pub fn estimate_tokens_of_chars(chars: usize) -> u64 {
-    (chars as u64).div_ceil(4).max(1)
-}
+pub use crate::domain::tokens::{
+    estimate_tokens, estimate_tokens_of_chars, MESSAGE_OVERHEAD_TOKENS,
+};
 
 /// Truncates `s` to at most `max` characters (on a char boundary), adding `…` when cut.
 pub(crate) fn truncate_chars(s: &str, max: usize) -> String {

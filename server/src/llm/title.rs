@@ -69,7 +69,7 @@ pub fn clean(raw: &str) -> Option<String> {
         .trim_end_matches(['.', ':', ';', ','])
         .trim()
         .to_owned();
-    let title = crate::db::pg_safe_text(&title).into_owned();
+    let title = crate::domain::pg_safe_text(&title).into_owned();
     (!title.is_empty()).then_some(title)
 }
 
@@ -88,7 +88,7 @@ pub fn provisional_with_files<'a>(
 /// The title a conversation shows from its first message until a generated one replaces it:
 /// the message's words, at most [`MAX_TITLE_CHARS`] (cut at a word, with an ellipsis).
 pub fn provisional(first_message: &str) -> String {
-    let safe = crate::db::pg_safe_text(first_message);
+    let safe = crate::domain::pg_safe_text(first_message);
     let mut title = String::new();
     for word in safe.split_whitespace() {
         let len = title.chars().count();
@@ -106,7 +106,7 @@ pub fn provisional(first_message: &str) -> String {
         title.push_str(word);
     }
     if title.is_empty() {
-        crate::db::models::conversation::DEFAULT_TITLE.to_owned()
+        crate::domain::DEFAULT_TITLE.to_owned()
     } else {
         title
     }

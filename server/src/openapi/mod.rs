@@ -106,7 +106,7 @@ use common::CommonResponses;
     components(schemas(
         crate::error::ErrorBody,
         // What `data` of a turn's server-sent events holds, and of a `/v1` stream.
-        crate::agent::TurnEvent,
+        crate::turn::TurnEvent,
         crate::openapi::openai::OpenAiChunk
     )),
     modifiers(&CommonResponses),

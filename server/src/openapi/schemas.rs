@@ -9,11 +9,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::agent::{FinishReason, TurnEvent};
 use crate::budget::Period;
 use crate::db::models::{audit, budget, conversation, message, role, usage, user};
 use crate::error::ErrorDetail;
 use crate::tools::workspace::FileEntry;
+use crate::turn::{FinishReason, TurnEvent};
 
 /// `GET /healthz`.
 #[derive(ToSchema)]
@@ -282,7 +282,7 @@ pub struct UsageReport {
 /// A page of approvals, newest first.
 #[derive(ToSchema)]
 pub struct ApprovalPage {
-    pub items: Vec<crate::db::models::approval::Approval>,
+    pub items: Vec<crate::turn::approval::sql::Approval>,
     /// Pass as `cursor` for the next page (a timestamp); null on the last one.
     pub next_cursor: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -290,7 +290,7 @@ pub struct ApprovalPage {
 /// A recorded decision.
 #[derive(ToSchema)]
 pub struct DecisionResult {
-    pub approval: crate::db::models::approval::Approval,
+    pub approval: crate::turn::approval::sql::Approval,
     /// The step's last decision is in and its turn went on (in the background).
     pub resumed: bool,
 }

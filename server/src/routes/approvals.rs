@@ -8,13 +8,14 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::agent::decisions::Decision;
 use crate::auth::AuthUser;
-use crate::db::models::approval::{self as approval_db, Decider, ListFilter};
 use crate::db::{self};
+use crate::domain::ApprovalState;
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
+use crate::turn::approval::decide::Decision;
+use crate::turn::approval::sql::{self as approval_db, Decider, ListFilter};
 
 /// Longest accepted decision note, in characters.
 pub const MAX_NOTE_CHARS: usize = 1000;
@@ -41,17 +42,18 @@ pub struct ApprovalQuery {
 impl ApprovalQuery {
     /// The listing filter (400 for an unknown state).
     pub fn filter(&self, user_id: Option<Uuid>) -> Result<ListFilter, ApiError> {
-        if let Some(s) = &self.state {
-            if !["pending", "approved", "denied", "expired"].contains(&s.as_str()) {
-                return Err(ApiError::bad_request(
+        let state = match &self.state {
+            Some(s) => Some(s.parse::<ApprovalState>().map_err(|_| {
+                ApiError::bad_request(
                     "invalid_state",
                     "state must be one of pending, approved, denied, expired",
-                ));
-            }
-        }
+                )
+            })?),
+            None => None,
+        };
         Ok(ListFilter {
             user_id,
-            state: self.state.clone(),
+            state,
             conversation_id: self.conversation,
             before: self.cursor,
             limit: self.limit.unwrap_or(50).clamp(1, 200),
@@ -137,22 +139,17 @@ async fn decide(
     };
     let follow = wants_stream(&req);
     let outcome = state
-        .agent
+        .engine
         .decide(*id, &decider, decision, note, follow)
         .await?;
     let a = &outcome.approval;
-    if who.is_admin() && (a.approver == "admin" || a.user_id != who.id) {
+    if who.is_admin() && (a.approver == crate::domain::Approver::Admin || a.user_id != who.id) {
         record_admin_decision(&state, &who, a).await;
     }
-    let Some(log) = outcome.events else {
+    let Some(follower) = outcome.follower else {
         return Ok(HttpResponse::Ok()
             .json(json!({"approval": outcome.approval, "resumed": outcome.resumed})));
     };
-    // Followed as the owner's turn (an admin may be the one deciding); its ids are places in
-    // the turn, as on every stream of it.
-    let follower = state
-        .agent
-        .follow_resumed(a.user_id, a.conversation_id, log);
     super::messages::respond(&req, &state, follower).await
 }
 
@@ -161,7 +158,7 @@ async fn decide(
 async fn record_admin_decision(
     state: &AppState,
     who: &AuthUser,
-    a: &crate::db::models::approval::Approval,
+    a: &crate::turn::approval::sql::Approval,
 ) {
     use crate::db::models::admin_change::{self, NewChange};
     let change = NewChange::by(
@@ -171,7 +168,7 @@ async fn record_admin_decision(
     )
     .id(a.id)
     .before(
-        json!({"state": "pending", "tool": a.tool, "user": a.username,
+        json!({"state": crate::domain::ApprovalState::Pending, "tool": a.tool, "user": a.username,
                        "conversation_id": a.conversation_id, "arguments": a.arguments}),
     )
     .after(json!({"state": a.state, "note": a.note}));

@@ -11,14 +11,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::agent::attachments::{self, Attachment};
 use crate::auth::AuthUser;
 use crate::db::models::conversation::Conversation;
 use crate::db::models::message::Message;
 use crate::db::{self, models::conversation, models::message};
+use crate::domain::{MessageRole, MessageStatus};
 use crate::error::ApiError;
 use crate::llm::attachment_note::human_bytes;
 use crate::state::AppState;
+use crate::turn::{attachments_of, Attachment};
 
 /// A tool result longer than this is cut in the Markdown export (the JSON keeps it whole).
 const MAX_RESULT_CHARS: usize = 2_000;
@@ -114,20 +115,20 @@ fn markdown(conv: &Conversation, messages: &[Message]) -> String {
     );
     for m in messages {
         let when = m.created_at.format("%Y-%m-%d %H:%M UTC");
-        match m.role.as_str() {
-            "user" => {
+        match m.role {
+            MessageRole::User => {
                 let _ = writeln!(out, "**You** · {when}\n");
                 if !m.content.trim().is_empty() {
                     let _ = writeln!(out, "{}\n", m.content.trim());
                 }
-                let files = attachments::of(m);
+                let files = attachments_of(m);
                 if !files.is_empty() {
                     let _ = writeln!(out, "{}\n", attached_line(&files));
                 }
             }
-            "assistant" => {
+            MessageRole::Assistant => {
                 let _ = write!(out, "**Assistant** · {when}");
-                if m.status != "complete" {
+                if m.status != MessageStatus::Complete {
                     let why = m.status_reason.as_deref().unwrap_or("incomplete");
                     let _ = write!(out, " · _incomplete ({why})_");
                 }
@@ -139,11 +140,10 @@ fn markdown(conv: &Conversation, messages: &[Message]) -> String {
                     let _ = writeln!(out, "> Tool call: `{name}` {args}\n");
                 }
             }
-            "tool" => {
+            MessageRole::Tool => {
                 let result = crate::llm::truncate_chars(m.content.trim(), MAX_RESULT_CHARS);
                 let _ = writeln!(out, "```json\n{}\n```\n", result.replace("```", "` ` `"));
             }
-            _ => {}
         }
     }
     out

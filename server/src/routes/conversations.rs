@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::conversation_export::export;
 use crate::auth::AuthUser;
-use crate::db::{self, models::conversation, models::message, models::preferences, models::turn};
+use crate::db::{self, models::conversation, models::message, models::preferences};
 use crate::error::ApiError;
 use crate::extract::{Json, JsonOrDefault};
 use crate::state::AppState;
@@ -219,12 +219,15 @@ async fn get(
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     // The running turn first: one that ends between the two reads is then whole in the
     // messages (read the other way round, its answer and its claim could both be missing).
-    let active = turn::active_turn(&mut conn, conv.id).await?;
+    let active = conversation::active_turn(&mut conn, conv.id).await?;
     let messages = message::list(&mut conn, conv.id).await?;
     let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
     body["messages"] = serde_json::to_value(messages).map_err(ApiError::internal)?;
     // A reloaded page learns that a reply is still being generated.
-    body["active_turn"] = active.map_or(json!(null), |id| json!({"id": id, "status": "running"}));
+    body["active_turn"] = active.map_or(
+        json!(null),
+        |id| json!({"id": id, "status": crate::domain::TurnState::Running}),
+    );
     Ok(HttpResponse::Ok().json(body))
 }
 

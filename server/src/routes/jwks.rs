@@ -14,5 +14,5 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 pub(crate) async fn jwks(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header(("Cache-Control", "public, max-age=300"))
-        .json(state.agent.mcp.jwks())
+        .json(state.mcp.jwks())
 }

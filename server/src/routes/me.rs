@@ -34,13 +34,13 @@ async fn me(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, A
         .filter(|t| crate::tools::policy::server_pattern(t).is_none())
         .cloned()
         .collect();
-    let mcp = state.agent.mcp.registry();
+    let mcp = state.mcp.registry();
     for spec in mcp.specs() {
         if crate::tools::policy::allows(&listed, &spec.name) && !tools.contains(&spec.name) {
             tools.push(spec.name);
         }
     }
-    let budget = budget::status(&mut conn, who.id, (state.agent.clock)()).await?;
+    let budget = budget::status(&mut conn, who.id, (state.clock)()).await?;
     let prefs = preferences::find(&mut conn, who.id)
         .await?
         .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?;

@@ -6,20 +6,14 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use actix_web_lab::sse;
 use serde::Deserialize;
 use serde_json::json;
-use std::time::Duration;
 use uuid::Uuid;
 
-use crate::agent::follow::Follower;
-use crate::agent::{attachments, cancel, EventId, TurnEvent};
 use crate::auth::{AuthUser, SignedToken};
 use crate::db::models::idempotency::IdempotencyKey;
-use crate::db::{self, models::conversation, models::turn};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
-
-/// How long `cancel` waits to see a turn running on another process let go.
-const CANCEL_WAIT: Duration = Duration::from_secs(2);
+use crate::turn::{EventId, Follower, NewTurn, TurnEvent};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/conversations/{id}/messages", web::post().to(post_message))
@@ -59,25 +53,12 @@ async fn post_message(
     id: web::Path<Uuid>,
     Json(body): Json<MessageBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let key = idempotency_key(&req, *id, &body)?;
-    let duplicate = match &key {
-        Some(k) => state.agent.replay_duplicate(token.user_id, *id, k).await?,
-        None => None,
+    let message = NewTurn {
+        content: &body.content,
+        attachments: &body.attachments,
+        idempotency: idempotency_key(&req, *id, &body)?,
     };
-    let user_id = token.user_id;
-    let follower = match duplicate {
-        Some(turn_id) => state.agent.follow(user_id, *id, turn_id, None).await?,
-        None => {
-            let attached =
-                attachments::resolve(&state.workspaces, user_id, &body.attachments).await?;
-            let prepared = state
-                .agent
-                .prepare(token, *id, &body.content, &attached, key)
-                .await?;
-            let log = state.agent.start(prepared);
-            state.agent.follow_started(user_id, *id, log)
-        }
-    };
+    let follower = state.engine.send(token, *id, message).await?;
     respond(&req, &state, follower).await
 }
 
@@ -117,35 +98,13 @@ async fn cancel(
     who: AuthUser,
     id: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = db::conn(&state.pool).await?;
-    if conversation::find_owned(&mut conn, *id, who.id)
-        .await?
-        .is_none()
-    {
-        return Err(ApiError::not_found("conversation"));
-    }
-    if state.agent.turns.cancel(*id) {
-        return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
-    }
-    // Not here: ask every process, then watch the claim go (a turn stores what it has and
-    // releases the conversation within moments of being told).
-    let Some(turn_id) = turn::active_turn(&mut conn, *id).await? else {
-        return Ok(HttpResponse::Ok().json(json!({"cancelled": false, "running": false})));
+    let outcome = state.engine.cancel(who.id, *id).await?;
+    let status = if outcome.cancelled || outcome.requested == Some(true) {
+        actix_web::http::StatusCode::ACCEPTED
+    } else {
+        actix_web::http::StatusCode::OK
     };
-    cancel::broadcast(&mut conn, cancel::Stop::Turn(turn_id)).await?;
-    drop(conn);
-    let started = tokio::time::Instant::now();
-    while started.elapsed() < CANCEL_WAIT {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut conn = db::conn(&state.pool).await?;
-        if turn::active_turn(&mut conn, *id).await? != Some(turn_id) {
-            return Ok(HttpResponse::Accepted().json(json!({"cancelled": true})));
-        }
-    }
-    // Told, but not stopped yet (its process may be unreachable; a dead one's turns are
-    // ended once its heartbeat is stale).
-    Ok(HttpResponse::Accepted()
-        .json(json!({"cancelled": false, "running": true, "requested": true})))
+    Ok(HttpResponse::build(status).json(outcome))
 }
 
 /// Longest accepted `Idempotency-Key`.

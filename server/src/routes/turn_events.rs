@@ -6,10 +6,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::agent::EventId;
 use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::turn::EventId;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -58,7 +58,7 @@ async fn events(
         })?),
     };
     let follower = state
-        .agent
+        .engine
         .follow(who.id, conversation_id, turn_id, after)
         .await?;
     super::messages::respond(&req, &state, follower).await

@@ -53,19 +53,23 @@ impl ScimError {
     }
 }
 
+/// Database errors are judged where every other boundary's are ([`crate::error`]): a lost
+/// connection is 503, anything else 500 with nothing internal said.
 impl From<diesel::result::Error> for ScimError {
     fn from(e: diesel::result::Error) -> Self {
-        tracing::error!(error = %e, "scim: database error");
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            "the database is unavailable; retry shortly",
-        )
+        crate::error::ApiError::from(e).into()
+    }
+}
+
+impl From<crate::db::DbError> for ScimError {
+    fn from(e: crate::db::DbError) -> Self {
+        crate::error::ApiError::from(e).into()
     }
 }
 
 impl From<crate::error::ApiError> for ScimError {
     fn from(e: crate::error::ApiError) -> Self {
+        e.log_source();
         let status = actix_web::ResponseError::status_code(&e);
         Self::new(status, None, e.message().to_owned())
     }

@@ -201,9 +201,8 @@ async fn set_active(state: &AppState, id: Uuid, active: bool) -> Result<(), Scim
         disabled: Some(!active),
         ..Default::default()
     };
-    let before = user::find(&mut conn, id).await?.map(|u| u.disabled);
-    match user::update(&mut conn, id, changes).await {
-        Ok(_) => {}
+    let updated = match crate::accounts::update(&mut conn, id, changes).await {
+        Ok(updated) => updated,
         Err(user::UserChangeError::NotFound) => return Err(ScimError::not_found("user")),
         Err(user::UserChangeError::LastAdmin | user::UserChangeError::LastLocalAdmin) => {
             return Err(ScimError::new(
@@ -213,13 +212,9 @@ async fn set_active(state: &AppState, id: Uuid, active: bool) -> Result<(), Scim
             ))
         }
         Err(user::UserChangeError::Db(e)) => return Err(e.into()),
-    }
-    if !active && before == Some(false) {
+    };
+    if updated.ends_access() {
         tracing::info!(user_id = %id, "scim: account deactivated; its sessions and turns end");
-        let stop = crate::agent::cancel::Stop::User(id);
-        if let Err(e) = crate::agent::cancel::broadcast(&mut conn, stop).await {
-            tracing::warn!(error = %e, "could not ask the processes to stop the user's turns");
-        }
     }
     Ok(())
 }

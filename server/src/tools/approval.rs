@@ -6,39 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Who confirms a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Approver {
-    /// Runs without asking.
-    None,
-    /// The person chatting confirms.
-    User,
-    /// An admin confirms.
-    Admin,
-}
-
-impl Approver {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::User => "user",
-            Self::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "none" => Some(Self::None),
-            "user" => Some(Self::User),
-            "admin" => Some(Self::Admin),
-            _ => None,
-        }
-    }
-}
+pub use crate::domain::Approver;
 
 /// A role's approval map as stored (`roles.approvals`).
 pub type ApprovalMap = BTreeMap<String, Approver>;

@@ -166,8 +166,8 @@ async fn apply_role(
         role: Some(role_name),
         ..Default::default()
     };
-    let updated = match user::update(conn, id, changes).await {
-        Ok(u) => u,
+    let updated = match crate::accounts::update(conn, id, changes).await {
+        Ok(u) => u.after,
         Err(user::UserChangeError::LastAdmin | user::UserChangeError::LastLocalAdmin) => {
             return Err(SsoError::LastAdmin)
         }
@@ -177,11 +177,6 @@ async fn apply_role(
         Err(user::UserChangeError::Db(e)) => return Err(e.into()),
     };
     tracing::info!(user_id = %id, role = %updated.role, "single sign-on: role changed by the provider's groups");
-    if let Err(e) =
-        crate::agent::cancel::broadcast(conn, crate::agent::cancel::Stop::User(id)).await
-    {
-        tracing::warn!(error = %e, "could not ask the processes to stop the user's turns");
-    }
     Ok(updated)
 }
 

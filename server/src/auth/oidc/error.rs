@@ -108,6 +108,12 @@ impl From<diesel::result::Error> for SsoError {
     }
 }
 
+impl From<crate::db::DbError> for SsoError {
+    fn from(e: crate::db::DbError) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
 impl From<crate::error::ApiError> for SsoError {
     fn from(e: crate::error::ApiError) -> Self {
         Self::Internal(e.message().to_owned())

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::auth::AuthUser;
 use crate::db::schema::admin_changes::{self, dsl};
+use crate::domain::Actor;
 
 /// Keys whose values never enter the trail, at any depth (passwords, header secrets).
 const SECRET_KEYS: [&str; 6] = [
@@ -58,10 +58,10 @@ pub struct NewChange {
 
 impl NewChange {
     /// A change `admin` made of `kind` to `target`.
-    pub fn by(admin: &AuthUser, kind: &'static str, target: impl Into<String>) -> Self {
+    pub fn by(admin: &impl Actor, kind: &'static str, target: impl Into<String>) -> Self {
         Self {
-            actor_id: admin.id,
-            actor_name: admin.username.clone(),
+            actor_id: admin.actor_id(),
+            actor_name: admin.actor_name().to_owned(),
             kind,
             target: target.into(),
             target_id: None,
@@ -250,11 +250,16 @@ mod tests {
 
     #[test]
     fn a_save_that_changes_nothing_is_no_change() {
-        let admin = AuthUser {
-            id: Uuid::nil(),
-            username: "root".into(),
-            role: "admin".into(),
-        };
+        struct Root;
+        impl Actor for Root {
+            fn actor_id(&self) -> Uuid {
+                Uuid::nil()
+            }
+            fn actor_name(&self) -> &str {
+                "root"
+            }
+        }
+        let admin = Root;
         let same = NewChange::by(&admin, "role.update", "member")
             .before(json!({"tools": ["a"], "updated_at": "1"}))
             .after(json!({"tools": ["a"], "updated_at": "2"}));

@@ -36,9 +36,9 @@ pub struct NewAudit {
 #[derive(Debug, Clone)]
 pub struct ApprovalAudit {
     /// `user` or `admin`: who had to confirm.
-    pub policy: String,
+    pub policy: crate::domain::Approver,
     /// `approved`, `denied` or `expired`.
-    pub decision: String,
+    pub decision: crate::domain::ApprovalState,
     /// Username of who decided (none when it expired).
     pub decided_by: Option<String>,
     pub note: Option<String>,
@@ -154,12 +154,8 @@ pub fn insert_many(
     .bind::<Array<BigInt>, _>(column(rows, |r| r.result_bytes))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.trace_id.clone()))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.span_id.clone()))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
-        r.approval.as_ref().map(|a| a.policy.clone())
-    }))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
-        r.approval.as_ref().map(|a| a.decision.clone())
-    }))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.policy)))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.decision)))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
         r.approval.as_ref().and_then(|a| a.decided_by.clone())
     }))

@@ -30,8 +30,7 @@ pub struct Conversation {
     pub title_auto: bool,
 }
 
-/// The title of a conversation nobody has named yet.
-pub const DEFAULT_TITLE: &str = "New conversation";
+pub use crate::domain::DEFAULT_TITLE;
 
 /// Keyset cursor: the `(pinned, updated_at, id)` of the last conversation of the previous
 /// page.
@@ -120,6 +119,20 @@ pub async fn find_any(conn: &mut AsyncPgConnection, id: Uuid) -> QueryResult<Opt
         .first(conn)
         .await
         .optional()
+}
+
+/// The turn running in the conversation (on any replica), if any.
+pub async fn active_turn(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+) -> QueryResult<Option<Uuid>> {
+    dsl::conversations
+        .find(conversation_id)
+        .select(dsl::active_turn_id)
+        .first::<Option<Uuid>>(conn)
+        .await
+        .optional()
+        .map(Option::flatten)
 }
 
 pub async fn find_owned(

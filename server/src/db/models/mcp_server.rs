@@ -1,13 +1,10 @@
 //! Streamable HTTP MCP servers added through the admin API.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::mcp_servers::{self, dsl};
-use crate::tools::mcp::McpServerConfig;
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = mcp_servers)]
@@ -23,40 +20,6 @@ pub struct McpServerRow {
     pub created_at: DateTime<Utc>,
     #[diesel(skip_insertion)]
     pub updated_at: DateTime<Utc>,
-}
-
-impl McpServerRow {
-    /// The definition the manager runs.
-    pub fn to_config(&self) -> McpServerConfig {
-        let mut c = McpServerConfig::http(&self.name, &self.url);
-        c.headers = self
-            .headers
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                    .collect::<BTreeMap<_, _>>()
-            })
-            .unwrap_or_default();
-        c.enabled = self.enabled;
-        c.timeout_ms = u64::try_from(self.timeout_ms).unwrap_or(1);
-        c.forward_identity = self.forward_identity;
-        c
-    }
-
-    /// A row for `config` (an HTTP server).
-    pub fn from_config(config: &McpServerConfig) -> Self {
-        Self {
-            name: config.name.clone(),
-            url: config.url.clone().unwrap_or_default(),
-            headers: serde_json::to_value(&config.headers).unwrap_or_default(),
-            enabled: config.enabled,
-            timeout_ms: i64::try_from(config.timeout_ms).unwrap_or(i64::MAX),
-            forward_identity: config.forward_identity,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
-        }
-    }
 }
 
 pub async fn list(conn: &mut AsyncPgConnection) -> QueryResult<Vec<McpServerRow>> {

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::db::prepared::{column, sql};
 use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
-use crate::llm;
+use crate::domain::{tokens, MessageRole, MessageStatus};
 
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = messages)]
@@ -22,17 +22,17 @@ pub struct Message {
     pub seq: i64,
     #[serde(skip)]
     pub conversation_id: Uuid,
-    pub role: String,
+    pub role: MessageRole,
     pub content: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    /// The workspace files a user message was sent with ([`crate::agent::attachments`]).
+    /// The workspace files a user message was sent with ([`crate::domain::Attachment`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<crate::agent::attachments::Attachment>>)]
+    #[schema(value_type = Option<Vec<crate::domain::Attachment>>)]
     pub attachments: Option<serde_json::Value>,
-    pub status: String,
+    pub status: MessageStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,12 +51,12 @@ pub struct Message {
 pub struct NewMessage {
     pub id: Uuid,
     pub conversation_id: Uuid,
-    pub role: String,
+    pub role: MessageRole,
     pub content: String,
     pub tool_calls: Option<serde_json::Value>,
     pub tool_call_id: Option<String>,
     pub attachments: Option<serde_json::Value>,
-    pub status: String,
+    pub status: MessageStatus,
     pub status_reason: Option<String>,
     pub model: Option<String>,
     pub input_tokens: Option<i64>,
@@ -66,16 +66,16 @@ pub struct NewMessage {
 
 impl NewMessage {
     /// A complete message with a fresh id and no tool call, model or usage (a user prompt).
-    pub fn complete(conversation_id: Uuid, role: &str, content: &str) -> Self {
+    pub fn complete(conversation_id: Uuid, role: MessageRole, content: &str) -> Self {
         Self {
             id: Uuid::new_v4(),
             conversation_id,
-            role: role.into(),
+            role,
             content: content.into(),
             tool_calls: None,
             tool_call_id: None,
             attachments: None,
-            status: "complete".into(),
+            status: MessageStatus::Complete,
             status_reason: None,
             model: None,
             input_tokens: None,
@@ -109,7 +109,7 @@ pub async fn first_exchange(
     // Files alone are a question too (their text is empty).
     let question = dsl::messages
         .filter(dsl::conversation_id.eq(conversation_id))
-        .filter(dsl::role.eq("user"))
+        .filter(dsl::role.eq(MessageRole::User))
         .filter(dsl::content.ne("").or(dsl::attachments.is_not_null()))
         .order(dsl::seq.asc())
         .select((left(dsl::content, max_chars), dsl::attachments))
@@ -117,7 +117,7 @@ pub async fn first_exchange(
         .await
         .optional()?
         .map(|(text, attachments)| FirstQuestion { text, attachments });
-    let answer = first_of(conn, conversation_id, "assistant", max_chars).await?;
+    let answer = first_of(conn, conversation_id, MessageRole::Assistant, max_chars).await?;
     Ok((question, answer))
 }
 
@@ -131,7 +131,7 @@ pub struct FirstQuestion {
 async fn first_of(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
-    role: &str,
+    role: MessageRole,
     max_chars: i32,
 ) -> QueryResult<Option<String>> {
     dsl::messages
@@ -151,7 +151,7 @@ diesel::define_sql_function!(
 );
 
 /// The newest messages that could fit in `room` estimated tokens, oldest first: every
-/// message the context assembly (`agent::context`) could keep, and no more than a window's
+/// message the context assembly (`turn::context`) could keep, and no more than a window's
 /// worth of the rest. A long conversation would otherwise be read whole on every turn, only
 /// for most of it to be dropped.
 ///
@@ -185,11 +185,11 @@ pub fn list_recent(
 /// user message costs its text and overhead; an assistant message at least that (its tool
 /// calls may be left out, and an empty one may be left out whole); a tool result may be an
 /// orphan the assembly drops, so nothing.
-pub fn history_cost_floor(role: &str, content: &str) -> i32 {
+pub fn history_cost_floor(role: MessageRole, content: &str) -> i32 {
     let cost = match role {
-        "tool" => 0,
-        "assistant" if content.is_empty() => 0,
-        _ => llm::MESSAGE_OVERHEAD_TOKENS + llm::estimate_tokens(content),
+        MessageRole::Tool => 0,
+        MessageRole::Assistant if content.is_empty() => 0,
+        _ => tokens::MESSAGE_OVERHEAD_TOKENS + tokens::estimate_tokens(content),
     };
     i32::try_from(cost).unwrap_or(i32::MAX)
 }
@@ -223,18 +223,18 @@ pub fn insert_many(
     )
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.conversation_id))
-    .bind::<Array<Text>, _>(column(rows, |r| r.role.clone()))
+    .bind::<Array<Text>, _>(column(rows, |r| r.role))
     .bind::<Array<Text>, _>(column(rows, |r| text(&r.content)))
     .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.tool_calls.as_ref().map(pg_safe_json)))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.tool_call_id)))
-    .bind::<Array<Text>, _>(column(rows, |r| r.status.clone()))
+    .bind::<Array<Text>, _>(column(rows, |r| r.status))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.status_reason)))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.model)))
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.input_tokens))
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.output_tokens))
     .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.duration_ms))
     .bind::<Array<Integer>, _>(column(rows, |r| {
-        history_cost_floor(&r.role, &pg_safe_text(&r.content))
+        history_cost_floor(r.role, &pg_safe_text(&r.content))
     }))
     .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.attachments.as_ref().map(pg_safe_json)))
     .execute(conn)

@@ -2,8 +2,6 @@
 
 pub mod admin_change;
 pub mod api_key;
-pub mod approval;
-pub mod approval_step;
 pub mod audit;
 pub mod budget;
 pub mod budget_early;
@@ -11,7 +9,6 @@ pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;
 pub mod identity;
-pub mod liveness;
 pub mod mcp_server;
 pub mod message;
 pub mod preferences;
@@ -19,12 +16,6 @@ pub mod refresh_token;
 pub mod role;
 pub mod scim;
 pub mod secret;
-pub mod turn;
-mod turn_access;
-pub mod turn_end;
-pub mod turn_release;
-mod turn_start;
-mod turn_step;
 pub mod usage;
 pub mod user;
 

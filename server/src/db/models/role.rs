@@ -8,9 +8,9 @@ use serde::Serialize;
 use crate::db::schema::roles::{self, dsl};
 
 /// The role every new account gets after the first.
-pub const MEMBER: &str = "member";
+pub const MEMBER: &str = crate::domain::MEMBER_ROLE;
 /// The role with access to the admin API.
-pub const ADMIN: &str = "admin";
+pub const ADMIN: &str = crate::domain::ADMIN_ROLE;
 
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = roles)]

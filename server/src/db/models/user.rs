@@ -244,11 +244,26 @@ pub async fn list(conn: &mut AsyncPgConnection, limit: i64, offset: i64) -> Quer
 
 /// Applies `changes`; a role change or a disable bumps the token version so existing
 /// access tokens stop working at once. Refuses to leave the server without an enabled admin.
+/// An account before and after a change.
+#[derive(Debug, Clone)]
+pub struct Updated {
+    pub before: User,
+    pub after: User,
+}
+
+impl Updated {
+    /// Whether the change ended what the account's tokens and turns may do: it was
+    /// disabled, or its role changed (the token version moved).
+    pub fn ends_access(&self) -> bool {
+        self.after.token_version != self.before.token_version
+    }
+}
+
 pub async fn update(
     conn: &mut AsyncPgConnection,
     id: Uuid,
     changes: UserChanges,
-) -> Result<User, UserChangeError> {
+) -> Result<Updated, UserChangeError> {
     conn.transaction(|conn| {
         async move {
             lock_admin_set(conn).await?;
@@ -278,7 +293,10 @@ pub async fn update(
             if new_disabled && !current.disabled {
                 super::refresh_token::revoke_all_for_user(conn, id).await?;
             }
-            Ok(user)
+            Ok(Updated {
+                before: current,
+                after: user,
+            })
         }
         .scope_boxed()
     })

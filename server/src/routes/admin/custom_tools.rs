@@ -105,7 +105,7 @@ fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRo
             "tool names are 1 to 64 of A-Z, a-z, 0-9, `_`, `-`",
         ));
     }
-    if state.agent.tools.get(name).is_some() {
+    if state.tools.get(name).is_some() {
         return Err(ApiError::conflict(
             "tool_exists",
             format!("`{name}` is a built-in tool"),

@@ -9,13 +9,10 @@ use diesel_async::AsyncConnection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::agent::cancel;
 use crate::auth::AdminUser;
+use crate::cluster::channel;
 use crate::db::models::admin_change::{self, NewChange};
-use crate::db::{
-    self,
-    models::mcp_server::{self, McpServerRow},
-};
+use crate::db::{self, models::mcp_server};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
@@ -121,7 +118,6 @@ fn audit_view(c: &McpServerConfig) -> Value {
 /// The server `name`, or 404.
 fn find(state: &AppState, name: &str) -> Result<std::sync::Arc<ServerShared>, ApiError> {
     state
-        .agent
         .mcp
         .server(name)
         .ok_or_else(|| ApiError::not_found("MCP server"))
@@ -144,7 +140,7 @@ fn editable(s: &ServerShared) -> Result<(), ApiError> {
 #[utoipa::path(get, path = "/api/admin/mcp-servers", tag = "admin",
     responses((status = 200, description = "MCP servers", body = crate::openapi::schemas::McpServerList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
-    let items: Vec<Value> = state.agent.mcp.servers().iter().map(|s| view(s)).collect();
+    let items: Vec<Value> = state.mcp.servers().iter().map(|s| view(s)).collect();
     Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": null})))
 }
 
@@ -173,7 +169,7 @@ async fn create(
         .clone()
         .ok_or_else(|| ApiError::bad_request("invalid_name", "name is required"))?;
     let config = body_to_config(&name, body, None)?;
-    if state.agent.mcp.server(&name).is_some() {
+    if state.mcp.server(&name).is_some() {
         return Err(ApiError::conflict(
             "mcp_server_exists",
             format!("an MCP server named `{name}` exists"),
@@ -181,7 +177,7 @@ async fn create(
     }
     let mut conn = db::conn(&state.pool).await?;
     let (row, who, after) = (
-        McpServerRow::from_config(&config),
+        crate::tools::mcp::stored::row_of(&config),
         &admin.0,
         audit_view(&config),
     );
@@ -204,11 +200,11 @@ async fn create(
             format!("an MCP server named `{name}` exists"),
         ));
     }
-    state.agent.mcp.upsert(config, Source::Api);
+    state.mcp.upsert(config, Source::Api);
     tell_other_processes(&mut conn).await;
     drop(conn);
     // Give it its first check so the answer shows whether it connected.
-    state.agent.mcp.refresh(&name).await;
+    state.mcp.refresh(&name).await;
     Ok(HttpResponse::Created().json(view(find(&state, &name)?.as_ref())))
 }
 
@@ -234,7 +230,7 @@ async fn replace(
     editable(&current)?;
     let config = body_to_config(&name, body, Some(&current.config))?;
     let mut conn = db::conn(&state.pool).await?;
-    let row = McpServerRow::from_config(&config);
+    let row = crate::tools::mcp::stored::row_of(&config);
     let mut after = audit_view(&config);
     if current.config.headers != config.headers {
         // Header values never enter the trail; that they changed does.
@@ -259,10 +255,10 @@ async fn replace(
     if !updated {
         return Err(ApiError::not_found("MCP server"));
     }
-    state.agent.mcp.upsert(config, Source::Api);
+    state.mcp.upsert(config, Source::Api);
     tell_other_processes(&mut conn).await;
     drop(conn);
-    state.agent.mcp.refresh(&name).await;
+    state.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
 }
 
@@ -287,7 +283,7 @@ async fn delete(
         .scope_boxed()
     })
     .await?;
-    state.agent.mcp.remove(&name);
+    state.mcp.remove(&name);
     tell_other_processes(&mut conn).await;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -300,7 +296,7 @@ async fn refresh(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     find(&state, &name)?;
-    state.agent.mcp.refresh(&name).await;
+    state.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
 }
 
@@ -308,7 +304,7 @@ async fn refresh(
 /// connections: an unchanged definition is left alone). The change is stored: a lost
 /// notice is caught up when a process's listener reconnects, so it does not fail the request.
 async fn tell_other_processes(conn: &mut diesel_async::AsyncPgConnection) {
-    let notice = cancel::signal(conn, cancel::Signal::McpServersChanged).await;
+    let notice = channel::signal(conn, channel::Signal::McpServersChanged).await;
     if let Err(e) = notice {
         tracing::warn!(error = %e, "could not tell the other processes about an MCP server change");
     }

@@ -73,10 +73,10 @@ async fn put(
     }
     let mut conn = db::conn(&state.pool).await?;
     let custom = crate::db::models::custom_tool::list(&mut conn).await?;
-    let known = state.agent.tools.specs();
+    let known = state.tools.specs();
     // An MCP tool or `{server}__*` is accepted for any configured server, even one that is
     // down right now (its tools come back with it).
-    let mcp = state.agent.mcp.names();
+    let mcp = state.mcp.names();
     let is_mcp = |t: &String| {
         mcp.iter().any(|server| {
             t.strip_prefix(server.as_str())

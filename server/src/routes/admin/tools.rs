@@ -20,7 +20,6 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
     let mut conn = db::conn(&state.pool).await?;
     let custom = custom_tool::list(&mut conn).await?;
     let mut items: Vec<_> = state
-        .agent
         .tools
         .specs()
         .into_iter()
@@ -33,7 +32,7 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
             })
         })
         .collect();
-    for server in state.agent.mcp.servers() {
+    for server in state.mcp.servers() {
         for t in server.tools() {
             items.push(json!({
                 "name": t.name,

@@ -37,7 +37,7 @@ async fn report(
             "period must be one of day, week, month, total",
         )
     })?;
-    let now = (state.agent.clock)();
+    let now = (state.clock)();
     let from = period.start(now);
     let to = period.resets_at(now);
     let mut conn = db::conn(&state.pool).await?;

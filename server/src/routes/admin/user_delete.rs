@@ -36,7 +36,7 @@ pub async fn delete(
     let deleted = conn
         .transaction(|conn| {
             async move {
-                let gone = user::delete(conn, id, who.id, keep_local).await?;
+                let gone = crate::accounts::delete(conn, id, who.id, keep_local).await?;
                 let change = NewChange::by(who, "user.delete", &gone.username)
                     .id(id)
                     .before(user::UserView::from(gone.clone()));
@@ -47,11 +47,6 @@ pub async fn delete(
         })
         .await
         .map_err(|e| super::users::change_error(e, "deleted"))?;
-    // Its turns stop wherever they run (their rows are gone; nothing more is written).
-    let stop = crate::agent::cancel::Stop::User(id);
-    if let Err(e) = crate::agent::cancel::broadcast(&mut conn, stop).await {
-        tracing::warn!(error = %e, "could not ask the processes to stop a deleted user's turns");
-    }
     if let Err(e) = state.workspaces.remove_all(id).await {
         tracing::warn!(error = %e, user = %id, "could not remove a deleted user's files");
     }

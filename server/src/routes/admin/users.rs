@@ -130,8 +130,6 @@ async fn update(
             ));
         }
     }
-    // A disabled or re-roled user's running turns stop, on whichever process runs them.
-    let revokes = body.disabled == Some(true) || body.role.is_some();
     let changes = user::UserChanges {
         role: body.role,
         disabled: body.disabled,
@@ -143,31 +141,21 @@ async fn update(
     let updated = conn
         .transaction(|conn| {
             async move {
-                user::lock_admin_set(conn).await?;
-                let before = user::find(conn, id).await?;
-                let after = user::update(conn, id, changes).await?;
-                if let Some(before) = before {
-                    let change = NewChange::by(who, "user.update", &after.username)
-                        .id(id)
-                        .before(user::UserView::from(before))
-                        .after(user::UserView::from(after.clone()));
-                    admin_change::record(conn, change).await?;
-                }
+                // A disabled or re-roled user's turns stop on whichever process runs them.
+                let user::Updated { before, after } =
+                    crate::accounts::update(conn, id, changes).await?;
+                let change = NewChange::by(who, "user.update", &after.username)
+                    .id(id)
+                    .before(user::UserView::from(before))
+                    .after(user::UserView::from(after.clone()));
+                admin_change::record(conn, change).await?;
                 Ok::<_, user::UserChangeError>(after)
             }
             .scope_boxed()
         })
         .await;
     match updated {
-        Ok(u) => {
-            if revokes {
-                let stop = crate::agent::cancel::Stop::User(id);
-                if let Err(e) = crate::agent::cancel::broadcast(&mut conn, stop).await {
-                    tracing::warn!(error = %e, "could not ask the processes to stop the user's turns");
-                }
-            }
-            Ok(HttpResponse::Ok().json(user::UserView::from(u)))
-        }
+        Ok(u) => Ok(HttpResponse::Ok().json(user::UserView::from(u))),
         Err(e) => Err(change_error(e, "disabled or demoted")),
     }
 }

@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::extract::Json;
 use crate::llm::openai::wire;
 use crate::state::AppState;
+use crate::turn::TurnError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/models", web::get().to(models))
@@ -78,28 +79,24 @@ async fn chat_completions(
         }
     };
     let client_tools = turn.client_tools.iter().map(|t| t.name.clone()).collect();
-    let prepared = state
-        .agent
-        .prepare_api(caller.caller.signed(), caller.api_key(), turn)
+    // The turn runs on its own; this request follows its log (a client that goes away
+    // leaves it to finish and be stored).
+    let follower = state
+        .engine
+        .send_api(caller.caller.signed(), caller.api_key(), turn)
         .await
         .inspect_err(|e| {
-            if actix_web::ResponseError::status_code(e) == actix_web::http::StatusCode::UNAUTHORIZED
-            {
+            if matches!(e, TurnError::Account(_)) {
                 caller.forget(&state);
             }
         })?;
     let meta = respond::Meta::new(
-        prepared.turn_id,
-        prepared.conversation_id,
+        follower.turn_id(),
+        follower.conversation_id(),
         answer,
         client_tools,
     );
     let stream = meta.answer.stream;
-    let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
-    let log = state.agent.start(prepared);
-    // The turn runs on its own; this request follows its log (a client that goes away
-    // leaves it to finish and be stored).
-    let follower = state.agent.follow_started(user_id, conversation_id, log);
     if stream {
         Ok(respond::stream(
             &req,

@@ -76,6 +76,12 @@ impl OpenAiError {
     }
 }
 
+impl From<crate::turn::TurnError> for OpenAiError {
+    fn from(e: crate::turn::TurnError) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
 impl From<ApiError> for OpenAiError {
     fn from(e: ApiError) -> Self {
         e.log_source();

@@ -4,13 +4,13 @@
 use serde_json::json;
 
 use super::error::OpenAiError;
-use crate::agent::api::ApiTurn;
-use crate::agent::context::{self, StoredToolCall};
-use crate::agent::MAX_MESSAGE_CHARS;
 use crate::config::LlmSettings;
 use crate::db::models::message::NewMessage;
+use crate::domain::MessageRole as StoredRole;
 use crate::llm::openai::wire::{self, Content, ContentPart, MessageRole};
 use crate::llm::{ChatMessage, Role, ToolCall, ToolSpec};
+use crate::turn::MAX_MESSAGE_CHARS;
+use crate::turn::{message_tokens, ApiTurn, StoredToolCall};
 
 /// Most messages in one request.
 pub const MAX_MESSAGES: usize = 256;
@@ -63,13 +63,13 @@ pub fn translate(
         let (chat, row) = match m.role {
             MessageRole::System | MessageRole::Developer => (ChatMessage::system(text), None),
             MessageRole::User => {
-                let row = NewMessage::complete(uuid::Uuid::nil(), "user", &text);
+                let row = NewMessage::complete(uuid::Uuid::nil(), StoredRole::User, &text);
                 (ChatMessage::user(text), Some(row))
             }
             MessageRole::Assistant => {
                 let calls = calls_of(m.tool_calls.unwrap_or_default(), &param)?;
                 called.extend(calls.iter().map(|c| c.id.clone()));
-                let mut row = NewMessage::complete(uuid::Uuid::nil(), "assistant", &text);
+                let mut row = NewMessage::complete(uuid::Uuid::nil(), StoredRole::Assistant, &text);
                 if !calls.is_empty() {
                     let kept: Vec<StoredToolCall> =
                         calls.iter().map(StoredToolCall::from_call).collect();
@@ -88,7 +88,7 @@ pub fn translate(
                         "a tool message must answer a tool call of an earlier assistant message",
                     )
                     })?;
-                let mut row = NewMessage::complete(uuid::Uuid::nil(), "tool", &text);
+                let mut row = NewMessage::complete(uuid::Uuid::nil(), StoredRole::Tool, &text);
                 row.tool_call_id = Some(id.clone());
                 (ChatMessage::tool_result(id, text), Some(row))
             }
@@ -119,7 +119,7 @@ pub fn translate(
         .saturating_sub(u64::from(settings.max_output_tokens));
     let size: u64 = std::iter::once(ChatMessage::system(settings.system_prompt.clone()))
         .chain(input.iter().cloned())
-        .map(|m| context::cost(&m))
+        .map(|m| message_tokens(&m))
         .sum();
     if size > window {
         return Err(OpenAiError::invalid(
@@ -263,7 +263,7 @@ fn title(stored: &[NewMessage], last: &NewMessage) -> String {
     let first = stored
         .iter()
         .chain(std::iter::once(last))
-        .find(|m| m.role == "user")
+        .find(|m| m.role == StoredRole::User)
         .map(|m| m.content.trim())
         .unwrap_or("");
     let words: String = first.chars().take(60).collect();

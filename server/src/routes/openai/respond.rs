@@ -7,7 +7,7 @@
 //! ...}`); the finishing chunk carries `{"type": "done", "finish_reason"}` with the agent's
 //! own reason. A non-streamed answer has `agentchat: {conversation_id, events, finish_reason}`.
 
-use crate::agent::follow::Follower;
+use crate::turn::Follower;
 use actix_web::{HttpRequest, HttpResponse};
 use actix_web_lab::sse;
 use serde::Serialize;
@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use super::error::{self, OpenAiError};
 use super::request::Answer;
-use crate::agent::{FinishReason, TurnEvent};
 use crate::llm::openai::wire;
+use crate::turn::{FinishReason, TurnEvent};
 
 /// What every chunk of one answer shares.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ pub mod http_client;
 pub mod identity;
 pub mod manager;
 pub mod result;
+pub mod stored;
 pub mod supervisor;
 pub mod sync;
 pub mod tool;

@@ -1,5 +1,5 @@
 //! Admin-API changes to MCP servers reach every process: the process that made a change
-//! says so on the turns channel (`mcp`, [`crate::agent::cancel::Signal::McpServersChanged`]),
+//! says so on the turns channel (`mcp`, [`crate::cluster::channel::Signal::McpServersChanged`]),
 //! and each process makes its servers match the `mcp_servers` table. Servers of the config
 //! file are each process's own and never touched here.
 
@@ -14,7 +14,7 @@ impl McpManager {
     pub async fn sync_from_db(&self, conn: &mut AsyncPgConnection) -> diesel::QueryResult<()> {
         let rows = mcp_server::list(conn).await?;
         for row in &rows {
-            let config = row.to_config();
+            let config = super::stored::config_of(row);
             match self.server(&row.name) {
                 Some(s) if s.source == Source::Config => {}
                 Some(s) if s.config == config => {}

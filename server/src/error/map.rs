@@ -1,0 +1,193 @@
+//! The one place where the domain's errors become HTTP answers: the database's
+//! ([`DbError`]), the turn's ([`TurnError`]) and an account's refusal ([`Rejection`]).
+
+use actix_web::http::StatusCode;
+
+use super::{ApiError, BudgetDetails};
+use crate::db::models::user::Rejection;
+use crate::db::{DbError, PoolError};
+use crate::turn::error::BudgetShortfall;
+use crate::turn::TurnError;
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Unavailable(source) => ApiError::unavailable(source),
+            DbError::Overloaded {
+                message,
+                retry_after_secs,
+            } => ApiError::overloaded(message, retry_after_secs),
+            DbError::Query(source) => ApiError::internal(source),
+        }
+    }
+}
+
+impl From<diesel::result::Error> for ApiError {
+    fn from(e: diesel::result::Error) -> Self {
+        DbError::from(e).into()
+    }
+}
+
+impl From<PoolError> for ApiError {
+    fn from(e: PoolError) -> Self {
+        DbError::from(e).into()
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        ApiError::unauthorized(match r {
+            Rejection::NoAccount => "invalid or expired access token",
+            Rejection::Disabled => "this account is disabled",
+            Rejection::Revoked => "this access token has been revoked; sign in again",
+            Rejection::KeyRevoked => "invalid API key",
+            Rejection::KeyExpired => "this API key has expired",
+        })
+    }
+}
+
+impl From<TurnError> for ApiError {
+    fn from(e: TurnError) -> Self {
+        let message = e.to_string();
+        match e {
+            TurnError::InvalidContent { .. } => ApiError::bad_request("invalid_content", message),
+            TurnError::Attachment { code, message } => ApiError::unprocessable(code, message),
+            TurnError::NotFound(what) => ApiError::not_found(what),
+            TurnError::Account(r) => r.into(),
+            TurnError::Busy => ApiError::conflict(
+                "turn_in_progress",
+                "a reply is already being generated in this conversation; wait for it or cancel it",
+            ),
+            TurnError::ApprovalPending => ApiError::conflict(
+                "approval_pending",
+                "the reply in this conversation waits for a tool call to be approved or denied; \
+                 decide it (or wait for it to expire) before sending a new message",
+            ),
+            TurnError::BudgetExhausted(shortfall) => budget_exhausted(&shortfall),
+            TurnError::BudgetInUse => ApiError::too_many(
+                "budget_in_use",
+                "replies already in progress hold the rest of your token budget; try again when they finish",
+                2,
+            ),
+            TurnError::IdempotencyKeyReused => {
+                ApiError::unprocessable("idempotency_key_reused", message)
+            }
+            TurnError::AdminApproval => {
+                ApiError::new(StatusCode::FORBIDDEN, "admin_approval", message)
+            }
+            TurnError::NotYourApproval => {
+                ApiError::new(StatusCode::FORBIDDEN, "not_your_approval", message)
+            }
+            TurnError::AlreadyDecided { .. } => ApiError::conflict("already_decided", message),
+            TurnError::ApprovalExpired => ApiError::conflict("approval_expired", message),
+            TurnError::Db(e) => e.into(),
+            TurnError::Internal(source) => ApiError::internal(source),
+        }
+    }
+}
+
+/// 429 for a message the budget cannot cover: the numbers, and when it resets. "Used up"
+/// only when nothing is left.
+fn budget_exhausted(s: &BudgetShortfall) -> ApiError {
+    let when = match s.resets_at {
+        Some(t) => format!(
+            "it resets at {}",
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => "ask an admin to raise it".to_owned(),
+    };
+    let wait = s
+        .resets_at
+        .map(|t| (t - chrono::Utc::now()).num_seconds().max(1))
+        .unwrap_or(3600);
+    let message = if s.left <= 0 {
+        format!("your token budget is used up; {when}")
+    } else {
+        format!(
+            "this message needs about {} tokens and your budget has {} left; {when}",
+            s.need, s.left
+        )
+    };
+    let details = BudgetDetails {
+        needed: s.need,
+        remaining: s.left.max(0),
+        limit: s.limit,
+        resets_at: s.resets_at,
+    };
+    ApiError::too_many(
+        "budget_exhausted",
+        message,
+        u64::try_from(wait).unwrap_or(3600),
+    )
+    .with_details(details)
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::ResponseError;
+
+    use super::*;
+
+    #[test]
+    fn an_overloaded_database_is_503_with_retry_after() {
+        let e: ApiError = DbError::Overloaded {
+            message: "too many replies are starting at once; retry shortly",
+            retry_after_secs: 1,
+        }
+        .into();
+        assert_eq!(e.status_code(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(e.code(), "overloaded");
+        let response = e.error_response();
+        let retry = response.headers().get("retry-after").map(|v| v.to_str());
+        assert!(matches!(retry, Some(Ok("1"))), "{retry:?}");
+    }
+
+    #[test]
+    fn turn_errors_keep_their_wire_codes() {
+        let cases: [(TurnError, StatusCode, &str); 6] = [
+            (TurnError::Busy, StatusCode::CONFLICT, "turn_in_progress"),
+            (
+                TurnError::ApprovalPending,
+                StatusCode::CONFLICT,
+                "approval_pending",
+            ),
+            (
+                TurnError::BudgetInUse,
+                StatusCode::TOO_MANY_REQUESTS,
+                "budget_in_use",
+            ),
+            (
+                TurnError::AdminApproval,
+                StatusCode::FORBIDDEN,
+                "admin_approval",
+            ),
+            (
+                TurnError::NotFound("turn"),
+                StatusCode::NOT_FOUND,
+                "not_found",
+            ),
+            (
+                TurnError::Db(DbError::Unavailable(anyhow::anyhow!("down"))),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+            ),
+        ];
+        for (error, status, code) in cases {
+            let e = ApiError::from(error);
+            assert_eq!((e.status_code(), e.code()), (status, code));
+        }
+    }
+
+    #[test]
+    fn a_spent_budget_says_used_up_and_when_it_resets() {
+        let e = ApiError::from(TurnError::BudgetExhausted(BudgetShortfall {
+            need: 100,
+            left: 0,
+            limit: Some(1000),
+            resets_at: None,
+        }));
+        assert_eq!(e.code(), "budget_exhausted");
+        assert!(e.message().contains("used up"), "{}", e.message());
+        assert!(e.retry_after_secs().is_some());
+    }
+}

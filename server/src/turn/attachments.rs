@@ -1,0 +1,117 @@
+//! Files attached to a user message: paths in the sender's own workspace, checked when the
+//! message is sent, recorded on the stored message (`messages.attachments`) and announced to
+//! the model after the message's text ([`crate::llm::attachment_note`]), so that it reads
+//! them with its file tools.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::db::models::message::Message;
+use crate::llm::attachment_note;
+use crate::tools::workspace_path::{WorkspacePath, MAX_PATH_BYTES};
+use crate::tools::{WorkspaceError, WorkspaceStore};
+use crate::turn::error::TurnError;
+
+/// Most files one message may attach.
+pub const MAX_ATTACHMENTS: usize = 10;
+
+pub use crate::domain::Attachment;
+
+/// The files `paths` names in `user`'s workspace, in order and without repeats: 422 when
+/// there are too many, a path is not a workspace path, or a file is not there (each user
+/// sees only their own workspace, so another user's file is simply not there).
+pub async fn resolve(
+    store: &WorkspaceStore,
+    user: Uuid,
+    paths: &[String],
+) -> Result<Vec<Attachment>, TurnError> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    if paths.len() > MAX_ATTACHMENTS {
+        return Err(TurnError::Attachment {
+            code: "too_many_attachments",
+            message: format!("a message may attach at most {MAX_ATTACHMENTS} files"),
+        });
+    }
+    let mut wanted: Vec<String> = Vec::with_capacity(paths.len());
+    for raw in paths {
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(invalid(format!(
+                "an attachment path may be at most {MAX_PATH_BYTES} bytes"
+            )));
+        }
+        let path = WorkspacePath::parse(raw).map_err(invalid)?;
+        if !wanted.iter().any(|w| w == path.as_str()) {
+            wanted.push(path.as_str().to_owned());
+        }
+    }
+    let sizes: HashMap<String, u64> = store
+        .list(user)
+        .await
+        .map_err(|e| match e {
+            io @ WorkspaceError::Io(_) => TurnError::Internal(anyhow::anyhow!("{io}")),
+            other => invalid(other.to_string()),
+        })?
+        .into_iter()
+        .map(|f| (f.path, f.size))
+        .collect();
+    wanted
+        .into_iter()
+        .map(|path| match sizes.get(&path) {
+            Some(&bytes) => Ok(Attachment { path, bytes }),
+            None => Err(TurnError::Attachment {
+                code: "attachment_not_found",
+                message: format!(
+                    "`{}` is not in your workspace; upload it first",
+                    crate::llm::truncate_chars(&path, 120)
+                ),
+            }),
+        })
+        .collect()
+}
+
+fn invalid(message: impl Into<String>) -> TurnError {
+    TurnError::Attachment {
+        code: "invalid_attachment",
+        message: message.into(),
+    }
+}
+
+/// What `messages.attachments` stores for these (NULL when none).
+pub fn to_row(attachments: &[Attachment]) -> Option<Value> {
+    if attachments.is_empty() {
+        return None;
+    }
+    serde_json::to_value(attachments).ok()
+}
+
+/// A stored message's attachments (none when the column is NULL or unreadable).
+pub fn of(message: &Message) -> Vec<Attachment> {
+    from_column(message.attachments.clone())
+}
+
+/// The attachments an `attachments` column holds (none when NULL or unreadable).
+pub fn from_column(column: Option<Value>) -> Vec<Attachment> {
+    column
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+/// A user message's text as the model sees it: the text, then the note naming its files.
+pub fn model_text(content: &str, attachments: &[Attachment]) -> String {
+    attachment_note::append(
+        content,
+        attachments.iter().map(|a| (a.path.as_str(), a.bytes)),
+    )
+}
+
+/// [`model_text`] of a stored message.
+pub fn stored_model_text(message: &Message) -> String {
+    if message.attachments.is_none() {
+        return message.content.clone();
+    }
+    model_text(&message.content, &of(message))
+}

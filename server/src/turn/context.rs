@@ -1,0 +1,313 @@
+//! Context assembly: stored messages -> the neutral history sent to the model, trimmed to the
+//! model's window from the oldest end, never separating a tool call from its result.
+
+use serde_json::Value;
+
+use crate::db::models::message::Message;
+use crate::domain::MessageRole;
+use crate::llm::{estimate_tokens, ChatMessage, Role, ToolCall};
+
+/// Per-message overhead of chat formatting, in tokens.
+const MESSAGE_OVERHEAD: u64 = crate::llm::MESSAGE_OVERHEAD_TOKENS;
+
+/// A stored tool call as kept in `messages.tool_calls`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct StoredToolCall {
+    pub id: String,
+    pub name: String,
+    /// Parsed JSON when the model sent valid JSON, else the raw text as a string.
+    pub arguments: Value,
+}
+
+impl StoredToolCall {
+    pub fn from_call(call: &ToolCall) -> Self {
+        let arguments = if call.arguments.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone()))
+        };
+        Self {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments,
+        }
+    }
+
+    fn to_call(&self) -> ToolCall {
+        ToolCall {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            arguments: match &self.arguments {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+        }
+    }
+}
+
+/// The system prompt of a conversation's turns: the server's own rules first, then the
+/// conversation's instructions (added, never in their place).
+pub fn system_prompt(server: &str, conversation: Option<&str>) -> String {
+    match conversation.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(own) => format!(
+            "{server}\n\nThe user gave these instructions for this conversation (they do not \
+             override the rules above):\n{own}"
+        ),
+        None => server.to_owned(),
+    }
+}
+
+/// The room [`assemble`] has for history, in estimated tokens: what the history read may be
+/// cut to ([`crate::db::models::message::list_recent`]).
+pub fn history_room(
+    system_prompt: &str,
+    new_user_message: &str,
+    window_tokens: u64,
+    reserve_output: u64,
+) -> u64 {
+    let fixed =
+        cost(&ChatMessage::system(system_prompt)) + cost(&ChatMessage::user(new_user_message));
+    window_tokens
+        .saturating_sub(reserve_output)
+        .saturating_sub(fixed)
+}
+
+/// Builds the model's input: the system prompt, as much recent history as fits in
+/// `window_tokens - reserve_output`, and the new user message.
+pub fn assemble(
+    system_prompt: &str,
+    history: &[Message],
+    new_user_message: &str,
+    window_tokens: u64,
+    reserve_output: u64,
+) -> Vec<ChatMessage> {
+    let system = ChatMessage::system(system_prompt);
+    let user = ChatMessage::user(new_user_message);
+    let mut room = history_room(
+        system_prompt,
+        new_user_message,
+        window_tokens,
+        reserve_output,
+    );
+
+    let units = units(history);
+    let mut kept: Vec<Vec<ChatMessage>> = Vec::new();
+    for unit in units.into_iter().rev() {
+        let c: u64 = unit.iter().map(cost).sum();
+        if c > room {
+            break;
+        }
+        room -= c;
+        kept.push(unit);
+    }
+    let mut out = Vec::with_capacity(kept.iter().map(Vec::len).sum::<usize>() + 2);
+    out.push(system);
+    out.extend(kept.into_iter().rev().flatten());
+    out.push(user);
+    out
+}
+
+/// The input of a turn that goes on after a pause: the history up to its user message as
+/// [`assemble`] builds it, then the turn's own steps so far (calls and their results).
+pub fn assemble_resumed(
+    system_prompt: &str,
+    history: &[Message],
+    window_tokens: u64,
+    reserve_output: u64,
+) -> Vec<ChatMessage> {
+    let split = history.iter().rposition(|m| m.role == MessageRole::User);
+    let (before, user, after) = match split {
+        Some(i) => (
+            &history[..i],
+            crate::turn::attachments::stored_model_text(&history[i]),
+            &history[i + 1..],
+        ),
+        None => (&[][..], String::new(), history),
+    };
+    let steps: Vec<ChatMessage> = units(after).into_iter().flatten().collect();
+    let steps_cost: u64 = steps.iter().map(cost).sum();
+    let mut out = assemble(
+        system_prompt,
+        before,
+        &user,
+        window_tokens,
+        reserve_output.saturating_add(steps_cost),
+    );
+    out.extend(steps);
+    out
+}
+
+/// Estimated tokens of one message.
+pub fn cost(m: &ChatMessage) -> u64 {
+    let calls: u64 = m
+        .tool_calls
+        .iter()
+        .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments))
+        .sum();
+    MESSAGE_OVERHEAD + estimate_tokens(&m.content) + calls
+}
+
+/// Groups history into units that are kept or dropped whole: a user message, or an assistant
+/// message together with the results of its tool calls. Tool calls whose results are missing
+/// (a turn cut short) are dropped from the assistant message, and results whose call is
+/// unknown are dropped, so the model never sees half a pair.
+fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
+    let mut out: Vec<Vec<ChatMessage>> = Vec::new();
+    let mut i = 0;
+    while i < history.len() {
+        let m = &history[i];
+        i += 1;
+        match m.role {
+            MessageRole::User => out.push(vec![ChatMessage::user(
+                crate::turn::attachments::stored_model_text(m),
+            )]),
+            MessageRole::Assistant => {
+                let calls: Vec<StoredToolCall> = m
+                    .tool_calls
+                    .clone()
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .unwrap_or_default();
+                let mut results = Vec::new();
+                while i < history.len() && history[i].role == MessageRole::Tool {
+                    results.push(&history[i]);
+                    i += 1;
+                }
+                let complete = !calls.is_empty()
+                    && calls.iter().all(|c| {
+                        results
+                            .iter()
+                            .any(|r| r.tool_call_id.as_deref() == Some(c.id.as_str()))
+                    });
+                let mut unit = Vec::new();
+                if complete {
+                    unit.push(ChatMessage {
+                        role: Role::Assistant,
+                        content: m.content.clone(),
+                        tool_calls: calls.iter().map(StoredToolCall::to_call).collect(),
+                        tool_call_id: None,
+                    });
+                    for c in &calls {
+                        if let Some(r) = results
+                            .iter()
+                            .find(|r| r.tool_call_id.as_deref() == Some(c.id.as_str()))
+                        {
+                            unit.push(ChatMessage {
+                                role: Role::Tool,
+                                content: r.content.clone(),
+                                tool_calls: Vec::new(),
+                                tool_call_id: Some(c.id.clone()),
+                            });
+                        }
+                    }
+                } else if !m.content.is_empty() {
+                    unit.push(ChatMessage::assistant(m.content.clone()));
+                }
+                if !unit.is_empty() {
+                    out.push(unit);
+                }
+            }
+            // A tool result with no assistant message before it: drop it.
+            MessageRole::Tool => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::MessageStatus;
+    use serde_json::json;
+
+    fn msg(role: &str, content: &str, calls: Option<Value>, call_id: Option<&str>) -> Message {
+        let role = role.parse().unwrap();
+        Message {
+            id: uuid::Uuid::new_v4(),
+            seq: 0,
+            conversation_id: uuid::Uuid::nil(),
+            role,
+            content: content.into(),
+            tool_calls: calls,
+            tool_call_id: call_id.map(Into::into),
+            attachments: None,
+            status: MessageStatus::Complete,
+            status_reason: None,
+            model: None,
+            input_tokens: None,
+            output_tokens: None,
+            duration_ms: None,
+            created_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn keeps_pairs_and_drops_orphans() {
+        let history = vec![
+            msg("user", "hi", None, None),
+            msg(
+                "assistant",
+                "",
+                Some(json!([{"id":"a","name":"calculator","arguments":{"expression":"1+1"}}])),
+                None,
+            ),
+            msg("tool", "{\"success\":true}", None, Some("a")),
+            // Cut short: call without result.
+            msg(
+                "assistant",
+                "partial",
+                Some(json!([{"id":"b","name":"calculator","arguments":{}}])),
+                None,
+            ),
+            msg("tool", "orphan", None, Some("zzz")),
+        ];
+        let out = assemble("sys", &history, "next", 100_000, 100);
+        let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        assert_eq!(out[2].tool_calls[0].arguments, r#"{"expression":"1+1"}"#);
+        assert_eq!(out[3].tool_call_id.as_deref(), Some("a"));
+        assert!(out[4].tool_calls.is_empty());
+        assert_eq!(out[4].content, "partial");
+    }
+
+    #[test]
+    fn attached_files_are_named_to_the_model_and_survive_a_resume() {
+        let mut asked = msg("user", "summarise", None, None);
+        asked.attachments = Some(json!([{"path": "notes.txt", "bytes": 1229}]));
+        let note = "summarise\n\nAttached files in your workspace (read them with your file \
+                    tools):\n- notes.txt (1.2 KB)";
+        let out = assemble("sys", std::slice::from_ref(&asked), "next", 100_000, 100);
+        assert_eq!(out[1].content, note);
+        let resumed = assemble_resumed("sys", &[asked], 100_000, 100);
+        assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
+    }
+
+    #[test]
+    fn trims_oldest_whole_units_first() {
+        let big = "x".repeat(8000);
+        let history = vec![
+            msg("user", &big, None, None),
+            msg(
+                "assistant",
+                "",
+                Some(json!([{"id":"a","name":"t","arguments":{}}])),
+                None,
+            ),
+            msg("tool", &big, None, Some("a")),
+            msg("user", "recent", None, None),
+        ];
+        let out = assemble("sys", &history, "now", 1500, 100);
+        let contents: Vec<&str> = out.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["sys", "recent", "now"]);
+    }
+}

@@ -1,0 +1,208 @@
+//! The turn engine: what every turn shares (pool, provider, tools, settings, this
+//! process's running turns), its public face (send a message, follow, decide, cancel), and
+//! a prepared turn, the unit it runs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::api::ApiTurn;
+use super::attachments;
+use super::error::TurnError;
+use super::follow::Follower;
+use super::sql;
+use crate::auth::SignedToken;
+use crate::cluster::channel::{self, Stop};
+use crate::db::models::conversation;
+use crate::db::models::idempotency::IdempotencyKey;
+
+use super::turn_log::EventSink;
+use crate::budget::Clock;
+use crate::config::LlmSettings;
+use crate::db;
+use crate::db::models::budget::Hold;
+use crate::llm::{self, ChatMessage, LlmProvider};
+use crate::tools::Registry;
+
+use super::sql::RoleNow;
+use super::store::PendingStart;
+
+/// The turns running in this process, each with its event log.
+pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
+
+/// Everything a turn needs, shared by all turns.
+#[derive(Clone)]
+pub struct TurnEngine {
+    pub(crate) pool: db::Pool,
+    pub(crate) llm: Arc<dyn LlmProvider>,
+    pub(crate) tools: Registry,
+    pub(crate) settings: Arc<LlmSettings>,
+    pub(crate) clock: Clock,
+    /// Limits and SSRF rules for admin-defined HTTP tools.
+    pub(crate) http: crate::tools::HttpToolConfig,
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Turns running in this process (cancel, shutdown).
+    pub(crate) turns: RunningTurns,
+    /// This server process (its heartbeat row; its turns' claims and holds name it).
+    pub(crate) process_id: Uuid,
+    pub(crate) durable: Arc<crate::config::DurableSettings>,
+    /// MCP servers; the tools of those that are up join each turn's registry.
+    pub(crate) mcp: crate::tools::mcp::McpManager,
+    /// The merged registry of the last turn start, reused while its parts are unchanged.
+    pub(crate) tool_set: crate::turn::tool_set::ToolSetCache,
+    /// Users' workspace files (a message's attachments are checked against them).
+    pub(crate) workspaces: Arc<crate::tools::WorkspaceStore>,
+}
+
+/// A turn whose start is durable (user message stored, conversation claimed).
+pub(crate) struct PreparedTurn {
+    pub turn_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+    pub conversation_id: Uuid,
+    pub user_message_id: Uuid,
+    pub model: String,
+    pub input: Vec<ChatMessage>,
+    /// The role as the start's commit found it (tools, approval policy); each step's commit
+    /// reads it again.
+    pub role: RoleNow,
+    /// Built-in tools plus the admin-defined ones as they were when the turn started.
+    pub tools: Registry,
+    /// The first model call's reservation and the output cap it leaves room for.
+    pub first_call: (Hold, u32),
+    /// The COMMIT of the turn's start, sent alongside the first model call; taken by it.
+    pub start: Option<PendingStart>,
+    /// The reservation not yet settled, for release if the turn task panics.
+    pub outstanding: Arc<Mutex<Option<Hold>>>,
+    /// Tools of an API client: offered to the model, and handed back to the client when
+    /// called, never run here ([`crate::turn::api`]).
+    pub client_tools: Vec<llm::ToolSpec>,
+    /// Whether the conversation still has its default title when the turn starts: only then
+    /// may its answer title it (no read per turn to find out).
+    pub wants_title: bool,
+}
+
+/// A new chat message, as a client sends it.
+pub struct NewTurn<'a> {
+    pub content: &'a str,
+    /// Workspace paths of the files attached (checked against the sender's workspace).
+    pub attachments: &'a [String],
+    /// The request's `Idempotency-Key`: a retry follows the turn the first one started.
+    pub idempotency: Option<IdempotencyKey>,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Cancelled {
+    /// The turn was stopped (here, or seen to let go on another process).
+    pub cancelled: bool,
+    /// A turn still runs (on a process that has not let go yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+    /// Its process was asked to stop it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested: Option<bool>,
+}
+
+/// How long a cancel waits to see a turn running on another process let go.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+impl TurnEngine {
+    /// Sends a message of `token`'s account in its conversation: a new turn that runs to
+    /// its end whether or not anyone follows, followed from its start; or, for a retried
+    /// `Idempotency-Key`, the turn the first request started.
+    pub async fn send(
+        &self,
+        token: SignedToken,
+        conversation_id: Uuid,
+        message: NewTurn<'_>,
+    ) -> Result<Follower, TurnError> {
+        let user_id = token.user_id;
+        if let Some(key) = &message.idempotency {
+            if let Some(turn_id) = self.replay_duplicate(user_id, conversation_id, key).await? {
+                return self.follow(user_id, conversation_id, turn_id, None).await;
+            }
+        }
+        let attached = attachments::resolve(&self.workspaces, user_id, message.attachments).await?;
+        let prepared = self
+            .prepare(
+                token,
+                conversation_id,
+                message.content,
+                &attached,
+                message.idempotency,
+            )
+            .await?;
+        let log = self.spawn(prepared);
+        Ok(self.follow_started(user_id, conversation_id, log))
+    }
+
+    /// Runs one `/v1` call as a turn of its caller (`api_key`: the key it came with),
+    /// followed from its start ([`super::api`]).
+    pub async fn send_api(
+        &self,
+        token: SignedToken,
+        api_key: Option<Uuid>,
+        call: ApiTurn,
+    ) -> Result<Follower, TurnError> {
+        let prepared = self.prepare_api(token, api_key, call).await?;
+        let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
+        let log = self.spawn(prepared);
+        Ok(self.follow_started(user_id, conversation_id, log))
+    }
+
+    /// Stops the conversation's running turn, whichever process runs it (`user_id` must
+    /// own the conversation: 404 otherwise).
+    pub async fn cancel(
+        &self,
+        user_id: Uuid,
+        conversation_id: Uuid,
+    ) -> Result<Cancelled, TurnError> {
+        let mut conn = db::conn(&self.pool).await?;
+        if conversation::find_owned(&mut conn, conversation_id, user_id)
+            .await?
+            .is_none()
+        {
+            return Err(TurnError::NotFound("conversation"));
+        }
+        let outcome = |cancelled, running, requested| Cancelled {
+            cancelled,
+            running,
+            requested,
+        };
+        if self.turns.cancel(conversation_id) {
+            return Ok(outcome(true, None, None));
+        }
+        // Not here: ask every process, then watch the claim go (a turn stores what it has
+        // and releases the conversation within moments of being told).
+        let Some(turn_id) = sql::active_turn(&mut conn, conversation_id).await? else {
+            return Ok(outcome(false, Some(false), None));
+        };
+        channel::broadcast(&mut conn, Stop::Turn(turn_id)).await?;
+        drop(conn);
+        let started = tokio::time::Instant::now();
+        while started.elapsed() < CANCEL_WAIT {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut conn = db::conn(&self.pool).await?;
+            if sql::active_turn(&mut conn, conversation_id).await? != Some(turn_id) {
+                return Ok(outcome(true, None, None));
+            }
+        }
+        // Told, but not stopped yet (its process may be unreachable; a dead one's turns
+        // are ended once its heartbeat is stale).
+        Ok(outcome(false, Some(true), Some(true)))
+    }
+
+    /// Starts this process's background work on turns: the approval sweeper (expiries,
+    /// decided steps nobody ran on).
+    pub fn spawn_sweepers(&self) {
+        super::approval::decide::spawn_sweeper(self.clone());
+    }
+
+    /// How long a reservation may live before the sweeper frees it: a live turn settles it
+    /// before then, even one storing itself after its deadline.
+    pub fn hold_ttl(&self) -> Duration {
+        self.settings.turn_timeout + super::store::STORE_GRACE
+    }
+}

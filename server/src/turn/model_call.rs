@@ -1,0 +1,226 @@
+//! One model call: streamed, forwarded as text deltas, stopped by the turn's control, with its
+//! span and metrics.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use tracing::Instrument;
+
+use crate::cluster::control::{StopReason, TurnControl};
+use crate::llm::{self, ChatRequest, LlmError, StreamEvent};
+use crate::turn::engine::TurnEngine;
+use crate::turn::events::TurnEvent;
+use crate::turn::store::PendingStart;
+
+/// How one model call ended.
+pub(super) enum ModelOutcome {
+    Completed {
+        text: String,
+        calls: Vec<llm::ToolCall>,
+        usage: llm::Usage,
+        response_model: Option<String>,
+        finish_reason: llm::FinishReason,
+    },
+    Stopped {
+        text: String,
+        reason: StopReason,
+    },
+    Failed {
+        text: String,
+        error: LlmError,
+    },
+    /// The turn's start did not commit; the call was dropped unread.
+    Unstored(diesel::result::Error),
+}
+
+impl TurnEngine {
+    /// One model call inside a `chat {model}` client span, with its metrics.
+    pub(super) async fn call_model(
+        &self,
+        request: ChatRequest,
+        input_estimate: u64,
+        start: Option<PendingStart>,
+        events: &crate::turn::turn_log::EventSink,
+        control: &TurnControl,
+    ) -> ModelOutcome {
+        let provider = self.llm.provider_name();
+        let model = request.model.clone();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {model}"),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = %model,
+            gen_ai.request.max_tokens = request.max_tokens,
+            server.address = self.llm.server_address().unwrap_or_default(),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let first = std::sync::OnceLock::new();
+        let outcome = self
+            .stream_model(request, input_estimate, start, events, control, &first)
+            .instrument(span.clone())
+            .await;
+        let m = &self.metrics;
+        let labels = |outcome: &str| [provider, model.as_str(), outcome].map(str::to_owned);
+        let outcome_label = match &outcome {
+            ModelOutcome::Completed {
+                usage,
+                response_model,
+                finish_reason,
+                ..
+            } => {
+                span.record(
+                    "gen_ai.response.model",
+                    response_model.as_deref().unwrap_or(&model),
+                );
+                span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "input"])
+                    .inc_by(usage.input_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "output"])
+                    .inc_by(usage.output_tokens);
+                "ok"
+            }
+            ModelOutcome::Stopped { .. } | ModelOutcome::Unstored(_) => "cancelled",
+            ModelOutcome::Failed { error, .. } => {
+                span.record("error.type", error.code());
+                span.record("otel.status_code", "ERROR");
+                if matches!(error, LlmError::Timeout(_)) {
+                    "timeout"
+                } else {
+                    "error"
+                }
+            }
+        };
+        let l = labels(outcome_label);
+        m.model_calls
+            .with_label_values(&[&l[0], &l[1], &l[2]])
+            .inc();
+        m.model_duration
+            .with_label_values(&[provider, &model])
+            .observe(started.elapsed().as_secs_f64());
+        if let Some(t) = first.get() {
+            m.model_ttft
+                .with_label_values(&[provider, &model])
+                .observe(t.duration_since(started).as_secs_f64());
+        }
+        outcome
+    }
+
+    /// Streams one model call, forwarding text as it arrives. Nothing from a stream that
+    /// ends before the model's message is complete is executed. The first call of a turn
+    /// opens while the turn's start commits, and reads nothing before the commit succeeded.
+    async fn stream_model(
+        &self,
+        request: ChatRequest,
+        input_estimate: u64,
+        start: Option<PendingStart>,
+        events: &crate::turn::turn_log::EventSink,
+        control: &TurnControl,
+        first: &std::sync::OnceLock<Instant>,
+    ) -> ModelOutcome {
+        let stopped = |text: String| ModelOutcome::Stopped {
+            text,
+            reason: control.stopped().unwrap_or(StopReason::Cancelled),
+        };
+        let open = async {
+            tokio::select! {
+                r = self.llm.stream_chat(request) => Some(r),
+                _ = control.token.cancelled() => None,
+            }
+        };
+        let opened = match start {
+            None => open.await,
+            Some(start) => {
+                // The commit is never cut short: a cancelled turn must still know whether
+                // its start is stored before it stores the rest.
+                let (committed, opened) = futures_util::join!(start.commit(events), open);
+                if let Err(e) = committed {
+                    return ModelOutcome::Unstored(e);
+                }
+                opened
+            }
+        };
+        let Some(opened) = opened else {
+            return stopped(String::new());
+        };
+        let mut stream = match opened {
+            Ok(s) => s,
+            Err(error) => {
+                return ModelOutcome::Failed {
+                    text: String::new(),
+                    error,
+                }
+            }
+        };
+        let mut text = String::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = control.token.cancelled() => return stopped(text),
+                n = stream.next() => n,
+            };
+            let _ = first.set(Instant::now());
+            match next {
+                Some(Ok(StreamEvent::TextDelta(delta))) => {
+                    text.push_str(&delta);
+                    let _ = events.send(TurnEvent::TextDelta { text: delta }).await;
+                }
+                Some(Ok(StreamEvent::ToolCallStart { .. })) => {}
+                Some(Ok(StreamEvent::Completed {
+                    tool_calls,
+                    usage,
+                    response_model,
+                    finish_reason,
+                })) => {
+                    // Providers that report no usage (or zeros) are charged a local count.
+                    let local_output = || {
+                        llm::estimate_tokens(&text)
+                            + tool_calls
+                                .iter()
+                                .map(|c| llm::estimate_tokens(&c.arguments))
+                                .sum::<u64>()
+                    };
+                    let usage = match usage {
+                        Some(u) if u.input_tokens > 0 => llm::Usage {
+                            output_tokens: if u.output_tokens == 0 {
+                                local_output()
+                            } else {
+                                u.output_tokens
+                            },
+                            ..u
+                        },
+                        _ => llm::Usage {
+                            input_tokens: input_estimate,
+                            output_tokens: local_output(),
+                        },
+                    };
+                    return ModelOutcome::Completed {
+                        text,
+                        calls: tool_calls,
+                        usage,
+                        response_model,
+                        finish_reason,
+                    };
+                }
+                Some(Err(error)) => return ModelOutcome::Failed { text, error },
+                None => {
+                    return ModelOutcome::Failed {
+                        text,
+                        error: LlmError::StreamEndedEarly,
+                    }
+                }
+            }
+        }
+    }
+}

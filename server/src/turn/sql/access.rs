@@ -1,0 +1,84 @@
+//! The account and its role as a turn's transaction reads them: one indexed join, sent in the
+//! first round trip of the turn's start and of every step, so that what the role allows (its
+//! tools, its approval policy, its budget rule) is the role as it is at that commit and costs
+//! no round trip of its own.
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
+use uuid::Uuid;
+
+use crate::db::models::budget::Limit;
+use crate::db::models::user::AuthState;
+use crate::db::schema::{roles::dsl as roles, users::dsl as users};
+use crate::tools::approval::{self, ApprovalMap};
+
+/// What the user's role allows as a turn's transaction found it: the turn applies it to the
+/// calls of the model call that follows that commit.
+#[derive(Debug, Clone, Default)]
+pub struct RoleNow {
+    /// Tools the role allows.
+    pub tools: Vec<String>,
+    /// Which of them wait for a person's decision.
+    pub approvals: ApprovalMap,
+}
+
+/// The account as the database has it now, its role's tools, approval policy and budget
+/// rule: one indexed join.
+#[derive(Debug, Queryable)]
+pub(super) struct Access {
+    username: String,
+    role: String,
+    disabled: bool,
+    pub(super) token_version: i32,
+    tools: Vec<String>,
+    approvals: serde_json::Value,
+    user_budget: Option<i64>,
+    role_budget: Option<i64>,
+    budget_period: String,
+}
+
+impl Access {
+    pub(super) fn limit(&self) -> Limit {
+        Limit::from_columns(self.user_budget.or(self.role_budget), &self.budget_period)
+    }
+
+    pub(super) fn account(&self) -> AuthState {
+        AuthState {
+            username: self.username.clone(),
+            role: self.role.clone(),
+            disabled: self.disabled,
+            token_version: self.token_version,
+        }
+    }
+
+    pub(super) fn role_now(self) -> RoleNow {
+        RoleNow {
+            approvals: approval::from_json(&self.approvals),
+            tools: self.tools,
+        }
+    }
+}
+
+pub(super) fn access(
+    conn: &mut AsyncPgConnection,
+    user_id: Uuid,
+) -> BoxFuture<'static, QueryResult<Option<Access>>> {
+    users::users
+        .inner_join(roles::roles)
+        .filter(users::id.eq(user_id))
+        .select((
+            users::username,
+            users::role,
+            users::disabled,
+            users::token_version,
+            roles::tools,
+            roles::approvals,
+            users::token_budget,
+            roles::token_budget,
+            roles::budget_period,
+        ))
+        .first::<Access>(conn)
+        .map(|r| r.optional())
+        .boxed()
+}

@@ -1,0 +1,372 @@
+//! The start of a turn: one transaction that checks the account, claims (or creates) the
+//! conversation, reads its history and the tools, reserves budget for the first model call
+//! and stores the user message.
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryResult};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
+use uuid::Uuid;
+
+use crate::db::models::api_key::KeyState;
+use crate::db::models::budget::{self, Reserve, ReserveAsk};
+use crate::db::models::budget_early::{self, EarlyAsk};
+use crate::db::models::conversation::Conversation;
+use crate::db::models::custom_tool::{self, CustomToolRow};
+use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::user::{AuthState, Rejection};
+use crate::db::pipelined::Pipelined;
+use crate::db::prepared::sql;
+use crate::turn::sql::access::access;
+use crate::turn::sql::access::RoleNow;
+use crate::turn::sql::{abort_with, ready_ok, BudgetAsk, Claim, NewConversation, Refusal, Started};
+
+/// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
+/// when it is held, or is not the user's. A conversation still titled by default is titled
+/// `provisional_title` (from its first message) until a generated title replaces it.
+fn claim_conversation(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    turn_id: Uuid,
+    stale: DateTime<Utc>,
+    process_id: Uuid,
+    provisional_title: String,
+) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
+    sql("UPDATE conversations \
+            SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
+                active_process_id = $5, archived_at = NULL, \
+                title = CASE WHEN title_auto AND title = $6 THEN $7 ELSE title END \
+          WHERE id = $1 AND user_id = $2 \
+            AND (active_turn_id IS NULL OR active_turn_at < $4) \
+            AND NOT EXISTS (SELECT 1 FROM approvals a \
+                             WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
+         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
+                   system_prompt, title_auto")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<Timestamptz, _>(stale)
+    .bind::<SqlUuid, _>(process_id)
+    .bind::<Text, _>(crate::db::models::conversation::DEFAULT_TITLE)
+    .bind::<Text, _>(provisional_title)
+    .get_result(conn)
+    .map(|r| r.optional())
+    .boxed()
+}
+
+/// The workspace paths of a message's `attachments` column (`[{"path", "bytes"}]`).
+fn attached_paths(attachments: Option<&serde_json::Value>) -> Vec<&str> {
+    attachments
+        .and_then(serde_json::Value::as_array)
+        .map(|files| files.iter().filter_map(|f| f["path"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
+/// would, then its earlier messages. Sent with the start's COMMIT (nothing in the first
+/// round trip reads the new row), so the model call does not wait for these inserts.
+fn create_claimed(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    user_id: Uuid,
+    new: &NewConversation,
+    turn_id: Uuid,
+    process_id: Uuid,
+) -> BoxFuture<'static, QueryResult<()>> {
+    // Named by the API call: no generated title replaces it.
+    let row = sql("INSERT INTO conversations \
+                (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
+                 title_auto) \
+         VALUES ($1, $2, $3, $4, $5, now(), $6, false)")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<Text, _>(new.title.clone())
+    .bind::<Nullable<Text>, _>(new.model.clone())
+    .bind::<SqlUuid, _>(turn_id)
+    .bind::<SqlUuid, _>(process_id)
+    .execute(conn);
+    // Constructed after the row's insert, so sent after it: the messages need their
+    // conversation.
+    let history = message::insert_many(conn, &new.history);
+    futures_util::future::try_join(row, history)
+        .map(|r| r.map(drop))
+        .boxed()
+}
+
+/// The conversation [`create_claimed`] stores, as the start's reads would have returned it.
+fn created(
+    conversation_id: Uuid,
+    user_id: Uuid,
+    new: &NewConversation,
+    now: DateTime<Utc>,
+) -> Conversation {
+    Conversation {
+        id: conversation_id,
+        user_id,
+        title: new.title.clone(),
+        model: new.model.clone(),
+        created_at: now,
+        updated_at: now,
+        pinned: false,
+        archived_at: None,
+        system_prompt: None,
+        title_auto: false,
+    }
+}
+
+/// The start's first round trip, answered: the conversation claimed, its history, the
+/// user's role and the custom tools, read inside the still-open transaction. The caller
+/// builds the model input from them and hands its estimated size to [`Opened::reserve`],
+/// which finishes the transaction; dropping an `Opened` leaves the connection mid-transaction,
+/// so callers always go on to `reserve`.
+pub struct Opened<'c> {
+    pub conversation: Conversation,
+    /// As much of the history as fits in the `history_room` given to [`open`].
+    pub history: Vec<Message>,
+    /// The user's role right now: its tools and approval policy.
+    pub role: RoleNow,
+    /// Admin-defined tools as they are now.
+    pub custom_tools: Vec<CustomToolRow>,
+    tx: Pipelined<'c>,
+    account: AuthState,
+    limit: budget::Limit,
+    early: Option<budget_early::EarlyHold>,
+    user_message: NewMessage,
+    ask: BudgetAsk,
+    claim: Claim,
+}
+
+/// Checks the account and claims the conversation, reading its history (as much as could
+/// fit in `history_room` estimated tokens) and the allowed tools, in the transaction's
+/// first round trip; the start goes on with [`Opened::reserve`]. A refusal has rolled the
+/// transaction back and kept nothing.
+///
+/// With [`Claim::new_conversation`] there is nothing to claim or read: the conversation and
+/// its earlier messages are inserted just before the user message, with the COMMIT.
+///
+/// Round trips: BEGIN with every read, the claim and an early reservation
+/// ([`budget_early`]); then (in `reserve`) the user message, the hold fitted to the call and
+/// the COMMIT, left to the caller in [`Started::committing`] so that its wait overlaps the
+/// model call's. Only when the early reservation falls short (too little left, or the
+/// period's first call) does the exact reservation take a round trip of its own before the
+/// call.
+pub async fn open(
+    conn: &mut AsyncPgConnection,
+    claim: Claim,
+    user_message: NewMessage,
+    ask: BudgetAsk,
+    history_room: u64,
+) -> QueryResult<Result<Opened<'_>, Refusal>> {
+    let stale = ask.now
+        - chrono::Duration::from_std(claim.stale_after).unwrap_or(chrono::Duration::minutes(10));
+    let (user_id, turn_id, process_id) = (claim.user_id, claim.turn_id, claim.process_id);
+    let conversation_id = user_message.conversation_id;
+    let mut tx = Pipelined::open(conn);
+
+    let account_read = access(tx.conn(), user_id);
+    // Sent in this order: the earlier messages need their conversation.
+    let (claimed, history) = match &claim.new_conversation {
+        None => (
+            claim_conversation(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                turn_id,
+                stale,
+                process_id,
+                crate::llm::title::provisional_with_files(
+                    &user_message.content,
+                    attached_paths(user_message.attachments.as_ref()),
+                ),
+            ),
+            message::list_recent(tx.conn(), conversation_id, history_room),
+        ),
+        // Inserted with the COMMIT, in `reserve`.
+        Some(new) => (
+            futures_util::future::ready(Ok(Some(created(conversation_id, user_id, new, ask.now))))
+                .boxed(),
+            futures_util::future::ready(Ok(Vec::new())).boxed(),
+        ),
+    };
+    let custom = custom_tool::list(tx.conn());
+    let key_state = match claim.api_key {
+        Some(id) => crate::db::models::api_key::state(tx.conn(), id),
+        None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
+    };
+    // Reserved before the call's size is known, fitted in `reserve` ([`budget_early`]): the
+    // call then waits for one round trip, not two.
+    let early = budget_early::reserve_early(
+        tx.conn(),
+        &EarlyAsk {
+            user_id,
+            big: i64::MAX,
+            small: ask.min_output,
+            now: ask.now,
+            hold_ttl: ask.hold_ttl,
+            process_id,
+        },
+    );
+    let reads = futures_util::future::try_join(
+        futures_util::future::try_join5(account_read, claimed, history, custom, key_state),
+        early,
+    );
+    let ((access, claimed, history, custom_tools, key_state), early) =
+        match tx.begin_with(reads).await {
+            Ok(read) => read,
+            Err(e) => return abort_with(tx, Err(e)).await,
+        };
+    let Some(access) = access else {
+        return abort_with(tx, Ok(Err(Refusal::Rejected(Rejection::NoAccount)))).await;
+    };
+    let account = access.account();
+    let admitted = match (claim.api_key, key_state) {
+        (Some(_), KeyState::Gone) => Err(Rejection::KeyRevoked),
+        (Some(_), KeyState::Expired) => Err(Rejection::KeyExpired),
+        (Some(_), KeyState::Valid) => account.admits(access.token_version),
+        (None, _) => account.admits(claim.token_version),
+    };
+    if let Err(r) = admitted {
+        return abort_with(tx, Ok(Err(Refusal::Rejected(r)))).await;
+    }
+    let Some(conversation) = claimed else {
+        let owned =
+            crate::db::models::conversation::find_owned(tx.conn(), conversation_id, user_id).await;
+        let found = owned.map(|c| {
+            Err(if c.is_some() {
+                Refusal::Busy
+            } else {
+                Refusal::NotFound
+            })
+        });
+        return abort_with(tx, found).await;
+    };
+    let limit = access.limit();
+    Ok(Ok(Opened {
+        conversation,
+        history,
+        role: access.role_now(),
+        custom_tools,
+        limit,
+        account,
+        tx,
+        early,
+        user_message,
+        ask,
+        claim,
+    }))
+}
+
+impl Opened<'_> {
+    /// Reserves budget for a first call of `input_estimate` tokens in, stores the user
+    /// message, and leaves the COMMIT to [`Started::committing`]; nothing is kept when the
+    /// budget refuses.
+    pub async fn reserve(self, input_estimate: i64) -> QueryResult<Result<Started, Refusal>> {
+        let Opened {
+            conversation,
+            history: _,
+            role,
+            custom_tools,
+            mut tx,
+            account,
+            limit,
+            early,
+            user_message,
+            ask,
+            claim,
+        } = self;
+        let (user_id, turn_id, process_id) = (claim.user_id, claim.turn_id, claim.process_id);
+        let conversation_id = user_message.conversation_id;
+        let reserve_ask = ReserveAsk {
+            user_id,
+            limit,
+            want: input_estimate + ask.max_output,
+            need: input_estimate + ask.min_output,
+            now: ask.now,
+            hold_ttl: ask.hold_ttl,
+            process_id,
+        };
+        // A new conversation and its earlier messages go first: the user message needs them.
+        let create = match &claim.new_conversation {
+            Some(new) => create_claimed(
+                tx.conn(),
+                conversation_id,
+                user_id,
+                new,
+                turn_id,
+                process_id,
+            ),
+            None => ready_ok(),
+        };
+        let insert = futures_util::future::try_join(
+            create,
+            message::insert_many(tx.conn(), std::slice::from_ref(&user_message)),
+        )
+        .map(|r| r.map(drop))
+        .boxed();
+        let insert = match &claim.idempotency {
+            None => insert,
+            Some(key) => {
+                let recorded = crate::db::models::idempotency::record(
+                    tx.conn(),
+                    user_id,
+                    key,
+                    conversation_id,
+                    turn_id,
+                    user_message.id,
+                );
+                futures_util::future::try_join(insert, recorded)
+                    .map(|r| r.map(drop))
+                    .boxed()
+            }
+        };
+        let (hold, committing) = match early {
+            _ if reserve_ask.limit.tokens.is_none() => (
+                budget::unlimited_hold(&reserve_ask),
+                tx.commit_later(insert),
+            ),
+            // Enough was left: keep what the exact reservation would have granted.
+            Some(early) if early.amount >= reserve_ask.need => {
+                let amount = early.amount.min(reserve_ask.want);
+                let fit = budget_early::resize(tx.conn(), early, user_id, amount);
+                let hold = budget_early::fitted(early, user_id, limit, ask.now, amount);
+                let store = futures_util::future::try_join(insert, fit).map(|r| r.map(drop));
+                (hold, tx.commit_later(store.boxed()))
+            }
+            // Too little left for this call (or no period row yet): reserve exactly, as a
+            // second round trip, after giving back what the early reservation took.
+            early => {
+                let give_back = match early {
+                    Some(e) => budget_early::resize(tx.conn(), e, user_id, 0),
+                    None => ready_ok(),
+                };
+                let store = futures_util::future::try_join3(
+                    give_back,
+                    budget::try_reserve(tx.conn(), &reserve_ask),
+                    insert,
+                )
+                .map(|r| r.map(|((), first, ())| (first, ())));
+                let first = match store.await {
+                    Ok((first, ())) => first,
+                    Err(e) => return abort_with(tx, Err(e)).await,
+                };
+                // The rollback undoes the claim and the user message if the budget refuses.
+                match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
+                    Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
+                    Ok(refused) => return abort_with(tx, Ok(Err(Refusal::Budget(refused)))).await,
+                    Err(e) => return abort_with(tx, Err(e)).await,
+                }
+            }
+        };
+        Ok(Ok(Started {
+            conversation,
+            account,
+            input_estimate,
+            role,
+            custom_tools,
+            hold,
+            committing,
+        }))
+    }
+}

@@ -1,0 +1,138 @@
+//! The database side of an agent turn: one transaction before the model is called (claim the
+//! conversation, read its history and the user's role, reserve budget for the first model
+//! call, store the user message: [`open`] then [`Opened::reserve`]), one per tool step (store the step,
+//! settle and reserve, read the role again: [`step`]) and one after the turn
+//! (settle the last reservation, store what the turn produced and its usage, release the
+//! claim: [`release`]). The role is read in the first round trip of each
+//! ([`access`]), so no step reads it on a pooled connection of its
+//! own. This file holds the types they share.
+//!
+//! Statements that do not depend on each other are pipelined: sent together and answered
+//! together, and BEGIN and COMMIT travel with them ([`crate::db::pipelined`]). Before the
+//! first token that is one round trip with every read and the claim, one with the reservation
+//! and the user message, and a COMMIT that overlaps the model call's opening; after the turn
+//! it is a single round trip. That holds because every statement here has fixed text and is
+//! prepared once per connection ([`crate::db::prepared`]): a statement diesel re-prepares
+//! costs a round trip of its own.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::QueryResult;
+use futures_util::future::{BoxFuture, FutureExt};
+use uuid::Uuid;
+
+use crate::db::models::budget::{Hold, Reserve};
+use crate::db::models::conversation::Conversation;
+use crate::db::models::custom_tool::CustomToolRow;
+use crate::db::models::message::NewMessage;
+use crate::db::models::user::{AuthState, Rejection};
+use crate::db::pipelined::{Committing, Pipelined};
+
+mod access;
+mod begin;
+pub mod end;
+pub mod release;
+mod step;
+
+pub use self::access::RoleNow;
+pub use self::begin::{open, Opened};
+pub use self::release::{
+    abandon, active_turn, finish, is_active, is_claim_lost, release_with, Finish,
+};
+pub use self::step::{next_call, NextCall, Step};
+
+/// Who starts a turn where.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub user_id: Uuid,
+    /// The token version the request was signed with; the account is checked in the
+    /// transaction's first round trip.
+    pub token_version: i32,
+    pub turn_id: Uuid,
+    /// A claim older than this belongs to a dead process and may be taken over.
+    pub stale_after: Duration,
+    /// The server process running the turn (see [`crate::cluster::liveness`]).
+    pub process_id: Uuid,
+    /// The request's `Idempotency-Key`, recorded with the user message.
+    pub idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+    /// A conversation the turn creates instead of claiming an existing one.
+    pub new_conversation: Option<NewConversation>,
+    /// The API key a `/v1` caller used: it must still exist (not revoked) and be unexpired,
+    /// and the account is checked as it is now rather than against `token_version`.
+    pub api_key: Option<Uuid>,
+}
+
+/// A conversation created by its first turn (a call of the OpenAI-compatible API): inserted
+/// already claimed, with the call's earlier messages, in the transaction's first round trip,
+/// so the call costs the commits of a plain turn and a refused one leaves nothing behind.
+/// Its id is the user message's `conversation_id`.
+#[derive(Debug, Clone)]
+pub struct NewConversation {
+    pub title: String,
+    pub model: Option<String>,
+    /// Stored before the turn's new message, in order (their `conversation_id` is the new
+    /// conversation's). The model input is built from the call, so nothing is read back.
+    pub history: Vec<NewMessage>,
+}
+
+/// Budget wanted for the first model call.
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetAsk {
+    /// Output cap the model would get with room to spare.
+    pub max_output: i64,
+    /// Smallest output worth calling the model for.
+    pub min_output: i64,
+    pub now: DateTime<Utc>,
+    pub hold_ttl: Duration,
+}
+
+/// A turn whose start is decided: everything is written but the COMMIT (and, with an
+/// unlimited budget, the user message) is still to be sent. Nothing may reach the user before
+/// [`Started::committing`] has succeeded; the model call may already be on its way.
+pub struct Started {
+    pub conversation: Conversation,
+    /// The account as it is now (name and role).
+    pub account: AuthState,
+    /// Estimated input tokens of the first call.
+    pub input_estimate: i64,
+    /// The user's role right now: its tools and approval policy.
+    pub role: RoleNow,
+    /// Admin-defined tools as they are now.
+    pub custom_tools: Vec<CustomToolRow>,
+    pub hold: Hold,
+    /// The rest of the transaction; its connection is unusable until this is waited for.
+    pub committing: Committing,
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Started")
+            .field("conversation", &self.conversation.id)
+            .field("hold", &self.hold)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a turn did not start; nothing was stored.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Not the caller's conversation, or no such conversation.
+    NotFound,
+    /// Another turn is running in this conversation.
+    Busy,
+    /// The budget does not cover the first call.
+    Budget(Reserve),
+    /// The token no longer admits its bearer.
+    Rejected(Rejection),
+}
+
+pub(super) fn ready_ok() -> BoxFuture<'static, QueryResult<()>> {
+    futures_util::future::ready(Ok(())).boxed()
+}
+
+/// Rolls the transaction back and answers `outcome`, or the rollback's error.
+pub(super) async fn abort_with<T>(tx: Pipelined<'_>, outcome: QueryResult<T>) -> QueryResult<T> {
+    let rolled_back = tx.abort().await;
+    outcome.and_then(|v| rolled_back.map(|()| v))
+}

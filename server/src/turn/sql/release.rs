@@ -1,0 +1,153 @@
+//! The end of a turn on the database side: storing it, or releasing its claim when it
+//! cannot be stored (or panicked), and whether a conversation has a turn running.
+
+use diesel::prelude::*;
+use diesel::sql_types::Uuid as SqlUuid;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures_util::future::{BoxFuture, FutureExt};
+use uuid::Uuid;
+
+use crate::db::models::audit::{self, NewAudit};
+use crate::db::models::budget::{self, Hold};
+use crate::db::models::message::{self, NewMessage};
+use crate::db::models::usage::{self, NewUsage};
+use crate::db::pipelined::Pipelined;
+use crate::db::prepared::sql;
+
+/// The end of a turn, stored by [`finish`].
+pub struct Finish {
+    pub conversation_id: Uuid,
+    pub turn_id: Uuid,
+    pub rows: Vec<NewMessage>,
+    pub usage_rows: Vec<NewUsage>,
+    pub audit_rows: Vec<NewAudit>,
+    pub settle: Option<(Hold, i64)>,
+    /// The turn's final event, for clients re-attaching after the end.
+    pub end: serde_json::Value,
+}
+
+/// Settles the last hold, stores what the turn produced, its usage and its final event, and
+/// releases the claim, in one commit and one round trip.
+pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> {
+    let mut tx = Pipelined::open(conn);
+    let c = tx.conn();
+    // The conversation row is locked before the budget row, as in `begin`: two transactions
+    // taking them in opposite orders could deadlock. A turn that no longer holds its claim
+    // (it was ended as interrupted while this process could not reach the database) stores
+    // nothing: the release fails the transaction ([`is_claim_lost`]).
+    let released = release_own(c, f.conversation_id, f.turn_id);
+    let settled = match &f.settle {
+        Some((hold, actual)) => budget::settle(c, hold, *actual),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let work = futures_util::future::try_join5(
+        released,
+        settled,
+        message::insert_many(c, &f.rows),
+        usage::insert_many(c, &f.usage_rows),
+        futures_util::future::try_join(
+            audit::insert_many(c, &f.audit_rows),
+            crate::turn::sql::end::record(c, f.conversation_id, f.turn_id, f.end),
+        ),
+    );
+    tx.run(work).await.map(|_| ())
+}
+
+#[derive(QueryableByName)]
+struct One {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    #[allow(dead_code)]
+    n: i64,
+}
+
+/// Releases the claim of `turn_id`, failing the transaction (division by zero) when the
+/// conversation is not claimed by it.
+fn release_own(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+) -> BoxFuture<'static, QueryResult<usize>> {
+    sql("WITH r AS (UPDATE conversations \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                updated_at = now() \
+          WHERE id = $1 AND active_turn_id = $2 RETURNING 1) \
+         SELECT (1 / count(*))::BIGINT AS n FROM r")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .get_result::<One>(conn)
+    .map(|r| r.map(|_| 1))
+    .boxed()
+}
+
+/// Whether [`finish`] failed because the turn no longer holds its conversation.
+pub fn is_claim_lost(e: &diesel::result::Error) -> bool {
+    matches!(e, diesel::result::Error::DatabaseError(_, info) if info.message().contains("division by zero"))
+}
+
+/// Releases the claim of a turn that could not be stored, charging its last hold what the
+/// model used (and recording that usage: the ledger matches the budget) and recording the
+/// error its client was given as its end.
+pub async fn release_with(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+    settle: Option<(Hold, i64)>,
+    usage_rows: &[NewUsage],
+    end: serde_json::Value,
+) -> QueryResult<()> {
+    let mut tx = Pipelined::open(conn);
+    let released = release(tx.conn(), conversation_id, turn_id);
+    let settled = match &settle {
+        Some((h, actual)) => budget::settle(tx.conn(), h, *actual),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let recorded = usage::insert_many(tx.conn(), usage_rows);
+    let ended = crate::turn::sql::end::record(tx.conn(), conversation_id, turn_id, end);
+    tx.run(futures_util::future::try_join4(
+        released, settled, recorded, ended,
+    ))
+    .await
+    .map(|_| ())
+}
+
+/// Releases the claim of `turn_id` (after a panic, with its hold released uncharged).
+pub async fn abandon(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+    hold: Option<Hold>,
+) -> QueryResult<()> {
+    let mut tx = Pipelined::open(conn);
+    // Conversation row first, then the budget row, as everywhere.
+    let released = release(tx.conn(), conversation_id, turn_id);
+    let settled = match &hold {
+        Some(h) => budget::settle(tx.conn(), h, 0),
+        None => futures_util::future::ready(Ok(0)).boxed(),
+    };
+    let work = futures_util::future::try_join(released, settled);
+    tx.run(work).await.map(|_| ())
+}
+
+fn release(
+    conn: &mut AsyncPgConnection,
+    conversation_id: Uuid,
+    turn_id: Uuid,
+) -> BoxFuture<'static, QueryResult<usize>> {
+    sql("UPDATE conversations \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                updated_at = now() \
+          WHERE id = $1 AND active_turn_id = $2")
+    .bind::<SqlUuid, _>(conversation_id)
+    .bind::<SqlUuid, _>(turn_id)
+    .execute(conn)
+    .boxed()
+}
+
+pub use crate::db::models::conversation::active_turn;
+
+/// Whether a turn is running in the conversation (on any replica).
+pub async fn is_active(conn: &mut AsyncPgConnection, conversation_id: Uuid) -> QueryResult<bool> {
+    active_turn(conn, conversation_id)
+        .await
+        .map(|t| t.is_some())
+}

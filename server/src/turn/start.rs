@@ -1,0 +1,292 @@
+//! Starting a turn: the message is checked, and one transaction claims the conversation,
+//! reserves the first model call's budget, stores the user message and reads what the model
+//! input is built from. Its COMMIT goes out with the first model call.
+
+use uuid::Uuid;
+
+use crate::budget;
+use crate::db::models::budget::Reserve;
+use crate::db::models::custom_tool::CustomToolRow;
+use crate::tools::Registry;
+
+use super::attachments;
+use super::context;
+use super::engine::{PreparedTurn, TurnEngine};
+use super::error::{BudgetShortfall, TurnError};
+use super::sql as turn_db;
+use super::store;
+use crate::auth::SignedToken;
+use crate::db::models::message::NewMessage;
+use crate::domain::MessageRole;
+
+/// A turn's first model input and the tools it may use, as a turn's start builds them.
+pub(crate) type Built = (Vec<crate::llm::ChatMessage>, Registry);
+
+/// What a turn's start records beside its new message.
+#[derive(Debug, Default)]
+pub(crate) struct Origin {
+    /// The request's `Idempotency-Key`.
+    pub idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+    /// The conversation the turn creates (a `/v1` call) rather than claims.
+    pub new_conversation: Option<turn_db::NewConversation>,
+    /// The API key of a `/v1` caller, re-checked in the turn's first round trip.
+    pub api_key: Option<Uuid>,
+}
+
+/// Longest accepted user message, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 32_000;
+
+impl TurnEngine {
+    /// Validates the message and prepares the start of the turn as one transaction: the
+    /// account is checked against the token (401), the conversation claimed (409 if a turn
+    /// already runs), the first model call's budget reserved (429 if it cannot be), the user
+    /// message stored, the history and the user's allowed tools read. Its COMMIT goes out with
+    /// the first model call ([`PreparedTurn::start`]). `attachments` (checked by
+    /// [`attachments::resolve`]) are stored with the message and named to the model.
+    pub(super) async fn prepare(
+        &self,
+        token: SignedToken,
+        conversation_id: Uuid,
+        content: &str,
+        attachments: &[attachments::Attachment],
+        idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
+    ) -> Result<PreparedTurn, TurnError> {
+        // Files alone are a message too ("what is in this?" goes without saying).
+        let blank = content.trim().is_empty() && attachments.is_empty();
+        if blank || content.chars().count() > MAX_MESSAGE_CHARS {
+            return Err(TurnError::InvalidContent {
+                max_chars: MAX_MESSAGE_CHARS,
+            });
+        }
+        let mut user_message = NewMessage::complete(conversation_id, MessageRole::User, content);
+        user_message.attachments = attachments::to_row(attachments);
+        // What the model reads: the text, then the note naming the attached files.
+        let content = attachments::model_text(content, attachments);
+        let history_room = context::history_room(
+            &self.settings.system_prompt,
+            &content,
+            self.settings.context_window_tokens,
+            u64::from(self.settings.max_output_tokens),
+        );
+        let build = {
+            let agent = self.clone();
+            move |conversation: &crate::db::models::conversation::Conversation,
+                  history: &[crate::db::models::message::Message],
+                  allowed: &[String],
+                  custom: &[CustomToolRow]| {
+                let system = context::system_prompt(
+                    &agent.settings.system_prompt,
+                    conversation.system_prompt.as_deref(),
+                );
+                let input = context::assemble(
+                    &system,
+                    history,
+                    &content,
+                    agent.settings.context_window_tokens,
+                    u64::from(agent.settings.max_output_tokens),
+                );
+                let tools = agent.registry_with(custom);
+                let estimate = agent.estimate_input(&input, allowed, &tools);
+                ((input, tools), estimate)
+            }
+        };
+        self.prepare_turn(
+            token,
+            user_message,
+            Origin {
+                idempotency,
+                ..Default::default()
+            },
+            history_room,
+            build,
+            Vec::new(),
+        )
+        .await
+    }
+
+    /// Starts a turn whose new message (a user prompt, or a client's tool results) is
+    /// `new_message`; `build` makes the model input from the history that fits in
+    /// `history_room` and the user's tools. `client_tools` are offered next to ours and
+    /// handed back when called ([`api`]).
+    pub(crate) async fn prepare_turn<F>(
+        &self,
+        token: SignedToken,
+        new_message: NewMessage,
+        origin: Origin,
+        history_room: u64,
+        build: F,
+        client_tools: Vec<crate::llm::ToolSpec>,
+    ) -> Result<PreparedTurn, TurnError>
+    where
+        F: FnOnce(
+            &crate::db::models::conversation::Conversation,
+            &[crate::db::models::message::Message],
+            &[String],
+            &[CustomToolRow],
+        ) -> (Built, i64),
+    {
+        let conversation_id = new_message.conversation_id;
+        let user_message = new_message;
+        let user_message_id = user_message.id;
+        // A turn is named by the message that started it: any process finds it from its id.
+        let turn_id = user_message_id;
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let ask = turn_db::BudgetAsk {
+            max_output,
+            min_output: max_output.min(budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
+        };
+        let mut conn = self.pool.get_for_start(self.settings.turn_timeout).await?;
+        let opened = turn_db::open(
+            &mut conn,
+            turn_db::Claim {
+                user_id: token.user_id,
+                token_version: token.token_version,
+                turn_id,
+                stale_after: self.settings.turn_timeout + store::STORE_GRACE,
+                process_id: self.process_id,
+                idempotency: origin.idempotency,
+                new_conversation: origin.new_conversation,
+                api_key: origin.api_key,
+            },
+            user_message,
+            ask,
+            history_room,
+        )
+        .await?;
+        let started = match opened {
+            Ok(opened) => {
+                let (built, estimate) = build(
+                    &opened.conversation,
+                    &opened.history,
+                    &opened.role.tools,
+                    &opened.custom_tools,
+                );
+                opened
+                    .reserve(estimate)
+                    .await?
+                    .map(|started| (started, built))
+            }
+            Err(refusal) => Err(refusal),
+        };
+        let (started, (input, tools)) = match started {
+            Ok(started) => started,
+            Err(turn_db::Refusal::Rejected(r)) => return Err(r.into()),
+            Err(turn_db::Refusal::NotFound) => return Err(TurnError::NotFound("conversation")),
+            Err(turn_db::Refusal::Busy) => return Err(busy_error(&mut conn, conversation_id).await),
+            Err(turn_db::Refusal::Budget(refusal)) => {
+                self.metrics.budget_refusals.inc();
+                return Err(refusal_error(refusal));
+            }
+        };
+        let turn_db::Started {
+            conversation,
+            account,
+            input_estimate,
+            role,
+            hold,
+            committing,
+            ..
+        } = started;
+        let wants_title = conversation.title_auto;
+        let model = conversation
+            .model
+            .filter(|m| self.settings.models.contains(m))
+            .unwrap_or_else(|| self.settings.model.clone());
+        let max_tokens = clamp_output(hold.amount - input_estimate, max_output);
+        Ok(PreparedTurn {
+            turn_id,
+            user_id: token.user_id,
+            username: account.username,
+            conversation_id,
+            user_message_id,
+            model,
+            input,
+            role,
+            tools,
+            first_call: (hold, max_tokens),
+            start: Some(store::PendingStart::new(conn, committing, user_message_id)),
+            outstanding: Default::default(),
+            client_tools,
+            wants_title,
+        })
+    }
+
+    /// The built-in tools plus the tools of the MCP servers that are up plus the
+    /// admin-defined ones ([`tool_set`]).
+    pub(crate) fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
+        self.tool_set
+            .get(&self.tools, self.mcp.registry(), custom, &self.http)
+    }
+
+    /// Estimated input tokens of a call, with the safety margin.
+    pub(crate) fn estimate_input(
+        &self,
+        input: &[crate::llm::ChatMessage],
+        allowed: &[String],
+        tools: &Registry,
+    ) -> i64 {
+        budget::with_margin(Self::count_input(input, allowed, tools))
+    }
+
+    /// Our count of a call's input tokens: the messages and the offered tools' schemas (what
+    /// is charged when the provider reports no usage).
+    pub(crate) fn count_input(
+        input: &[crate::llm::ChatMessage],
+        allowed: &[String],
+        tools: &Registry,
+    ) -> u64 {
+        let messages: u64 = input.iter().map(context::cost).sum();
+        let tools: u64 = tools
+            .allowed_specs(allowed)
+            .map(|(s, schema_chars)| {
+                crate::llm::estimate_tokens_of_chars(schema_chars)
+                    + crate::llm::estimate_tokens(&s.description)
+            })
+            .sum();
+        messages + tools
+    }
+}
+
+/// A conversation that cannot take a message now: a reply is running, or one waits for
+/// approval (a new message would land between a call and its result).
+async fn busy_error(
+    conn: &mut diesel_async::AsyncPgConnection,
+    conversation_id: Uuid,
+) -> TurnError {
+    let waiting = crate::turn::approval::sql::blocks_conversation(conn, conversation_id)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "checking for waiting approvals failed");
+            false
+        });
+    if waiting {
+        TurnError::ApprovalPending
+    } else {
+        TurnError::Busy
+    }
+}
+
+/// The output cap a reservation leaves room for.
+pub(crate) fn clamp_output(room: i64, max_output: i64) -> u32 {
+    u32::try_from(room.clamp(1, max_output.max(1))).unwrap_or(u32::MAX)
+}
+
+/// A refused reservation: too little left, or held by other turns.
+pub(crate) fn refusal_error(refusal: Reserve) -> TurnError {
+    match refusal {
+        Reserve::Exhausted {
+            resets_at,
+            need,
+            left,
+            limit,
+        } => TurnError::BudgetExhausted(BudgetShortfall {
+            need,
+            left,
+            limit,
+            resets_at,
+        }),
+        _ => TurnError::BudgetInUse,
+    }
+}

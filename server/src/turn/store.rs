@@ -1,0 +1,325 @@
+//! Storing a turn: the start's commit, one commit per finished step (with the settlement of
+//! the last model call and the reservation of the next), the final commit, and the release of
+//! a turn that could not store.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::db;
+use crate::db::models::budget::{Hold, Reserve};
+use crate::db::models::message;
+use crate::db::pipelined::Committing;
+use crate::llm::ChatMessage;
+use crate::turn::ending::Ending;
+use crate::turn::engine::{PreparedTurn, TurnEngine};
+use crate::turn::events::TurnEvent;
+use crate::turn::record::TurnRecord;
+use crate::turn::sql as turn;
+
+/// How long one attempt at storing a finished turn may take, waiting for a connection
+/// included (a frozen database must not stall the retries).
+const STORE_ATTEMPT: Duration = Duration::from_secs(10);
+
+/// Storing a finished turn keeps trying until the turn's deadline, and at least this long
+/// after the turn ended (a turn stopped by its deadline still gets its chance).
+const MIN_STORE_WINDOW: Duration = Duration::from_secs(30);
+
+/// How long a turn may still be storing itself after its deadline ([`MIN_STORE_WINDOW`] and
+/// room to spare). A turn's claim on its conversation and its budget holds outlive the
+/// deadline by this much, so that nobody takes them over while the turn is still writing.
+pub const STORE_GRACE: Duration = Duration::from_secs(120);
+
+/// The uncommitted start of a turn and the connection it runs on. Dropped without a
+/// successful commit, it closes that connection at once: Postgres then rolls the start back
+/// and frees its row locks (the conversation, the budget period), where a connection parked in
+/// the pool would hold them until the pool next looked at it.
+pub struct PendingStart {
+    committing: Option<Committing>,
+    conn: Option<db::PooledConn>,
+    /// The user message the start stores, announced once it is committed.
+    message_id: Uuid,
+}
+
+impl PendingStart {
+    pub fn new(conn: db::PooledConn, committing: Committing, message_id: Uuid) -> Self {
+        Self {
+            committing: Some(committing),
+            conn: Some(conn),
+            message_id,
+        }
+    }
+
+    /// Commits the start (the connection goes back to the pool), then sends `turn_start`:
+    /// the client never hears of a message id that is not stored.
+    pub async fn commit(
+        mut self,
+        events: &crate::turn::turn_log::EventSink,
+    ) -> diesel::QueryResult<()> {
+        if let (Some(committing), Some(conn)) = (self.committing.take(), self.conn.as_mut()) {
+            committing.wait(conn).await?;
+            // Healthy again: back to the pool rather than closed by `drop`.
+            drop(self.conn.take());
+        }
+        let message_id = self.message_id;
+        let _ = events.send(TurnEvent::TurnStart { message_id }).await;
+        Ok(())
+    }
+}
+
+impl Drop for PendingStart {
+    fn drop(&mut self) {
+        // The statement futures go first: nothing may look at the connection while they live.
+        drop(self.committing.take());
+        if let Some(conn) = self.conn.take() {
+            drop(deadpool::managed::Object::take(conn));
+        }
+    }
+}
+
+impl TurnEngine {
+    /// Stores the finished step (the model message with its tool calls, their results, the
+    /// audit rows), settles the previous call and reserves the next one, in one commit.
+    /// `Ok(None)`: the budget is spent.
+    pub(super) async fn budget_for_next_call(
+        &self,
+        turn: &PreparedTurn,
+        messages: &[ChatMessage],
+        allowed: &[String],
+        record: &mut TurnRecord,
+    ) -> Result<Option<((Hold, u32), turn::RoleNow)>, Ending> {
+        let estimate = self.estimate_input(messages, allowed, &turn.tools);
+        let max_output = i64::from(self.settings.max_output_tokens);
+        let step = turn::Step {
+            settle: record.pending.clone(),
+            messages: record.messages.clone(),
+            usage: record.usage.clone(),
+            audit: record.audit.clone(),
+            want: estimate + max_output,
+            need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
+            now: (self.clock)(),
+            hold_ttl: self.hold_ttl(),
+            process_id: self.process_id,
+        };
+        let reserved = async {
+            // Patient, like the final store: tool turns of a burst queue for the pool here too.
+            let mut conn = db::conn_patiently(&self.pool, STORE_ATTEMPT)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn::next_call(&mut conn, turn.user_id, step)
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        .await;
+        let next = match reserved {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(error = %e, "storing a step failed");
+                return Err(unavailable());
+            }
+        };
+        // Committed: the step, the settlement and the audit rows are stored, whatever the
+        // reservation. Followers now find the step in Postgres; memory lets it go.
+        record.pending = None;
+        record.messages.clear();
+        record.usage.clear();
+        record.audit.clear();
+        if let Some(log) = self.turns.log_of(turn.turn_id) {
+            log.committed();
+            self.announce(&log);
+        }
+        match next.reserve {
+            Ok(Reserve::Granted(hold)) => {
+                let cap = crate::turn::start::clamp_output(hold.amount - estimate, max_output);
+                Ok(Some(((hold, cap), next.role)))
+            }
+            Ok(_) => {
+                self.metrics.budget_refusals.inc();
+                Ok(None)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reserving budget failed after the step was stored");
+                Err(unavailable())
+            }
+        }
+    }
+
+    /// Stores the rest of the turn (messages, usage, the last settlement, its final event
+    /// `end`) and releases the conversation, retrying until `deadline` (at least
+    /// [`MIN_STORE_WINDOW`] from now): `done` means stored. False when it could not be
+    /// stored; the claim and the hold are then released in the background as soon as the
+    /// database answers again.
+    pub(super) async fn persist(
+        &self,
+        turn: &PreparedTurn,
+        mut record: TurnRecord,
+        deadline: Instant,
+        end: &TurnEvent,
+    ) -> bool {
+        let end = serde_json::to_value(end).unwrap_or(serde_json::Value::Null);
+        let until = deadline.max(Instant::now() + MIN_STORE_WINDOW);
+        let mut attempt = 0u32;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let result = tokio::time::timeout(left.min(STORE_ATTEMPT), async {
+                let mut conn = db::conn_patiently(&self.pool, left.min(STORE_ATTEMPT))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("no database connection: {e}"))?;
+                let stored = turn::finish(
+                    &mut conn,
+                    turn::Finish {
+                        conversation_id: turn.conversation_id,
+                        turn_id: turn.turn_id,
+                        rows: record.messages.clone(),
+                        usage_rows: record.usage.clone(),
+                        audit_rows: record.audit.clone(),
+                        settle: record.pending.clone(),
+                        end: end.clone(),
+                    },
+                )
+                .await;
+                match &stored {
+                    Err(diesel::result::Error::DatabaseError(
+                        diesel::result::DatabaseErrorKind::UniqueViolation,
+                        _,
+                    )) => {
+                        // An earlier commit whose answer was lost did store some of these rows.
+                        drop_stored(&mut conn, &mut record).await?;
+                    }
+                    Err(e) if turn::is_claim_lost(e) => {
+                        // Either that earlier commit stored the turn, or the turn was ended
+                        // elsewhere (its process looked dead): nothing more may be written.
+                        let last = record.last_assistant.into_iter().collect::<Vec<_>>();
+                        let stored = message::existing(&mut conn, &last).await?;
+                        return Ok(Some(!stored.is_empty() || last.is_empty()));
+                    }
+                    _ => {}
+                }
+                stored.map(|()| None).map_err(anyhow::Error::from)
+            })
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("storing took too long")));
+            match result {
+                Ok(settled) => {
+                    if let Ok(mut o) = turn.outstanding.lock() {
+                        *o = None;
+                    }
+                    if settled == Some(false) {
+                        tracing::warn!(conversation = %turn.conversation_id,
+                            "the turn was ended elsewhere while it could not be stored");
+                    }
+                    return settled.unwrap_or(true);
+                }
+                Err(e) => {
+                    tracing::error!(attempt, error = %e, conversation = %turn.conversation_id,
+                        "storing the turn failed; retrying");
+                }
+            }
+            let pause = Duration::from_millis(200u64 << attempt.min(3));
+            if Instant::now() + pause >= until {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            attempt += 1;
+        }
+        tracing::error!(conversation = %turn.conversation_id,
+            "the turn could not be stored before its deadline; releasing it");
+        self.release_later(
+            turn.turn_id,
+            turn.conversation_id,
+            record.pending,
+            record.usage,
+        );
+        false
+    }
+
+    /// Keeps trying to release a turn that could not be stored (its claim, and its hold
+    /// charged what the model used) until the claim would expire anyway.
+    fn release_later(
+        &self,
+        turn_id: Uuid,
+        conversation_id: Uuid,
+        hold: Option<(Hold, i64)>,
+        usage: Vec<crate::db::models::usage::NewUsage>,
+    ) {
+        let agent = self.clone();
+        tokio::spawn(async move {
+            let until = Instant::now() + STORE_GRACE;
+            while Instant::now() < until {
+                let done = tokio::time::timeout(STORE_ATTEMPT, async {
+                    let mut conn = db::conn(&agent.pool).await.ok()?;
+                    let end =
+                        serde_json::to_value(crate::turn::ending::unsaved()).unwrap_or_default();
+                    turn::release_with(
+                        &mut conn,
+                        conversation_id,
+                        turn_id,
+                        hold.clone(),
+                        &usage,
+                        end,
+                    )
+                    .await
+                    .ok()
+                })
+                .await;
+                if matches!(done, Ok(Some(()))) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+
+    /// Cleans up after a turn task panicked or its start went unconfirmed: releases its hold
+    /// and the conversation.
+    pub(crate) async fn abandon(
+        &self,
+        turn_id: Uuid,
+        conversation_id: Uuid,
+        outstanding: Option<Hold>,
+    ) {
+        let result = async {
+            let mut conn = db::conn(&self.pool)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            turn::abandon(&mut conn, conversation_id, turn_id, outstanding)
+                .await
+                .map_err(anyhow::Error::from)
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "releasing an unfinished turn failed; its claim and hold expire by themselves");
+        }
+    }
+}
+
+/// Removes from `record` the messages (and their usage and audit rows) an earlier commit
+/// stored after all.
+async fn drop_stored(
+    conn: &mut diesel_async::AsyncPgConnection,
+    record: &mut TurnRecord,
+) -> anyhow::Result<()> {
+    let ids: Vec<Uuid> = record.messages.iter().map(|m| m.id).collect();
+    let stored: HashSet<Uuid> = message::existing(conn, &ids).await?.into_iter().collect();
+    let calls: HashSet<String> = record
+        .messages
+        .iter()
+        .filter(|m| stored.contains(&m.id))
+        .filter_map(|m| m.tool_call_id.clone())
+        .collect();
+    record.messages.retain(|m| !stored.contains(&m.id));
+    record
+        .usage
+        .retain(|u| !u.message_id.is_some_and(|id| stored.contains(&id)));
+    record.audit.retain(|a| !calls.contains(&a.tool_call_id));
+    Ok(())
+}
+
+/// The turn stops because the database failed it.
+pub(super) fn unavailable() -> Ending {
+    Ending::Failed {
+        code: "unavailable".into(),
+        message: "the database is unavailable; the turn was stopped".into(),
+    }
+}

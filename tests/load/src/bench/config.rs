@@ -1,0 +1,187 @@
+//! The `run` command line: every option with its default (smoke or full) and its bounds.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    pub smoke: bool,
+    pub out_dir: PathBuf,
+    pub server_bin: PathBuf,
+    pub results_md: Option<PathBuf>,
+    pub users: usize,
+    pub levels: Vec<usize>,
+    pub step_secs: f64,
+    pub open_secs: f64,
+    /// Fixed open-model rate instead of half of saturation (same-rate before/after runs).
+    pub open_rate: Option<f64>,
+    pub streams: Vec<usize>,
+    pub stream_cycles: usize,
+    pub p99_bound_ms: f64,
+    pub ttft_ms: u64,
+    pub deltas: u32,
+    pub gap_ms: u64,
+    pub stats_wait_secs: u64,
+    pub direct_rate: f64,
+    /// Earlier messages (1 KiB each) every conversation starts with: long conversations.
+    pub history: usize,
+    pub pg_host: String,
+    pub pg_port: String,
+    pub command: String,
+    /// `--scenarios` keys ([`crate::scenarios::SCENARIOS`]); empty: all.
+    pub scenarios: Vec<String>,
+    /// Turn starts fired at one instant in the burst phase (0: no burst).
+    pub burst: usize,
+    /// `--soak S`: instead of the benchmark, `soak_streams` streams for S seconds.
+    pub soak_secs: Option<u64>,
+    pub soak_streams: usize,
+    /// `--soak-rotate N`: a soak worker moves to a new conversation every N turns (0: never).
+    pub soak_rotate: u64,
+    /// `--held N`: instead of the benchmark, hold N streams open at once with the server's
+    /// demo model in slow mode (no upstream socket per stream; see `held.rs`).
+    pub held: usize,
+    pub held_rate: f64,
+    /// `--demo-delay-ms`: the demo model's wait before each word in the held run.
+    pub demo_delay_ms: u64,
+}
+
+fn list(v: &str) -> anyhow::Result<Vec<usize>> {
+    v.split(',')
+        .map(|x| x.trim().parse::<usize>().context("bad list"))
+        .collect()
+}
+
+impl Config {
+    pub fn from_args(args: &[String]) -> anyhow::Result<Self> {
+        let smoke = args.iter().any(|a| a == "--smoke");
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let root = here.join("../..");
+        let server_bin = std::env::var_os("AGENTCHAT_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let rel = root.join("target/release/agentchat");
+                if rel.exists() {
+                    rel
+                } else {
+                    root.join("target/debug/agentchat")
+                }
+            });
+        let mut c = Config {
+            smoke,
+            out_dir: here.join(if smoke { "out/smoke" } else { "out/full" }),
+            server_bin,
+            results_md: None,
+            users: if smoke { 3 } else { 20 },
+            levels: if smoke {
+                vec![4]
+            } else {
+                vec![8, 32, 48, 64, 96, 128, 256]
+            },
+            step_secs: if smoke { 2.0 } else { 8.0 },
+            open_secs: if smoke { 2.0 } else { 10.0 },
+            open_rate: None,
+            streams: if smoke {
+                vec![20, 50]
+            } else {
+                vec![1000, 5000]
+            },
+            stream_cycles: if smoke { 1 } else { 2 },
+            p99_bound_ms: 100.0,
+            ttft_ms: 20,
+            deltas: 20,
+            gap_ms: 5,
+            stats_wait_secs: if smoke { 0 } else { 11 },
+            direct_rate: if smoke { 10.0 } else { 20.0 },
+            history: 0,
+            pg_host: "127.0.0.1".into(),
+            pg_port: "5432".into(),
+            command: String::new(),
+            scenarios: Vec::new(),
+            burst: if smoke { 200 } else { 10_000 },
+            soak_secs: None,
+            soak_streams: 200,
+            soak_rotate: 10,
+            held: 0,
+            held_rate: 500.0,
+            demo_delay_ms: 2000,
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut val = || it.next().cloned().context(format!("{a} needs a value"));
+            match a.as_str() {
+                "--smoke" => {}
+                "--out" => c.out_dir = val()?.into(),
+                "--server-bin" => c.server_bin = val()?.into(),
+                "--results-md" => c.results_md = Some(val()?.into()),
+                "--users" => c.users = val()?.parse()?,
+                "--levels" => c.levels = list(&val()?)?,
+                "--step-secs" => c.step_secs = val()?.parse()?,
+                "--open-secs" => c.open_secs = val()?.parse()?,
+                "--open-rate" => c.open_rate = Some(val()?.parse()?),
+                "--streams" => c.streams = list(&val()?)?,
+                "--stream-cycles" => c.stream_cycles = val()?.parse()?,
+                "--p99-bound-ms" => c.p99_bound_ms = val()?.parse()?,
+                "--ttft-ms" => c.ttft_ms = val()?.parse()?,
+                "--deltas" => c.deltas = val()?.parse()?,
+                "--gap-ms" => c.gap_ms = val()?.parse()?,
+                "--stats-wait-secs" => c.stats_wait_secs = val()?.parse()?,
+                "--direct-rate" => c.direct_rate = val()?.parse()?,
+                "--history" => c.history = val()?.parse()?,
+                "--command" => c.command = val()?,
+                "--scenarios" => {
+                    c.scenarios = val()?.split(',').map(|k| k.trim().to_owned()).collect()
+                }
+                "--burst" => c.burst = val()?.parse()?,
+                "--soak" => c.soak_secs = Some(val()?.parse()?),
+                "--soak-streams" => c.soak_streams = val()?.parse()?,
+                "--soak-rotate" => c.soak_rotate = val()?.parse()?,
+                "--held" => c.held = val()?.parse()?,
+                "--held-rate" => c.held_rate = val()?.parse()?,
+                "--demo-delay-ms" => c.demo_delay_ms = val()?.parse()?,
+                other => bail!("unknown option {other}"),
+            }
+        }
+        c.users = c.users.clamp(1, 1000);
+        c.streams.sort_unstable();
+        anyhow::ensure!(
+            c.streams.iter().all(|n| *n <= 20_000),
+            "at most 20000 open streams"
+        );
+        anyhow::ensure!(
+            c.levels.iter().all(|n| *n >= 1 && *n <= 2000),
+            "levels must be 1..=2000"
+        );
+        anyhow::ensure!(
+            c.step_secs <= 600.0 && c.open_secs <= 600.0,
+            "phases are at most 600 s"
+        );
+        c.stream_cycles = c.stream_cycles.clamp(1, 5);
+        anyhow::ensure!(c.history <= 10_000, "at most 10000 history messages");
+        crate::scenarios::select(&c.scenarios)?;
+        anyhow::ensure!(c.burst <= 20_000, "at most 20000 starts in a burst");
+        anyhow::ensure!(
+            c.soak_secs.is_none_or(|s| (1..=86_400).contains(&s)),
+            "a soak lasts 1 s to a day"
+        );
+        anyhow::ensure!(
+            (1..=5000).contains(&c.soak_streams),
+            "--soak-streams must be 1..=5000"
+        );
+        anyhow::ensure!(c.held <= 20_000, "at most 20000 held streams");
+        anyhow::ensure!(
+            (1.0..=10_000.0).contains(&c.held_rate),
+            "--held-rate must be 1..=10000 starts/s"
+        );
+        anyhow::ensure!(
+            (1..=5000).contains(&c.demo_delay_ms),
+            "--demo-delay-ms must be 1..=5000 (the server's range)"
+        );
+        anyhow::ensure!(
+            c.held == 0 || c.soak_secs.is_none(),
+            "--held and --soak are separate runs"
+        );
+        Ok(c)
+    }
+}

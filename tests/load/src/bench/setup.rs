@@ -1,0 +1,247 @@
+//! Setup: the fake upstream, the kit's MCP server and the AgentChat server (on a fresh
+//! database) started and waited for, and their teardown (`Procs` kills them and drops the
+//! database on drop, whatever happens).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use tokio::time::Instant;
+
+use super::{log, Config};
+use crate::client::{self, Api};
+use crate::sys;
+
+/// Child processes and the database, torn down on drop whatever happens.
+pub(super) struct Procs {
+    fake: Option<Child>,
+    mcp: Option<Child>,
+    server: Option<Child>,
+    db: String,
+    pg_host: String,
+    pg_port: String,
+    db_created: bool,
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in [self.server.take(), self.fake.take(), self.mcp.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut c = c;
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if self.db_created {
+            let r = sys::psql(
+                &self.pg_host,
+                &self.pg_port,
+                &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db),
+            );
+            if let Err(e) = r {
+                eprintln!("warning: could not drop {}: {e:#}", self.db);
+            }
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn rand_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:x}", nanos & 0xffff_ffff, std::process::id())
+}
+
+/// Starts `agentchat-load <sub>` (a loopback helper that prints `LISTENING <port>`).
+async fn spawn_helper(sub: &str) -> anyhow::Result<(Child, u16)> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(&exe)
+        .arg(sub)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {sub}"))?;
+    let stdout = child.stdout.take().context("helper stdout")?;
+    let what = sub.to_owned();
+    let port = tokio::task::spawn_blocking(move || -> anyhow::Result<u16> {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        line.trim()
+            .strip_prefix("LISTENING ")
+            .with_context(|| format!("{what} did not start"))?
+            .parse()
+            .context("port")
+    })
+    .await??;
+    Ok((child, port))
+}
+
+/// Waits (bounded) until the server has a session with the kit's MCP server.
+pub(super) async fn wait_mcp_connected(api: &Api, admin: &str) -> anyhow::Result<()> {
+    let by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = api
+            .http
+            .get(format!("{}/api/admin/mcp-servers", api.base))
+            .bearer_auth(admin)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await?
+            .json::<serde_json::Value>()
+            .await?;
+        let state = v
+            .get("items")
+            .and_then(|i| i.as_array())
+            .and_then(|i| i.iter().find(|s| s["name"] == crate::mcp::SERVER_NAME))
+            .map(|s| s["status"]["state"].as_str().unwrap_or("").to_owned());
+        if state.as_deref() == Some("connected") {
+            return Ok(());
+        }
+        if Instant::now() > by {
+            bail!("the server did not connect to the kit's MCP server: {v}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What [`start`] leaves running, and how to reach it.
+pub(super) struct Started {
+    pub(super) procs: Procs,
+    pub(super) db: String,
+    pub(super) fake_pid: u32,
+    pub(super) fake_base: String,
+    pub(super) mcp_pid: u32,
+    pub(super) mcp_base: String,
+    pub(super) server_pid: u32,
+    pub(super) api: Api,
+}
+
+/// Starts the helpers and the server, and waits (bounded) until the server is ready.
+pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
+    let db = format!("agentchat_load_{}", rand_suffix());
+    let mut procs = Procs {
+        fake: None,
+        mcp: None,
+        server: None,
+        db: db.clone(),
+        pg_host: cfg.pg_host.clone(),
+        pg_port: cfg.pg_port.clone(),
+        db_created: false,
+    };
+
+    // Fake upstream and MCP server (own processes, so their CPU is not the generator's).
+    let (fake, fake_port) = spawn_helper("fake-upstream").await?;
+    let fake_pid = fake.id();
+    procs.fake = Some(fake);
+    let fake_base = format!("http://127.0.0.1:{fake_port}");
+    log(format!("fake upstream on {fake_base}"));
+    let (mcp_child, mcp_port) = spawn_helper("mcp-server").await?;
+    let mcp_pid = mcp_child.id();
+    procs.mcp = Some(mcp_child);
+    let mcp_base = format!("http://127.0.0.1:{mcp_port}");
+    let mcp_servers = serde_json::json!([{
+        "name": crate::mcp::SERVER_NAME,
+        "url": format!("{mcp_base}/agentchat/mcp"),
+        "timeout_ms": 10_000,
+    }]);
+    log(format!("MCP server on {mcp_base}"));
+
+    // The server, on a fresh database.
+    let port = free_port()?;
+    let base = format!("http://127.0.0.1:{port}");
+    let server_log = std::fs::File::create(cfg.out_dir.join("server.log"))?;
+    let server = Command::new(&cfg.server_bin)
+        .env(
+            "DATABASE_URL",
+            format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port),
+        )
+        .env("AGENTCHAT_BIND", format!("127.0.0.1:{port}"))
+        .env(
+            "AGENTCHAT_LLM_PROVIDER",
+            if cfg.held > 0 { "demo" } else { "openai" },
+        )
+        .env("AGENTCHAT_LLM_BASE_URL", format!("{fake_base}/v1"))
+        .env(
+            "AGENTCHAT_LLM_MODEL",
+            if cfg.held > 0 { "demo" } else { "fake" },
+        )
+        .env("AGENTCHAT_DEMO_DELAY_MS", cfg.demo_delay_ms.to_string())
+        // One model call per turn, as the kit counts them (no background title calls).
+        .env("AGENTCHAT_AUTO_TITLES", "false")
+        .env(
+            "AGENTCHAT_TURN_TIMEOUT_SECS",
+            client::TURN_DEADLINE.as_secs().to_string(),
+        )
+        .env("AGENTCHAT_ACCESS_TOKEN_TTL_SECS", "86400")
+        // The hold sweeper commits on every look (30 s by default), landing at random in the
+        // commit probe's windows; once a day keeps the counts to the turns' own.
+        .env("AGENTCHAT_HOLD_SWEEP_SECS", "86400")
+        .env("AGENTCHAT_REGISTRATION", "open")
+        .env("AGENTCHAT_MCP_SERVERS", mcp_servers.to_string())
+        .env("AGENTCHAT_WORKSPACE_DIR", cfg.out_dir.join("workspaces"))
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdout(server_log.try_clone()?)
+        .stderr(server_log)
+        .spawn()
+        .with_context(|| format!("starting {}", cfg.server_bin.display()))?;
+    let server_pid = server.id();
+    procs.server = Some(server);
+    procs.db_created = true; // the server creates it; drop it in any case
+    let http = client::http_client(20_000)?;
+    let api = Api {
+        http: http.clone(),
+        base: base.clone(),
+    };
+    let ready_by = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(s) = procs.server.as_mut() {
+            if let Ok(Some(status)) = s.try_wait() {
+                bail!(
+                    "the server exited during start ({status}); see {}",
+                    cfg.out_dir.join("server.log").display()
+                );
+            }
+        }
+        let ok = http
+            .get(format!("{base}/readyz"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ok {
+            break;
+        }
+        if Instant::now() > ready_by {
+            bail!(
+                "the server was not ready within 120 s; see {}",
+                cfg.out_dir.join("server.log").display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    log(format!(
+        "server pid {server_pid} ready on {base}, database {db}"
+    ));
+    Ok(Started {
+        procs,
+        db,
+        fake_pid,
+        fake_base,
+        mcp_pid,
+        mcp_base,
+        server_pid,
+        api,
+    })
+}
