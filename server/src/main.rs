@@ -157,8 +157,7 @@ async fn create_admin(settings: Settings, username: &str) -> anyhow::Result<()> 
         }
     };
     password::check_length(&password).map_err(anyhow::Error::msg)?;
-    agentchat::auth::session::check_username(username)
-        .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+    agentchat::auth::session::check_username(username)?;
     prepare_database(&settings).await?;
     let pool = db::build_pool(&settings.database)?;
     let hash = PasswordHasher::new(1)

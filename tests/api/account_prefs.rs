@@ -1,7 +1,6 @@
 //! Account preferences (theme, default model) that follow the user, and a conversation's own
 //! model and instructions (issue 22 item 7).
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use diesel_async::RunQueryDsl;
@@ -141,18 +140,12 @@ async fn preferences_follow_the_account_and_are_validated() {
 #[tokio::test]
 async fn a_conversation_model_and_instructions_are_used_after_the_server_prompt() {
     let fake = FakeUpstream::start().await;
-    let base = fake.base_url_openai();
-    let app = spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake-small".into();
-        s.llm.models = vec!["fake-small".into(), "fake-large".into()];
-        s.llm.max_retries = 0;
-        s.llm.system_prompt = "SERVER RULES: be safe.".into();
-    })
-    .await;
-    let me = app.signed_up("sam").await;
-    let intruder = app.signed_up("ivy").await;
+    let (app, [me, intruder]) = TestApp::builder()
+        .openai(&fake)
+        .models(&["fake-small", "fake-large"])
+        .settings(|s| s.llm.system_prompt = "SERVER RULES: be safe.".into())
+        .start_as(["sam", "ivy"])
+        .await;
     let conv = create(&app, &me.access, json!({})).await;
     let id = conv["id"].as_str().unwrap();
     assert_eq!(conv["system_prompt"], Value::Null);

@@ -4,25 +4,21 @@
 
 use std::time::{Duration, Instant};
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::json;
 
 /// One connection per pool shard and a short acquire timeout: a start that waited only as
 /// long as other requests do would fail long before a burst of a hundred is through.
-async fn small_pool_app(fake: &FakeUpstream, queue: usize) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake-model".into();
-        s.llm.models = vec!["fake-model".into()];
-        s.database.pool_size = 3;
-        s.database.acquire_timeout = Duration::from_millis(250);
-        s.database.turn_start_queue = queue;
-    })
-    .await
+fn small_pool_app(fake: &FakeUpstream, queue: usize) -> AppBuilder<'_> {
+    TestApp::builder()
+        .openai(fake)
+        .model("fake-model")
+        .settings(move |s| {
+            s.database.pool_size = 3;
+            s.database.acquire_timeout = Duration::from_millis(250);
+            s.database.turn_start_queue = queue;
+        })
 }
 
 /// What one start was answered: status, `Retry-After`, error code, whether the turn ended
@@ -78,8 +74,7 @@ pub(crate) async fn conversations(app: &TestApp, token: &str, n: usize) -> Vec<S
 async fn a_burst_of_starts_larger_than_the_pool_queues_instead_of_failing() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = small_pool_app(&fake, 10_000).await;
-    let s = app.signed_up("burst").await;
+    let (app, [s]) = small_pool_app(&fake, 10_000).start_as(["burst"]).await;
     let convs = conversations(&app, &s.access, 150).await;
     let answers = burst(&app, &s.access, &convs).await;
     let refused: Vec<_> = answers
@@ -101,8 +96,7 @@ async fn a_burst_of_starts_larger_than_the_pool_queues_instead_of_failing() {
 async fn past_the_queue_depth_a_start_is_refused_at_once_with_retry_after() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = small_pool_app(&fake, 1).await;
-    let s = app.signed_up("flood").await;
+    let (app, [s]) = small_pool_app(&fake, 1).start_as(["flood"]).await;
     let convs = conversations(&app, &s.access, 60).await;
     let answers = burst(&app, &s.access, &convs).await;
     let refused: Vec<&Answer> = answers.iter().filter(|a| a.status == 503).collect();

@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
@@ -15,19 +14,16 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use crate::admission::{burst, conversations, Answer};
 
 /// One connection per pool shard, a 250 ms acquire timeout and the given turn deadline.
-async fn app(fake: &FakeUpstream, queue: usize, turn_deadline: Duration) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake-model".into();
-        s.llm.models = vec!["fake-model".into()];
-        s.llm.turn_timeout = turn_deadline;
-        s.database.pool_size = 3;
-        s.database.acquire_timeout = Duration::from_millis(250);
-        s.database.turn_start_queue = queue;
-    })
-    .await
+fn app(fake: &FakeUpstream, queue: usize, turn_deadline: Duration) -> AppBuilder<'_> {
+    TestApp::builder()
+        .openai(fake)
+        .model("fake-model")
+        .settings(move |s| {
+            s.llm.turn_timeout = turn_deadline;
+            s.database.pool_size = 3;
+            s.database.acquire_timeout = Duration::from_millis(250);
+            s.database.turn_start_queue = queue;
+        })
 }
 
 /// Holds a write lock on `conversations` for `hold`, then lets go: every turn start's claim
@@ -49,8 +45,9 @@ async fn lock_conversations(app: &TestApp, hold: Duration) -> tokio::task::JoinH
 async fn a_queued_start_waits_past_the_acquire_timeout_and_then_runs() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = app(&fake, 100, Duration::from_secs(30)).await;
-    let s = app.signed_up("patient").await;
+    let (app, [s]) = app(&fake, 100, Duration::from_secs(30))
+        .start_as(["patient"])
+        .await;
     let convs = conversations(&app, &s.access, 12).await;
     let release = lock_conversations(&app, Duration::from_secs(2)).await;
     let answers = burst(&app, &s.access, &convs).await;
@@ -74,8 +71,9 @@ async fn a_queued_start_waits_past_the_acquire_timeout_and_then_runs() {
 async fn a_queued_start_is_refused_when_the_turn_deadline_runs_out() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = app(&fake, 100, Duration::from_secs(2)).await;
-    let s = app.signed_up("deadline").await;
+    let (app, [s]) = app(&fake, 100, Duration::from_secs(2))
+        .start_as(["deadline"])
+        .await;
     let convs = conversations(&app, &s.access, 8).await;
     let release = lock_conversations(&app, Duration::from_secs(6)).await;
     let answers = burst(&app, &s.access, &convs).await;
@@ -109,8 +107,9 @@ async fn a_queued_start_is_refused_when_the_turn_deadline_runs_out() {
 async fn past_the_queue_depth_a_start_is_refused_at_once() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = app(&fake, 3, Duration::from_secs(30)).await;
-    let s = app.signed_up("full").await;
+    let (app, [s]) = app(&fake, 3, Duration::from_secs(30))
+        .start_as(["full"])
+        .await;
     let convs = conversations(&app, &s.access, 10).await;
     let release = lock_conversations(&app, Duration::from_secs(3)).await;
     let answers = burst(&app, &s.access, &convs).await;
@@ -140,8 +139,9 @@ async fn past_the_queue_depth_a_start_is_refused_at_once() {
 async fn readyz_answers_at_once_while_starts_hold_and_queue_for_every_connection() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("fine").scripted()));
-    let app = app(&fake, 100, Duration::from_secs(30)).await;
-    let s = app.signed_up("ready").await;
+    let (app, [s]) = app(&fake, 100, Duration::from_secs(30))
+        .start_as(["ready"])
+        .await;
     let convs = conversations(&app, &s.access, 8).await;
     let release = lock_conversations(&app, Duration::from_secs(3)).await;
     let probes = async {

@@ -31,8 +31,7 @@ struct Stored {
 #[tokio::test]
 async fn a_key_is_shown_once_stored_hashed_listed_and_revoked() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let alice = app.signed_up("alice").await;
+    let (app, [alice]) = app_on(&fake).start_as(["alice"]).await;
     let r = app
         .post_as(&alice.access, "/api/keys")
         .json(&json!({"name": "  laptop  ", "expires_at": "2999-01-01T00:00:00Z"}))
@@ -110,8 +109,7 @@ async fn a_key_is_shown_once_stored_hashed_listed_and_revoked() {
 #[tokio::test]
 async fn a_key_opens_only_the_v1_api() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let admin = app.signed_up("root").await;
+    let (app, [admin]) = app_on(&fake).start_as(["root"]).await;
     let (_, key) = new_key(&app, &admin.access, "admin key").await;
     assert_eq!(v1_models(&app, &key).await.0, 200);
     for (method, path, body) in [
@@ -154,9 +152,7 @@ async fn a_key_opens_only_the_v1_api() {
 #[tokio::test]
 async fn a_key_dies_with_a_disabled_owner_and_at_its_expiry() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let admin = app.signed_up("root").await;
-    let bob = app.signed_up("bob").await;
+    let (app, [admin, bob]) = app_on(&fake).start_as(["root", "bob"]).await;
     let (id, key) = new_key(&app, &bob.access, "k").await;
     assert_eq!(v1_models(&app, &key).await.0, 200);
 
@@ -198,10 +194,7 @@ async fn a_key_dies_with_a_disabled_owner_and_at_its_expiry() {
 #[tokio::test]
 async fn keys_are_private_and_admins_list_and_revoke_them() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let admin = app.signed_up("root").await;
-    let victim = app.signed_up("victim").await;
-    let thief = app.signed_up("thief").await;
+    let (app, [admin, victim, thief]) = app_on(&fake).start_as(["root", "victim", "thief"]).await;
     let (id, key) = new_key(&app, &victim.access, "victim's").await;
 
     let mine: Value = app
@@ -258,8 +251,7 @@ async fn keys_are_private_and_admins_list_and_revoke_them() {
 #[tokio::test]
 async fn hostile_key_requests_are_refused() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let user = app.signed_up("user").await;
+    let (app, [user]) = app_on(&fake).start_as(["user"]).await;
     for body in [
         json!({"name": ""}),
         json!({"name": "   "}),

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
@@ -14,35 +13,21 @@ use serde_json::{json, Value};
 
 use crate::budget::start_child_with;
 
-fn settings_for(
-    fake: &FakeUpstream,
-    ttl: Duration,
-) -> impl FnOnce(&mut agentchat::config::Settings) {
-    let base = fake.base_url_openai();
-    move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
-        s.durable.approval_ttl = ttl;
-    }
+/// A server on the fake model whose approvals expire after `ttl`.
+fn with_ttl(fake: &FakeUpstream, ttl: Duration) -> AppBuilder<'_> {
+    TestApp::builder()
+        .openai(fake)
+        .settings(move |s| s.durable.approval_ttl = ttl)
 }
 
-/// A server, an admin and a member whose role allows `calculator` and `write_file`, with
-/// `write_file` needing `approver`'s decision.
-async fn setup(fake: &FakeUpstream, approver: &str) -> (TestApp, Session, Session) {
-    let app = spawn_app_with(settings_for(fake, Duration::from_secs(3600))).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("alice").await;
-    let r = app
-        .put_role(
-            &admin.access,
-            "member",
-            json!({"tools": ["calculator", "write_file"],
-                   "approvals": {"write_file": approver}}),
-        )
-        .await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    (app, admin, member)
+/// A server whose `member` role allows `calculator` and `write_file`, with `write_file`
+/// needing `approver`'s decision.
+fn approving<'a>(fake: &'a FakeUpstream, approver: &str) -> AppBuilder<'a> {
+    with_ttl(fake, Duration::from_secs(3600)).role(
+        "member",
+        json!({"tools": ["calculator", "write_file"],
+               "approvals": {"write_file": approver}}),
+    )
 }
 
 fn write_call(id: &str, path: &str, content: &str) -> Reply {
@@ -135,7 +120,7 @@ fn tool_results(fake: &FakeUpstream, n: usize) -> Vec<Value> {
 #[tokio::test]
 async fn a_user_approval_pauses_the_turn_holding_nothing_and_runs_exactly_the_approved_arguments() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, alice) = setup(&fake, "user").await;
+    let (app, [admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     app.set_budget(&admin.access, alice.user_id, Some(100_000))
         .await;
     fake.push(Reply::ToolCalls {
@@ -248,8 +233,9 @@ async fn a_user_approval_pauses_the_turn_holding_nothing_and_runs_exactly_the_ap
 #[tokio::test]
 async fn an_admin_approval_is_decided_by_an_admin_only() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, alice) = setup(&fake, "admin").await;
-    let bob = app.signed_up("bob").await;
+    let (app, [admin, alice, bob]) = approving(&fake, "admin")
+        .start_as(["boss", "alice", "bob"])
+        .await;
     fake.push(write_call("c1", "b.txt", "by the book"));
     fake.push(Reply::text("done it"));
     let conv = app.new_conversation(&alice.access).await;
@@ -322,7 +308,7 @@ async fn an_admin_approval_is_decided_by_an_admin_only() {
 #[tokio::test]
 async fn a_denied_call_does_not_run_and_the_model_is_told_who_denied_it_and_why() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, alice) = setup(&fake, "user").await;
+    let (app, [admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     fake.push(write_call("c1", "c.txt", "nope"));
     fake.push(Reply::text("understood"));
     let conv = app.new_conversation(&alice.access).await;
@@ -380,15 +366,13 @@ async fn a_denied_call_does_not_run_and_the_model_is_told_who_denied_it_and_why(
 #[tokio::test]
 async fn an_expired_call_does_not_run_and_the_turn_goes_on_by_itself() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(settings_for(&fake, Duration::from_secs(1))).await;
-    let admin = app.signed_up("boss").await;
-    let alice = app.signed_up("alice").await;
-    app.put_role(
-        &admin.access,
-        "member",
-        json!({"tools": ["write_file"], "approvals": {"write_file": "user"}}),
-    )
-    .await;
+    let (app, [admin, alice]) = with_ttl(&fake, Duration::from_secs(1))
+        .role(
+            "member",
+            json!({"tools": ["write_file"], "approvals": {"write_file": "user"}}),
+        )
+        .start_as(["boss", "alice"])
+        .await;
     fake.push(write_call("c1", "d.txt", "late"));
     fake.push(Reply::text("too late then"));
     let conv = app.new_conversation(&alice.access).await;
@@ -421,7 +405,7 @@ async fn an_expired_call_does_not_run_and_the_turn_goes_on_by_itself() {
 #[tokio::test]
 async fn parallel_calls_run_at_once_unless_they_wait_and_all_results_reach_the_model() {
     let fake = FakeUpstream::start().await;
-    let (app, _admin, alice) = setup(&fake, "user").await;
+    let (app, [_admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     fake.push(Reply::ToolCalls {
         calls: vec![
             (
@@ -496,7 +480,7 @@ async fn parallel_calls_run_at_once_unless_they_wait_and_all_results_reach_the_m
 #[tokio::test]
 async fn the_allowlist_is_checked_again_when_an_approved_call_runs() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, alice) = setup(&fake, "user").await;
+    let (app, [admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     fake.push(write_call("c1", "g.txt", "revoked"));
     fake.push(Reply::text("ok"));
     let conv = app.new_conversation(&alice.access).await;
@@ -527,7 +511,7 @@ async fn the_allowlist_is_checked_again_when_an_approved_call_runs() {
 #[tokio::test]
 async fn roles_carry_approval_maps_and_refuse_bad_ones() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, _alice) = setup(&fake, "admin").await;
+    let (app, [admin, _alice]) = approving(&fake, "admin").start_as(["boss", "alice"]).await;
     let roles: Value = app
         .get_as(&admin.access, "/api/admin/roles")
         .send()
@@ -579,12 +563,13 @@ async fn roles_carry_approval_maps_and_refuse_bad_ones() {
 #[tokio::test]
 async fn pause_on_one_process_and_decide_on_another() {
     let fake = FakeUpstream::start().await;
-    let (first, _admin, alice) = setup(&fake, "user").await;
+    let (first, [_admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     // The second process has the same model and workspace.
-    let mut settings = test_settings(&first.database_url);
-    settings_for(&fake, Duration::from_secs(3600))(&mut settings);
-    settings.tools.workspace_dir = first.workspace_dir.clone();
-    let second = spawn_app_on(settings).await;
+    let second = with_ttl(&fake, Duration::from_secs(3600))
+        .database(&first.database_url)
+        .settings(|s| s.tools.workspace_dir = first.workspace_dir.clone())
+        .start()
+        .await;
     fake.push(write_call("c1", "h.txt", "from afar"));
     fake.push(Reply::text("done elsewhere"));
     let conv = first.new_conversation(&alice.access).await;
@@ -613,14 +598,14 @@ async fn pause_on_one_process_and_decide_on_another() {
 #[tokio::test]
 async fn a_paused_turn_survives_a_restart_and_a_new_process_runs_it_on() {
     let fake = FakeUpstream::start().await;
-    let (app, admin, alice) = setup(&fake, "user").await;
+    let (app, [admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
     app.put_role(
         &admin.access,
         "member",
         json!({"tools": ["calculator"], "approvals": {"calculator": "user"}}),
     )
     .await;
-    let mut via = spawn_app_on(test_settings(&app.database_url)).await;
+    let mut via = TestApp::builder().database(&app.database_url).start().await;
     let env = [("AGENTCHAT_APPROVAL_TTL_SECS", "3600")];
     let paused_on = start_child_with(&app.database_url, &fake.base_url_openai(), &env);
     via.address = paused_on.address.clone();
@@ -659,15 +644,13 @@ async fn a_paused_turn_survives_a_restart_and_a_new_process_runs_it_on() {
 #[tokio::test]
 async fn waiting_approvals_are_gauged_with_the_age_of_the_oldest() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(settings_for(&fake, Duration::from_secs(8))).await;
-    let admin = app.signed_up("boss").await;
-    let alice = app.signed_up("alice").await;
-    app.put_role(
-        &admin.access,
-        "member",
-        json!({"tools": ["write_file"], "approvals": {"write_file": "admin"}}),
-    )
-    .await;
+    let (app, [_admin, alice]) = with_ttl(&fake, Duration::from_secs(8))
+        .role(
+            "member",
+            json!({"tools": ["write_file"], "approvals": {"write_file": "admin"}}),
+        )
+        .start_as(["boss", "alice"])
+        .await;
     fake.push(write_call("c1", "i.txt", "x"));
     let conv = app.new_conversation(&alice.access).await;
     app.chat(&alice.access, &conv, "write").await;
@@ -708,24 +691,12 @@ async fn mcp_tools_not_annotated_read_only_wait_for_the_user_unless_the_role_say
     let Some(peers) = Peers::get() else { return };
     let (_everything, url) = peers.everything().await;
     let fake = FakeUpstream::start().await;
-    let base = fake.base_url_openai();
-    let own = peers.own_stdio("own", &[]);
-    let app = spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
-        s.mcp_servers = vec![own];
-    })
-    .await;
-    let admin = app.signed_up("boss").await;
-    let alice = app.signed_up("alice").await;
-    let r = app
-        .post_as(&admin.access, "/api/admin/mcp-servers")
-        .json(&json!({"name": "everything", "url": url, "timeout_ms": 10000}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    let (app, [admin, alice]) = TestApp::builder()
+        .openai(&fake)
+        .mcp_peer(peers.own_stdio("own", &[]))
+        .mcp_registered(json!({"name": "everything", "url": url, "timeout_ms": 10000}))
+        .start_as(["boss", "alice"])
+        .await;
     app.wait_mcp(&admin.access, "own", "connected", Some("own__echo"))
         .await;
     app.wait_mcp(

@@ -2,25 +2,13 @@
 //! workspace, stored with the message, named to the model (which reads them with its file
 //! tools), kept in exports and part of the Idempotency-Key's request.
 
-use std::time::Duration;
-
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
-async fn openai_app(fake: &FakeUpstream) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake-model".into();
-        s.llm.models = vec!["fake-model".into()];
-        s.llm.retry_base_delay = Duration::from_millis(10);
-        s.llm.max_retries = 0;
-    })
-    .await
+fn openai_app(fake: &FakeUpstream) -> AppBuilder<'_> {
+    TestApp::builder().openai(fake).model("fake-model")
 }
 
 fn answer(text: &str) -> Reply {
@@ -68,8 +56,7 @@ const NOTE: &str = "Attached files in your workspace (read them with your file t
 async fn attached_files_are_stored_named_to_the_model_and_exported() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(answer("noted").into()));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("attacher").await;
+    let (app, [s]) = openai_app(&fake).start_as(["attacher"]).await;
     app.upload(&s.access, "notes.txt", "Quarterly plan\nship it\n")
         .await;
     app.upload(&s.access, "data/q (2).csv", "a,b\n1,2\n").await;
@@ -163,9 +150,7 @@ async fn attached_files_are_stored_named_to_the_model_and_exported() {
 async fn only_existing_files_of_the_senders_own_workspace_can_be_attached() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(answer("noted").into()));
-    let app = openai_app(&fake).await;
-    let victim = app.signed_up("victim").await;
-    let thief = app.signed_up("thief").await;
+    let (app, [victim, thief]) = openai_app(&fake).start_as(["victim", "thief"]).await;
     app.upload(&victim.access, "secret.txt", "the plans").await;
     app.upload(&thief.access, "mine.txt", "mine").await;
     let conv = app.new_conversation(&thief.access).await;
@@ -221,8 +206,7 @@ async fn only_existing_files_of_the_senders_own_workspace_can_be_attached() {
 async fn an_idempotency_key_covers_the_attachments() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(answer("once").into()));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("retrier").await;
+    let (app, [s]) = openai_app(&fake).start_as(["retrier"]).await;
     app.upload(&s.access, "a.txt", "a").await;
     app.upload(&s.access, "b.txt", "b").await;
     let conv = app.new_conversation(&s.access).await;
@@ -253,8 +237,7 @@ async fn an_idempotency_key_covers_the_attachments() {
 
 #[tokio::test]
 async fn the_demo_model_reads_an_attached_file_and_says_what_is_in_it() {
-    let app = spawn_app().await;
-    let s = app.signed_up("demo_attacher").await;
+    let (app, [s]) = TestApp::builder().start_as(["demo_attacher"]).await;
     app.upload(
         &s.access,
         "plan.md",

@@ -5,7 +5,6 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
@@ -14,15 +13,14 @@ use serde_json::{json, Value};
 
 const MAX_OUTPUT: u32 = 100;
 
-fn configure(base: String) -> impl FnOnce(&mut agentchat::config::Settings) {
-    move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
+/// A server on the fake model with room for many concurrent turns (a pool of 16 and a
+/// long acquire timeout) and a small output cap, so that each call's reservation is known.
+fn budgeted(fake: &FakeUpstream) -> AppBuilder<'_> {
+    TestApp::builder().openai(fake).settings(|s| {
         s.llm.max_output_tokens = MAX_OUTPUT;
-        s.llm.max_retries = 0;
         s.database.pool_size = 16;
         s.database.acquire_timeout = Duration::from_secs(20);
-    }
+    })
 }
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
@@ -127,8 +125,7 @@ async fn two_hundred_concurrent_turns_never_overshoot() {
         }
         .delay_first_byte(Duration::from_millis(300)),
     ));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = budgeted(&fake).start_as(["boss"]).await;
     for round in 0..3 {
         let admitted = storm(
             &[&app],
@@ -218,9 +215,9 @@ async fn two_server_processes_share_one_budget_without_overshoot() {
         }
         .delay_first_byte(Duration::from_millis(300)),
     ));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
+    let app = budgeted(&fake).start().await;
     let child = start_child(&app.database_url, &fake.base_url_openai());
-    let mut second = spawn_app_on(test_settings(&app.database_url)).await;
+    let mut second = TestApp::builder().database(&app.database_url).start().await;
     second.address = child.address.clone();
     let admin = app.signed_up("boss").await;
     for round in 0..2 {
@@ -239,10 +236,9 @@ async fn two_server_processes_share_one_budget_without_overshoot() {
 #[tokio::test]
 async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("broke").await;
-    app.set_budget(&admin.access, member.user_id, Some(50))
+    let (app, [_admin, member]) = budgeted(&fake)
+        .budget("broke", Some(50))
+        .start_as(["boss", "broke"])
         .await;
     let conv = app.new_conversation(&member.access).await;
     let r = app.send_message(&member.access, &conv, "hello").await;
@@ -278,10 +274,9 @@ async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
 #[tokio::test]
 async fn a_budget_with_too_little_left_for_the_call_is_refused_with_what_is_left() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("nearly").await;
-    app.set_budget(&admin.access, member.user_id, Some(100_000))
+    let (app, [admin, member]) = budgeted(&fake)
+        .budget("nearly", Some(100_000))
+        .start_as(["boss", "nearly"])
         .await;
     let conv = app.new_conversation(&member.access).await;
     fake.push(Reply::Text {
@@ -329,16 +324,13 @@ async fn a_budget_with_too_little_left_for_the_call_is_refused_with_what_is_left
 #[tokio::test]
 async fn failures_midway_leak_nothing_and_charge_once() {
     let fake = FakeUpstream::start().await;
-    let base = fake.base_url_openai();
-    let app = spawn_app_with(move |s| {
-        configure(base)(s);
-        s.llm.idle_timeout = Duration::from_millis(300);
-        s.sse_keep_alive = Duration::from_millis(100);
-    })
-    .await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("unlucky").await;
-    app.set_budget(&admin.access, s.user_id, Some(100_000))
+    let (app, [_admin, s]) = budgeted(&fake)
+        .settings(|s| {
+            s.llm.idle_timeout = Duration::from_millis(300);
+            s.sse_keep_alive = Duration::from_millis(100);
+        })
+        .budget("unlucky", Some(100_000))
+        .start_as(["boss", "unlucky"])
         .await;
 
     // Upstream error before anything streamed: nothing charged.
@@ -390,10 +382,9 @@ async fn failures_midway_leak_nothing_and_charge_once() {
 async fn without_upstream_usage_the_local_count_is_charged() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::text("an answer with no usage reported"));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("counter").await;
-    app.set_budget(&admin.access, s.user_id, Some(100_000))
+    let (app, [admin, s]) = budgeted(&fake)
+        .budget("counter", Some(100_000))
+        .start_as(["boss", "counter"])
         .await;
     let conv = app.new_conversation(&s.access).await;
     app.chat(&s.access, &conv, "count me").await;
@@ -448,20 +439,13 @@ async fn a_turn_that_runs_out_midway_ends_with_budget_exhausted() {
         usage: usage(100_000, 100_000),
     });
     fake.push(Reply::text("never reached"));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let r = app
-        .put_role(
-            &admin.access,
-            "member",
-            json!({"tools": ["calculator", "current_time"]}),
-        )
+    let (app, [_admin, s]) = budgeted(&fake)
+        .role("member", json!({"tools": ["calculator", "current_time"]}))
+        // Room for the first call (its input estimate, ~300 tokens with these two tools, plus
+        // the output cap) but not for a second one, whose input also carries the first step.
+        .budget("spender", Some(650))
+        .start_as(["boss", "spender"])
         .await;
-    assert_eq!(r.status(), 200);
-    let s = app.signed_up("spender").await;
-    // Room for the first call (its input estimate, ~300 tokens with these two tools, plus the
-    // output cap) but not for a second one, whose input also carries the first step.
-    app.set_budget(&admin.access, s.user_id, Some(650)).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "go").await;
     assert_eq!(
@@ -499,19 +483,14 @@ async fn periods_roll_over_at_utc_boundaries_and_keep_history() {
             .with_ymd_and_hms(2026, 11, 29, 23, 0, 0)
             .unwrap(),
     );
-    let mut settings = test_settings(&fresh_database().await);
-    configure(fake.base_url_openai())(&mut settings);
-    let app = spawn_app_with_clock(settings, clock.clock()).await;
-    let admin = app.signed_up("boss").await;
-    let r = app
-        .put_role(
-            &admin.access,
+    let (app, [_admin, s]) = budgeted(&fake)
+        .clock(clock.clock())
+        .role(
             "member",
             json!({"tools": ["calculator"], "token_budget": 1000, "budget_period": "day"}),
         )
+        .start_as(["boss", "daily"])
         .await;
-    assert_eq!(r.status(), 200);
-    let s = app.signed_up("daily").await;
     let conv = app.new_conversation(&s.access).await;
     let mut refused = false;
     for _ in 0..20 {
@@ -551,8 +530,7 @@ async fn periods_roll_over_at_utc_boundaries_and_keep_history() {
 
 #[tokio::test]
 async fn the_sweeper_frees_holds_of_dead_processes() {
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
     let mut db = app.db().await;
     use diesel_async::RunQueryDsl;
     diesel::sql_query(
@@ -583,10 +561,11 @@ async fn the_sweeper_frees_holds_of_dead_processes() {
 async fn without_upstream_usage_the_offered_tools_are_counted_too() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::text("short"));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
     // The first account is an admin: every built-in tool is offered.
-    let s = app.signed_up("toolful").await;
-    app.set_budget(&s.access, s.user_id, Some(100_000)).await;
+    let (app, [s]) = budgeted(&fake)
+        .budget("toolful", Some(100_000))
+        .start_as(["toolful"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     app.chat(&s.access, &conv, "hi").await;
     let sent = &fake.requests()[0]["body"];
@@ -614,8 +593,7 @@ async fn the_first_concurrent_turns_of_a_new_period_are_not_refused() {
         }
         .delay_first_byte(Duration::from_millis(200)),
     ));
-    let app = spawn_app_with(configure(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = budgeted(&fake).start_as(["boss"]).await;
     for round in 0..3 {
         // A fresh user has no period row yet: their first turns race to create it.
         let s = app.signed_up(&format!("fresh{round}")).await;

@@ -2,24 +2,21 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
-async fn openai_app(fake: &FakeUpstream) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake-model".into();
-        s.llm.models = vec!["fake-model".into()];
-        s.llm.retry_base_delay = Duration::from_millis(10);
-        s.llm.max_retries = 1;
-        s.llm.idle_timeout = Duration::from_secs(30);
-    })
-    .await
+/// The fake model, retried once after 10 ms (a 429 is retried).
+fn openai_app(fake: &FakeUpstream) -> AppBuilder<'_> {
+    TestApp::builder()
+        .openai(fake)
+        .model("fake-model")
+        .settings(|s| {
+            s.llm.retry_base_delay = Duration::from_millis(10);
+            s.llm.max_retries = 1;
+            s.llm.idle_timeout = Duration::from_secs(30);
+        })
 }
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
@@ -40,8 +37,7 @@ fn roles(conv: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn demo_model_answers_what_time_it_is_through_the_real_tool() {
-    let app = spawn_app().await;
-    let s = app.signed_up("demo_user").await;
+    let (app, [s]) = TestApp::builder().start_as(["demo_user"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "What time is it?").await;
     assert_eq!(
@@ -92,8 +88,7 @@ async fn openai_tool_call_round_trip_with_split_arguments() {
         text: "The answer is 20.".into(),
         usage: usage(80, 6),
     });
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("oai").await;
+    let (app, [s]) = openai_app(&fake).start_as(["oai"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "compute (2+3)*4").await;
     assert_eq!(
@@ -152,8 +147,7 @@ async fn parallel_tool_calls_are_bound_by_id_in_call_order() {
         usage: None,
     });
     fake.push(Reply::text("done"));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("par").await;
+    let (app, [s]) = openai_app(&fake).start_as(["par"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "both").await;
     let results: Vec<&Value> = events
@@ -183,8 +177,7 @@ async fn schema_invalid_arguments_go_back_to_the_model_which_corrects_itself() {
         r#"{"expression": "1+1"}"#,
     ));
     fake.push(Reply::text("2"));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("fixer").await;
+    let (app, [s]) = openai_app(&fake).start_as(["fixer"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "1+1").await;
     let results: Vec<&Value> = events
@@ -214,8 +207,7 @@ async fn unknown_tool_is_a_tool_error_not_a_crash() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::tool_call("x1", "format_disk", "{}"));
     fake.push(Reply::text("sorry"));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("unk").await;
+    let (app, [s]) = openai_app(&fake).start_as(["unk"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "do it").await;
     let r = events.iter().find(|e| e.event == "tool_result").unwrap();
@@ -230,14 +222,11 @@ async fn a_model_that_never_stops_is_cut_at_max_iterations() {
     fake.set_default(Some(
         Reply::tool_call("loop", "calculator", r#"{"expression": "1"}"#).scripted(),
     ));
-    let base = fake.base_url_openai();
-    let app = spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_iterations = 3;
-    })
-    .await;
-    let s = app.signed_up("looper").await;
+    let (app, [s]) = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| s.llm.max_iterations = 3)
+        .start_as(["looper"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "forever").await;
     assert_eq!(
@@ -255,8 +244,7 @@ async fn the_same_tool_failing_twice_stops_the_turn() {
     fake.set_default(Some(
         Reply::tool_call("bad", "calculator", r#"{"expression": "1/0"}"#).scripted(),
     ));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("failer").await;
+    let (app, [s]) = openai_app(&fake).start_as(["failer"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "divide").await;
     assert_eq!(
@@ -275,8 +263,7 @@ async fn upstream_429_is_retried_then_succeeds() {
         retry_after: None,
     });
     fake.push(Reply::text("hello after retry"));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("retry").await;
+    let (app, [s]) = openai_app(&fake).start_as(["retry"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "hi").await;
     assert_eq!(streamed_text(&events), "hello after retry");
@@ -286,8 +273,7 @@ async fn upstream_429_is_retried_then_succeeds() {
 async fn assert_failed_turn(reply: Reply, code: &str) {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(reply.scripted()));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("sad").await;
+    let (app, [s]) = openai_app(&fake).start_as(["sad"]).await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "hello").await;
     let last = events.last().unwrap();
@@ -324,8 +310,7 @@ async fn a_stream_cut_mid_tool_call_executes_nothing() {
 async fn cancel_stops_the_turn_and_keeps_what_was_produced() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::text("partial answer that never ends").hang());
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("canceller").await;
+    let (app, [s]) = openai_app(&fake).start_as(["canceller"]).await;
     let conv = app.new_conversation(&s.access).await;
     let mut resp = app.send_message(&s.access, &conv, "go").await;
     let first = resp.chunk().await.unwrap().unwrap();
@@ -386,14 +371,11 @@ async fn anthropic_round_trip_with_tool_use() {
         text: "1024".into(),
         usage: usage(60, 2),
     });
-    let base = fake.base_url_anthropic();
-    let app = spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Anthropic;
-        s.llm.base_url = base;
-        s.llm.api_key = Some("test-anthropic-key".to_owned().into());
-    })
-    .await;
-    let s = app.signed_up("claude_fan").await;
+    let (app, [s]) = TestApp::builder()
+        .anthropic(&fake)
+        .settings(|s| s.llm.api_key = Some("test-anthropic-key".to_owned().into()))
+        .start_as(["claude_fan"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "2^10?").await;
     assert_eq!(streamed_text(&events), "1024");
@@ -411,8 +393,7 @@ async fn anthropic_round_trip_with_tool_use() {
 
 #[tokio::test]
 async fn accept_json_gets_the_finished_turn_as_one_document() {
-    let app = spawn_app().await;
-    let s = app.signed_up("jsonfan").await;
+    let (app, [s]) = TestApp::builder().start_as(["jsonfan"]).await;
     let conv = app.new_conversation(&s.access).await;
     let r = app
         .post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
@@ -429,8 +410,7 @@ async fn accept_json_gets_the_finished_turn_as_one_document() {
 
 #[tokio::test]
 async fn empty_or_oversized_messages_are_refused_and_not_stored() {
-    let app = spawn_app().await;
-    let s = app.signed_up("quiet").await;
+    let (app, [s]) = TestApp::builder().start_as(["quiet"]).await;
     let conv = app.new_conversation(&s.access).await;
     for content in ["", "   ", &"x".repeat(32_001)] {
         let r = app.send_message(&s.access, &conv, content).await;
@@ -451,14 +431,11 @@ async fn non_streaming_upstream_works_the_same() {
         r#"{"expression": "9*9"}"#,
     ));
     fake.push(Reply::text("81"));
-    let base = fake.base_url_openai();
-    let app = spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.streaming = false;
-    })
-    .await;
-    let s = app.signed_up("batch").await;
+    let (app, [s]) = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| s.llm.streaming = false)
+        .start_as(["batch"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let events = app.chat(&s.access, &conv, "9*9").await;
     assert_eq!(fake.requests()[0]["body"]["stream"], false);
@@ -478,8 +455,7 @@ async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
         "{\"expression\": \"1\\u0000+1\"}",
     ));
     fake.push(Reply::text("done\u{0}"));
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("nully").await;
+    let (app, [s]) = openai_app(&fake).start_as(["nully"]).await;
     let r = app
         .post_as(&s.access, "/api/conversations")
         .json(&json!({"title": "a\u{0}b"}))
@@ -509,9 +485,7 @@ async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
 async fn a_start_that_fails_to_commit_is_an_error_and_keeps_nothing() {
     use diesel_async::SimpleAsyncConnection;
 
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("unlucky").await;
+    let (app, [admin, s]) = TestApp::builder().start_as(["boss", "unlucky"]).await;
     let mut db = app.db().await;
     // A deferred check fails at COMMIT, as a lost connection or a full disk would.
     db.batch_execute(
@@ -555,8 +529,7 @@ async fn a_start_that_fails_to_commit_is_an_error_and_keeps_nothing() {
 #[tokio::test]
 async fn model_calls_keep_their_upstream_connections() {
     let fake = FakeUpstream::start().await;
-    let app = openai_app(&fake).await;
-    let s = app.signed_up("keeper").await;
+    let (app, [s]) = openai_app(&fake).start_as(["keeper"]).await;
     let conv = app.new_conversation(&s.access).await;
     fake.set_default(Some(
         Reply::Text {

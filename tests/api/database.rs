@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use agentchat::domain::MessageRole;
 use agentchat_tests::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
@@ -154,10 +155,12 @@ fn calculator_audit(
 async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation: uuid::Uuid) {
     use agentchat::db::models::budget::Reserve;
     use agentchat::db::models::message::NewMessage;
-    use agentchat::db::models::turn;
     use agentchat::db::models::usage::NewUsage;
+    use agentchat::turn::sql as turn;
 
-    let message = |role: &str, content: &str| NewMessage::complete(conversation, role, content);
+    let message = |role: &str, content: &str| {
+        NewMessage::complete(conversation, role.parse().unwrap(), content)
+    };
     let now = chrono::Utc::now();
     let hold_ttl = Duration::from_secs(600);
     let claim = new_claim(user);
@@ -276,8 +279,8 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
 #[tokio::test]
 async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
     use agentchat::db::models::message::NewMessage;
-    use agentchat::db::models::turn;
     use agentchat::db::models::usage::NewUsage;
+    use agentchat::turn::sql as turn;
     use diesel_async::pooled_connection::PoolableConnection;
 
     let (app, s, conversation) = budgeted_conversation("retrier").await;
@@ -297,8 +300,8 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
 
     // The second reply row names a conversation that does not exist: the foreign key refuses it.
     let (rows, usage_rows, settle) = finish(vec![
-        NewMessage::complete(conversation, "assistant", "kept?"),
-        NewMessage::complete(uuid::Uuid::new_v4(), "assistant", "orphan"),
+        NewMessage::complete(conversation, MessageRole::Assistant, "kept?"),
+        NewMessage::complete(uuid::Uuid::new_v4(), MessageRole::Assistant, "orphan"),
     ]);
     let err = turn::finish(
         &mut db,
@@ -326,7 +329,7 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
 
     let (rows, usage_rows, settle) = finish(vec![NewMessage::complete(
         conversation,
-        "assistant",
+        MessageRole::Assistant,
         "hello",
     )]);
     turn::finish(
@@ -396,7 +399,7 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
 /// conversation (and the budget period row) locked until the pool next looked at it.
 #[tokio::test]
 async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
-    use agentchat::agent::store::PendingStart;
+    use agentchat::turn::testing::PendingStart;
 
     let (app, s, conversation) = budgeted_conversation("orphan").await;
     let pool = agentchat::db::build_pool(&test_settings(&app.database_url).database).unwrap();
@@ -440,7 +443,7 @@ async fn begun_turn(
     user_id: uuid::Uuid,
     conversation: uuid::Uuid,
 ) -> (
-    agentchat::db::models::turn::Claim,
+    agentchat::turn::sql::Claim,
     agentchat::db::models::budget::Hold,
 ) {
     let claim = new_claim(user_id);
@@ -449,8 +452,8 @@ async fn begun_turn(
     (claim, begun.hold)
 }
 
-fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
-    agentchat::db::models::turn::Claim {
+fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
+    agentchat::turn::sql::Claim {
         user_id,
         token_version: 0,
         turn_id: uuid::Uuid::new_v4(),
@@ -462,34 +465,35 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::db::models::turn::Claim {
     }
 }
 
+/// What starting a turn through the storage layer gave.
+type TurnStart = Result<agentchat::turn::sql::Started, agentchat::turn::sql::Refusal>;
+
 /// Begins a turn through the storage layer: a 50-token estimate, up to 100 tokens out.
 async fn start_turn(
     conn: &mut diesel_async::AsyncPgConnection,
-    claim: &agentchat::db::models::turn::Claim,
+    claim: &agentchat::turn::sql::Claim,
     conversation: uuid::Uuid,
     content: &str,
-) -> diesel::QueryResult<agentchat::db::models::turn::Begin<usize>> {
+) -> diesel::QueryResult<TurnStart> {
     use agentchat::db::models::message::NewMessage;
-    use agentchat::db::models::turn;
-    let ask = turn::BudgetAsk {
+    use agentchat::turn::sql;
+    let ask = sql::BudgetAsk {
         max_output: 100,
         min_output: 10,
         now: chrono::Utc::now(),
         hold_ttl: Duration::from_secs(600),
     };
-    let message = NewMessage::complete(conversation, "user", content);
-    turn::begin(conn, claim.clone(), message, ask, u64::MAX, |_, h, _, _| {
-        (h.len(), 50)
-    })
-    .await
+    let message = NewMessage::complete(conversation, MessageRole::User, content);
+    match sql::open(conn, claim.clone(), message, ask, u64::MAX).await? {
+        Ok(opened) => opened.reserve(50).await,
+        Err(refusal) => Ok(Err(refusal)),
+    }
 }
 
-fn started(
-    begun: diesel::QueryResult<agentchat::db::models::turn::Begin<usize>>,
-) -> agentchat::db::models::turn::Started<usize> {
+fn started(begun: diesel::QueryResult<TurnStart>) -> agentchat::turn::sql::Started {
     match begun.unwrap() {
-        agentchat::db::models::turn::Begin::Started(s) => *s,
-        other => panic!("turn refused: {other:?}"),
+        Ok(started) => started,
+        Err(refusal) => panic!("turn refused: {refusal:?}"),
     }
 }
 
@@ -524,7 +528,7 @@ async fn count(db: &mut AsyncPgConnection, query: &str, user: uuid::Uuid) -> i64
 /// stored and must say so: the turn would otherwise store its audit rows a second time.
 #[tokio::test]
 async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored() {
-    use agentchat::db::models::turn;
+    use agentchat::turn::sql as turn;
 
     let (app, s, conversation) = budgeted_conversation("steps").await;
     let mut db = app.db().await;
@@ -605,7 +609,7 @@ async fn pooled_connections_do_not_hold_a_forgotten_transaction_forever() {
 /// already holds the conversation row.
 #[tokio::test]
 async fn finishing_locks_the_conversation_before_the_budget() {
-    use agentchat::db::models::turn;
+    use agentchat::turn::sql as turn;
 
     let (app, s, conversation) = budgeted_conversation("ordered").await;
     let mut db = app.db().await;
@@ -683,14 +687,16 @@ async fn lock_waiters(db: &mut AsyncPgConnection) -> i64 {
 /// every window size from nothing to everything.
 #[tokio::test]
 async fn reading_only_the_recent_history_builds_the_same_model_input() {
-    use agentchat::agent::context;
     use agentchat::db::models::message::{self, NewMessage};
+    use agentchat::turn::testing as context;
 
     let app = spawn_app().await;
     let s = app.signed_up("longtalk").await;
     let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
     let mut db = app.db().await;
-    let msg = |role: &str, content: String| NewMessage::complete(conversation, role, &content);
+    let msg = |role: &str, content: String| {
+        NewMessage::complete(conversation, role.parse().unwrap(), &content)
+    };
     let with_calls = |content: &str, ids: &[&str]| {
         let mut m = msg("assistant", content.to_owned());
         m.tool_calls = Some(serde_json::Value::Array(
@@ -793,7 +799,7 @@ impl EndsWithIds for Vec<agentchat::db::models::message::Message> {
 #[tokio::test]
 async fn a_finish_without_its_claim_stores_nothing() {
     use agentchat::db::models::message::NewMessage;
-    use agentchat::db::models::turn;
+    use agentchat::turn::sql as turn;
 
     let (app, s, conversation) = budgeted_conversation("latecomer").await;
     let mut db = app.db().await;
@@ -808,7 +814,11 @@ async fn a_finish_without_its_claim_stores_nothing() {
         turn::Finish {
             conversation_id: conversation,
             turn_id: claim.turn_id,
-            rows: vec![NewMessage::complete(conversation, "assistant", "too late")],
+            rows: vec![NewMessage::complete(
+                conversation,
+                MessageRole::Assistant,
+                "too late",
+            )],
             usage_rows: Vec::new(),
             audit_rows: Vec::new(),
             settle: Some((hold, 60)),

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::pg_cluster::PgCluster;
@@ -19,12 +18,6 @@ fn usage(i: u64, o: u64) -> Option<Usage> {
         input_tokens: i,
         output_tokens: o,
     })
-}
-
-fn openai(fake: &FakeUpstream, s: &mut agentchat::config::Settings) {
-    s.llm.provider = ProviderKind::Openai;
-    s.llm.base_url = fake.base_url_openai();
-    s.llm.max_retries = 0;
 }
 
 /// Reads a whole SSE response.
@@ -54,14 +47,15 @@ async fn done_means_stored_across_a_database_outage() {
         }
         .delay_first_byte(Duration::from_millis(1500)),
     ));
-    let mut settings = test_settings(&cluster.url("agentchat"));
-    settings.database.create_if_missing = true;
-    settings.llm.turn_timeout = Duration::from_secs(60);
-    openai(&fake, &mut settings);
-    let app = spawn_app_on(settings).await;
-    let admin = app.signed_up("keeper").await;
-    let s = app.signed_up("talker").await;
-    app.set_budget(&admin.access, s.user_id, Some(100_000))
+    let (app, [_admin, s]) = TestApp::builder()
+        .database(&cluster.url("agentchat"))
+        .openai(&fake)
+        .settings(|s| {
+            s.database.create_if_missing = true;
+            s.llm.turn_timeout = Duration::from_secs(60);
+        })
+        .budget("talker", Some(100_000))
+        .start_as(["keeper", "talker"])
         .await;
     let mut convs = Vec::new();
     for _ in 0..8 {
@@ -144,11 +138,11 @@ async fn a_killed_process_frees_its_conversation_within_seconds_and_keeps_the_to
         usage: usage(50, 10),
     });
     fake.push(Reply::text("forty").hang());
-    let app = spawn_app_with(|s| {
-        openai(&fake, s);
-        s.durable.replica_timeout = Duration::from_secs(2);
-    })
-    .await;
+    let app = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| s.durable.replica_timeout = Duration::from_secs(2))
+        .start()
+        .await;
     let mut child = start_child_with(
         &app.database_url,
         &fake.base_url_openai(),
@@ -270,7 +264,7 @@ async fn wait_for_requests(fake: &FakeUpstream, n: usize) {
 async fn cancel_and_disabling_a_user_stop_a_turn_on_another_process() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("words words words").hang()));
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let app = TestApp::builder().openai(&fake).start().await;
     let child = start_child_with(&app.database_url, &fake.base_url_openai(), &[]);
     let admin = app.signed_up("chief").await;
     let s = app.signed_up("member").await;
@@ -337,7 +331,7 @@ async fn cancel_and_disabling_a_user_stop_a_turn_on_another_process() {
         .unwrap();
     assert_eq!(events.last().unwrap().data["finish_reason"], "cancelled");
     let mut db = app.db().await;
-    let active = agentchat::db::models::turn::is_active(&mut db, conv.parse().unwrap())
+    let active = agentchat::turn::sql::is_active(&mut db, conv.parse().unwrap())
         .await
         .unwrap();
     assert!(!active);
@@ -364,7 +358,7 @@ async fn cancel_and_disabling_a_user_stop_a_turn_on_another_process() {
 #[tokio::test]
 async fn sigterm_drains_running_turns_then_stores_the_rest_as_shutdown() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let app = TestApp::builder().openai(&fake).start().await;
     let mut child = start_child_with(
         &app.database_url,
         &fake.base_url_openai(),
@@ -423,7 +417,7 @@ async fn sigterm_drains_running_turns_then_stores_the_rest_as_shutdown() {
     assert!(exited, "the drained process did not exit");
     let mut db = app.db().await;
     assert!(
-        !agentchat::db::models::turn::is_active(&mut db, slow.parse().unwrap())
+        !agentchat::turn::sql::is_active(&mut db, slow.parse().unwrap())
             .await
             .unwrap()
     );
@@ -436,8 +430,7 @@ async fn every_event_carries_its_place_in_the_turn_as_its_sse_id() {
         text: "one two three".into(),
         usage: usage(10, 3),
     });
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
-    let s = app.signed_up("counted").await;
+    let (app, [s]) = TestApp::builder().openai(&fake).start_as(["counted"]).await;
     let conv = app.new_conversation(&s.access).await;
     let body = app
         .send_message(&s.access, &conv, "count")
@@ -476,15 +469,18 @@ async fn a_reply_that_cannot_be_stored_is_an_error_and_frees_its_conversation_la
         }
         .delay_first_byte(Duration::from_millis(1000)),
     ));
-    let mut settings = test_settings(&cluster.url("agentchat"));
-    settings.database.create_if_missing = true;
-    // The deadline passes while the database is down: storing stops trying after the
-    // minimum window (30 s).
-    settings.llm.turn_timeout = Duration::from_secs(5);
-    openai(&fake, &mut settings);
-    let app = spawn_app_on(settings).await;
-    let s = app.signed_up("unlucky").await;
-    app.set_budget(&s.access, s.user_id, Some(100_000)).await;
+    let (app, [s]) = TestApp::builder()
+        .database(&cluster.url("agentchat"))
+        .openai(&fake)
+        .settings(|s| {
+            s.database.create_if_missing = true;
+            // The deadline passes while the database is down: storing stops trying after the
+            // minimum window (30 s).
+            s.llm.turn_timeout = Duration::from_secs(5);
+        })
+        .budget("unlucky", Some(100_000))
+        .start_as(["unlucky"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let turn = {
         let (client, url, token) = (app.client.clone(), app.url(""), s.access.clone());
@@ -553,8 +549,7 @@ async fn an_idempotency_key_never_runs_a_turn_twice() {
         text: "the first and only answer".into(),
         usage: usage(10, 5),
     });
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
-    let s = app.signed_up("retrier").await;
+    let (app, [s]) = TestApp::builder().openai(&fake).start_as(["retrier"]).await;
     let conv = app.new_conversation(&s.access).await;
     let send = |key: &str, content: &str| {
         app.post_as(&s.access, &format!("/api/conversations/{conv}/messages"))

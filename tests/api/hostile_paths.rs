@@ -195,8 +195,9 @@ async fn traversal_payloads_against_the_file_routes_reach_nothing_outside() {
 #[tokio::test]
 async fn traversal_payloads_against_the_file_tools_reach_nothing_outside() {
     let fake = FakeUpstream::start().await;
-    let app = crate::tools::app_with(&fake, vec![], 64 * 1024).await;
-    let _admin = app.signed_up("boss").await;
+    let (app, [_admin]) = crate::tools::app_with(&fake, vec![], 64 * 1024)
+        .start_as(["boss"])
+        .await;
     let (victim, attacker, canaries) = setup(&app).await;
     fake.set_default(Some(Reply::text("noted").scripted()));
     let list = payloads(victim.user_id);

@@ -284,16 +284,15 @@ async fn canary_secrets_never_reach_logs_spans_metrics_or_bodies() {
 async fn exported_spans_carry_no_secrets() {
     let exporter = crate::observability::exporter();
     let fake = FakeUpstream::start().await;
-    let base = fake.base_url_openai();
-    let app = spawn_app_with(move |s| {
-        s.auth.jwt_secret = Some(JWT_SECRET.to_owned().into());
-        s.llm.provider = agentchat::config::ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.api_key = Some(API_KEY.to_owned().into());
-        s.llm.max_retries = 0;
-        s.llm.capture_content = true;
-    })
-    .await;
+    let app = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| {
+            s.auth.jwt_secret = Some(JWT_SECRET.to_owned().into());
+            s.llm.api_key = Some(API_KEY.to_owned().into());
+            s.llm.capture_content = true;
+        })
+        .start()
+        .await;
     app.register("spanner", PASSWORD).await;
     let _ = app.login("spanner", "wrong-password-here").await;
     let s = app.session_for("spanner", PASSWORD).await;

@@ -86,8 +86,10 @@ async fn ssrf_bypass_urls_never_reach_the_loopback_canary() {
     let canary = TinyServer::start(Behaviour::Body("text/plain", "CANARY-SSRF".into())).await;
     let redirector = TinyServer::start(Behaviour::Redirect(canary.url("/canary"))).await;
     // Only the redirector is exempt from the private-address block.
-    let app = crate::tools::app_with(&fake, vec![redirector.addr.to_string()], 16 * 1024).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) =
+        crate::tools::app_with(&fake, vec![redirector.addr.to_string()], 16 * 1024)
+            .start_as(["boss"])
+            .await;
     fake.set_default(Some(Reply::text("noted").scripted()));
     let urls = bypasses(canary.addr.port(), &redirector.url(""));
     assert!(urls.len() >= 50, "{}", urls.len());

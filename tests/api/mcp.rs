@@ -2,24 +2,11 @@
 //! and `@modelcontextprotocol/server-everything` (npm, Streamable HTTP). Discovery, the
 //! allowlist (deny by default, `{server}__*`), schema errors, audit rows, the admin API.
 
-use agentchat::config::ProviderKind;
 use agentchat::tools::mcp::McpServerConfig;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::mcp_peers::Peers;
 use agentchat_tests::*;
 use serde_json::{json, Value};
-
-/// A server on the fake model with these MCP servers configured.
-pub async fn app_with_mcp(fake: &FakeUpstream, servers: Vec<McpServerConfig>) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
-        s.mcp_servers = servers;
-    })
-    .await
-}
 
 /// One turn in which the model calls `name(args)` and then answers; the tool result.
 pub async fn call(
@@ -59,9 +46,11 @@ pub fn offered(fake: &FakeUpstream) -> Vec<String> {
 async fn mcp_server_time_over_stdio_is_discovered_governed_validated_and_audited() {
     let Some(peers) = Peers::get() else { return };
     let fake = FakeUpstream::start().await;
-    let app = app_with_mcp(&fake, vec![peers.time("time")]).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = TestApp::builder()
+        .openai(&fake)
+        .mcp_peer(peers.time("time"))
+        .start_as(["boss", "worker"])
+        .await;
     let s = app
         .wait_mcp(
             &admin.access,
@@ -201,9 +190,10 @@ async fn server_everything_over_streamable_http_through_the_admin_api() {
     let Some(peers) = Peers::get() else { return };
     let (_everything, url) = peers.everything().await;
     let fake = FakeUpstream::start().await;
-    let app = app_with_mcp(&fake, vec![]).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["boss", "worker"])
+        .await;
 
     // stdio servers cannot be added through the API.
     let r = app
@@ -366,8 +356,11 @@ async fn a_server_that_is_down_offers_nothing_and_says_why() {
     drop(closed);
     let mut down = McpServerConfig::http("down", &format!("http://127.0.0.1:{port}/mcp"));
     down.timeout_ms = 2000;
-    let app = app_with_mcp(&fake, vec![down]).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = TestApp::builder()
+        .openai(&fake)
+        .mcp_peer(down)
+        .start_as(["boss"])
+        .await;
     let s = app.wait_mcp(&admin.access, "down", "error", None).await;
     assert!(s["status"]["error"].as_str().unwrap().len() > 3, "{s}");
     assert_eq!(s["tools"], json!([]));

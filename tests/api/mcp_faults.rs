@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 
 use agentchat_tests::fake_upstream::FakeUpstream;
 use agentchat_tests::mcp_peers::Peers;
+use agentchat_tests::TestApp;
 use serde_json::{json, Value};
 
-use crate::mcp::{app_with_mcp, call};
+use crate::mcp::call;
 
 #[tokio::test]
 async fn crash_mid_call_hang_and_a_changing_tool_list() {
@@ -15,9 +16,11 @@ async fn crash_mid_call_hang_and_a_changing_tool_list() {
     let fake = FakeUpstream::start().await;
     let mut own = peers.own_stdio("own", &[]);
     own.timeout_ms = 3000;
-    let app = app_with_mcp(&fake, vec![own]).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = TestApp::builder()
+        .openai(&fake)
+        .mcp_peer(own)
+        .start_as(["boss", "worker"])
+        .await;
     app.wait_mcp(&admin.access, "own", "connected", Some("own__echo"))
         .await;
     let ok = app
@@ -102,9 +105,10 @@ fn claims(result: &Value) -> Value {
 async fn forwarded_identity_is_a_short_lived_jwt_the_server_verifies_with_our_jwks() {
     let Some(peers) = Peers::get() else { return };
     let fake = FakeUpstream::start().await;
-    let app = app_with_mcp(&fake, vec![]).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["boss", "worker"])
+        .await;
     let jwks = app.url("/.well-known/jwks.json");
     let (_ident, url) = peers
         .own_http(&[
@@ -173,8 +177,7 @@ async fn an_mcp_call_is_an_extension_span_whose_trace_context_reaches_the_server
     let Some(peers) = Peers::get() else { return };
     let exporter = crate::observability::exporter();
     let fake = FakeUpstream::start().await;
-    let app = app_with_mcp(&fake, vec![]).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = TestApp::builder().openai(&fake).start_as(["boss"]).await;
     let (_ident, url) = peers
         .own_http(&[
             "--jwks-url".into(),

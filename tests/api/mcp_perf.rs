@@ -14,8 +14,6 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt;
 use serde_json::json;
 
-use crate::mcp::app_with_mcp;
-
 const ROUNDS: usize = 40;
 
 fn p50(mut v: Vec<Duration>) -> Duration {
@@ -51,8 +49,11 @@ async fn an_mcp_call_through_the_server_costs_little_more_than_a_direct_session(
     let mut everything = agentchat::tools::mcp::McpServerConfig::http("everything", &url);
     everything.timeout_ms = 10_000;
     let fake = FakeUpstream::start().await;
-    let app = app_with_mcp(&fake, vec![everything]).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = TestApp::builder()
+        .openai(&fake)
+        .mcp_peer(everything)
+        .start_as(["boss"])
+        .await;
     app.wait_mcp(
         &admin.access,
         "everything",

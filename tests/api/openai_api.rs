@@ -22,8 +22,7 @@ async fn complete(app: &TestApp, bearer: &str, body: &Value) -> (u16, Value) {
 #[tokio::test]
 async fn an_access_token_works_too_and_the_answer_is_a_chat_completion() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let user = app.signed_up("user").await;
+    let (app, [user]) = app_on(&fake).start_as(["user"]).await;
     fake.push(Reply::text("plain answer"));
     let (status, body) = complete(
         &app,
@@ -51,8 +50,7 @@ async fn an_access_token_works_too_and_the_answer_is_a_chat_completion() {
 #[tokio::test]
 async fn malformed_and_oversized_requests_are_400s_in_openais_shape() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let user = app.signed_up("user").await;
+    let (app, [user]) = app_on(&fake).start_as(["user"]).await;
     let (_, key) = new_key(&app, &user.access, "k").await;
     let user_msg = json!({"role": "user", "content": "hi"});
     let many: Vec<Value> = (0..257).map(|_| user_msg.clone()).collect();
@@ -175,8 +173,7 @@ async fn malformed_and_oversized_requests_are_400s_in_openais_shape() {
 #[tokio::test]
 async fn streams_begin_with_their_first_event_not_a_keep_alive_comment() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let user = app.signed_up("user").await;
+    let (app, [user]) = app_on(&fake).start_as(["user"]).await;
 
     fake.push(Reply::text("streamed answer"));
     let r = app

@@ -77,9 +77,7 @@ async fn refused(app: &TestApp, fake: &FakeUpstream, key: &str, body: &Value, sa
 #[tokio::test]
 async fn a_used_key_revoked_expired_or_whose_owner_is_disabled_is_refused_at_once() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let admin = app.signed_up("root").await;
-    let bob = app.signed_up("bob").await;
+    let (app, [admin, bob]) = app_on(&fake).start_as(["root", "bob"]).await;
     fake.set_default(Some(Reply::text("ok").scripted()));
 
     // Revoked after use: refused, also when the request is wrong in other ways.
@@ -132,8 +130,7 @@ async fn a_used_key_revoked_expired_or_whose_owner_is_disabled_is_refused_at_onc
 #[tokio::test]
 async fn a_call_stores_its_conversation_with_the_earlier_messages_in_order() {
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let user = app.signed_up("user").await;
+    let (app, [user]) = app_on(&fake).start_as(["user"]).await;
     let (_, key) = new_key(&app, &user.access, "k").await;
     for reply in ["first", "second"] {
         fake.push(Reply::text(reply));

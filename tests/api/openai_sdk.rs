@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
@@ -43,16 +42,8 @@ fn python() -> Option<PathBuf> {
 }
 
 /// A server on the fake model.
-pub async fn app_on(fake: &FakeUpstream) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = MODEL.into();
-        s.llm.models = vec![MODEL.into()];
-        s.llm.max_retries = 0;
-    })
-    .await
+pub fn app_on(fake: &FakeUpstream) -> AppBuilder<'_> {
+    TestApp::builder().openai(fake).model(MODEL)
 }
 
 /// Creates an API key for the signed-in user: `(id, secret)`.
@@ -126,9 +117,7 @@ async fn strings(app: &TestApp, sql: &str) -> Vec<String> {
 async fn the_official_openai_sdk_gets_answers_tools_and_errors() {
     let Some(python) = python() else { return };
     let fake = FakeUpstream::start().await;
-    let app = app_on(&fake).await;
-    let _admin = app.signed_up("root").await;
-    let member = app.signed_up("dev").await;
+    let (app, [_admin, member]) = app_on(&fake).start_as(["root", "dev"]).await;
     let (key_id, key) = new_key(&app, &member.access, "laptop").await;
 
     scenario(&python, &app, &key, "models").await;

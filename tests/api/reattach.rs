@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
@@ -21,12 +20,6 @@ fn usage(i: u64, o: u64) -> Option<Usage> {
         input_tokens: i,
         output_tokens: o,
     })
-}
-
-fn openai(fake: &FakeUpstream, s: &mut agentchat::config::Settings) {
-    s.llm.provider = ProviderKind::Openai;
-    s.llm.base_url = fake.base_url_openai();
-    s.llm.max_retries = 0;
 }
 
 /// The answer, streamed a word every `ms` milliseconds.
@@ -162,8 +155,10 @@ async fn wait_until_ended(app: &TestApp, token: &str, conv: &str) -> Value {
 async fn reattaching_on_the_same_process_mid_answer_gives_the_rest_exactly_once() {
     let fake = FakeUpstream::start().await;
     fake.push(slow_answer(40));
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
-    let s = app.signed_up("reloader").await;
+    let (app, [s]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["reloader"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let mut first = Reader::new(app.send_message(&s.access, &conv, "count").await);
     let seen = first.until(deltas(4)).await;
@@ -202,12 +197,11 @@ async fn a_client_that_disconnects_mid_answer_leaves_a_complete_stored_answer() 
     let fake = FakeUpstream::start().await;
     fake.push(slow_answer(20));
     // A disconnect is noticed when the next keep-alive cannot be written.
-    let app = spawn_app_with(|s| {
-        openai(&fake, s);
-        s.sse_keep_alive = Duration::from_millis(50);
-    })
-    .await;
-    let s = app.signed_up("leaver").await;
+    let (app, [s]) = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| s.sse_keep_alive = Duration::from_millis(50))
+        .start_as(["leaver"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let mut r = Reader::new(app.send_message(&s.access, &conv, "go").await);
     r.until(deltas(2)).await;
@@ -236,8 +230,10 @@ async fn an_ended_turn_is_replayed_with_the_live_ids_by_header_or_query() {
         text: "it is forty-two".into(),
         usage: usage(40, 6),
     });
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
-    let s = app.signed_up("replayer").await;
+    let (app, [s]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["replayer"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let live = Reader::new(app.send_message(&s.access, &conv, "6*7?").await)
         .rest()
@@ -350,9 +346,10 @@ async fn another_users_turn_and_bad_ids_are_refused() {
         text: "private".into(),
         usage: usage(5, 1),
     });
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
-    let owner = app.signed_up("owner").await;
-    let thief = app.signed_up("thief").await;
+    let (app, [owner, thief]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["owner", "thief"])
+        .await;
     let conv = app.new_conversation(&owner.access).await;
     let events = app.chat(&owner.access, &conv, "secret").await;
     let turn = events[0].data["message_id"].as_str().unwrap().to_owned();
@@ -411,9 +408,9 @@ async fn another_process_replays_the_committed_steps_and_follows_the_turn_to_its
         usage: usage(30, 5),
     });
     fake.push(slow_answer(60));
-    let app = spawn_app_with(|s| openai(&fake, s)).await;
+    let app = TestApp::builder().openai(&fake).start().await;
     let child = start_child_with(&app.database_url, &fake.base_url_openai(), &[]);
-    let mut other = spawn_app_on(test_settings(&app.database_url)).await;
+    let mut other = TestApp::builder().database(&app.database_url).start().await;
     other.address = child.address.clone();
     let s = app.signed_up("roamer").await;
     let conv = app.new_conversation(&s.access).await;

@@ -4,25 +4,22 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use secrecy::SecretString;
 use serde_json::{json, Value};
 
 use super::scim::{okta_user, scim, scim_app, send, TOKEN};
-use super::sso::{access_token, sign_in, start_with};
+use super::sso::{access_token, sign_in, start_on};
 #[tokio::test]
 async fn okta_provisions_the_account_sso_links_it_and_deactivation_ends_everything() {
     let fake = FakeUpstream::start().await;
     fake.set_default(Some(Reply::text("words words words").hang()));
-    let base = fake.base_url_openai();
-    let (app, idp) = start_with(|s| {
-        s.scim.token = Some(SecretString::from(TOKEN));
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
-    })
+    let (app, idp) = start_on(
+        TestApp::builder()
+            .openai(&fake)
+            .settings(|s| s.scim.token = Some(SecretString::from(TOKEN))),
+    )
     .await;
     let created = send(
         scim(&app, reqwest::Method::POST, "/scim/v2/Users"),

@@ -208,8 +208,7 @@ async fn custom_tool_secrets_stay_with_their_origin() {
         elsewhere.addr.to_string(),
         bouncer.addr.to_string(),
     ];
-    let app = app_with(&fake, allowed, 16 * 1024).await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = app_with(&fake, allowed, 16 * 1024).start_as(["boss"]).await;
     let secret = json!({"X-Api-Key": "canary-secret-header"});
     let r = define_tool(
         &app,
@@ -298,8 +297,9 @@ async fn http_get_reads_a_page_cut_inside_a_non_ascii_tag() {
         "<html><body><p>Bonjour</p><a title=\"café".into(),
     ))
     .await;
-    let app = app_with(&fake, vec![page.addr.to_string()], 16 * 1024).await;
-    let admin = app.signed_up("reader").await;
+    let (app, [admin]) = app_with(&fake, vec![page.addr.to_string()], 16 * 1024)
+        .start_as(["reader"])
+        .await;
     let r = call_tool(
         &app,
         &fake,

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
@@ -220,15 +219,6 @@ async fn concurrent_uploads_are_bounded_before_buffering() {
     assert_eq!(again.status(), 201);
 }
 
-async fn openai_app(base: String) -> TestApp {
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
-    })
-    .await
-}
-
 fn last_error(events: &[SseEvent]) -> Value {
     let last = events.last().unwrap();
     assert_eq!(last.event, "error", "{events:?}");
@@ -245,8 +235,7 @@ async fn upstream_error_text_never_reaches_the_user() {
         )
         .scripted(),
     ));
-    let app = openai_app(fake.base_url_openai()).await;
-    let s = app.signed_up("sad").await;
+    let (app, [s]) = TestApp::builder().openai(&fake).start_as(["sad"]).await;
     let conv = app.new_conversation(&s.access).await;
     let err = last_error(&app.chat(&s.access, &conv, "hello").await);
     assert_eq!(err["code"], "upstream_error");
@@ -264,8 +253,10 @@ async fn upstream_error_text_never_reaches_the_user() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let app = openai_app(format!("http://127.0.0.1:{port}/v1")).await;
-    let s = app.signed_up("lonely").await;
+    let (app, [s]) = TestApp::builder()
+        .openai_at(format!("http://127.0.0.1:{port}/v1"))
+        .start_as(["lonely"])
+        .await;
     let conv = app.new_conversation(&s.access).await;
     let err = last_error(&app.chat(&s.access, &conv, "hello").await);
     assert_eq!(err["code"], "upstream_unreachable");
@@ -279,8 +270,9 @@ async fn upstream_error_text_never_reaches_the_user() {
 #[tokio::test]
 async fn model_chosen_tool_names_do_not_become_metric_labels() {
     let fake = FakeUpstream::start().await;
-    let app = crate::tools::app_with(&fake, vec![], 16 * 1024).await;
-    let s = app.signed_up("labeler").await;
+    let (app, [s]) = crate::tools::app_with(&fake, vec![], 16 * 1024)
+        .start_as(["labeler"])
+        .await;
     let name = "made_up_tool_7f3a9c";
     let r = crate::tools::call_tool(&app, &fake, &s.access, name, json!({})).await;
     assert_eq!(r["success"], false);

@@ -11,17 +11,23 @@ use serde_json::{json, Value};
 const CALLBACK: &str = "/api/auth/oidc/callback";
 
 pub(crate) async fn start_with(customise: impl FnOnce(&mut Settings)) -> (TestApp, OidcProvider) {
+    start_on(TestApp::builder().settings(customise)).await
+}
+
+/// Starts the identity provider and `builder`'s server signing in through it.
+pub(crate) async fn start_on(builder: AppBuilder<'_>) -> (TestApp, OidcProvider) {
     let idp = OidcProvider::start().await;
     let issuer = idp.issuer.clone();
-    let app = spawn_app_with(|s| {
-        s.oidc.issuer = Some(issuer);
-        s.oidc.client_id = Some(CLIENT_ID.into());
-        s.oidc.client_secret = Some(CLIENT_SECRET.into());
-        s.oidc.role_map = vec!["admins=admin".into(), "staff=member".into()];
-        s.oidc.display_name = "Test IdP".into();
-        customise(s);
-    })
-    .await;
+    let app = builder
+        .settings(|s| {
+            s.oidc.issuer = Some(issuer);
+            s.oidc.client_id = Some(CLIENT_ID.into());
+            s.oidc.client_secret = Some(CLIENT_SECRET.into());
+            s.oidc.role_map = vec!["admins=admin".into(), "staff=member".into()];
+            s.oidc.display_name = "Test IdP".into();
+        })
+        .start()
+        .await;
     idp.configure(&app.url(CALLBACK), 3600, 0).await;
     (app, idp)
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use agentchat::config::{DatabaseUrl, ProviderKind};
+use agentchat::config::DatabaseUrl;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::pg_proxy::{PgProxy, Transaction};
 use agentchat_tests::*;
@@ -15,18 +15,12 @@ use serde_json::json;
 /// A server whose database connections go through `proxy`, with the background work that
 /// would blur a count (heartbeats, the hold sweeper) at most once an hour. The approval
 /// sweeper still runs every 5 s; [`fewest`] keeps it out of the count.
-async fn counted_app(fake: &FakeUpstream, proxy: &PgProxy) -> TestApp {
-    let base = fake.base_url_openai();
-    let proxied = |url: &str| proxy.url_for(url);
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
+fn counted_app<'a>(fake: &'a FakeUpstream, proxy: &'a PgProxy) -> AppBuilder<'a> {
+    TestApp::builder().openai(fake).settings(|s| {
         s.durable.replica_timeout = Duration::from_secs(3 * 3600);
         s.database.hold_sweep_interval = Duration::from_secs(86_400);
-        s.database.url = DatabaseUrl::new(proxied(s.database.url.expose()));
+        s.database.url = DatabaseUrl::new(proxy.url_for(s.database.url.expose()));
     })
-    .await
 }
 
 fn calculator_call(id: &str) -> Reply {
@@ -86,19 +80,14 @@ fn listing(transactions: &[Transaction]) -> String {
 async fn a_plain_turn_commits_twice_and_each_tool_step_once_more() {
     let fake = FakeUpstream::start().await;
     let proxy = PgProxy::start("127.0.0.1:5432".to_owned()).await;
-    let app = counted_app(&fake, &proxy).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("alice").await;
-    let r = app
-        .put_role(
-            &admin.access,
+    let (app, [_admin, member]) = counted_app(&fake, &proxy)
+        .role(
             "member",
             json!({"tools": ["calculator", "write_file"], "approvals": {"write_file": "user"}}),
         )
-        .await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    // A limited budget: every model call reserves and settles.
-    app.set_budget(&admin.access, member.user_id, Some(10_000_000))
+        // A limited budget: every model call reserves and settles.
+        .budget("alice", Some(10_000_000))
+        .start_as(["boss", "alice"])
         .await;
     // Warm the pool: the counted turns open no connections.
     for replies in [
@@ -152,17 +141,10 @@ async fn a_plain_turn_commits_twice_and_each_tool_step_once_more() {
 #[tokio::test]
 async fn an_approval_policy_changed_mid_turn_applies_from_the_next_step() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with({
-        let base = fake.base_url_openai();
-        move |s| {
-            s.llm.provider = ProviderKind::Openai;
-            s.llm.base_url = base;
-            s.llm.max_retries = 0;
-        }
-    })
-    .await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("alice").await;
+    let (app, [admin, member]) = TestApp::builder()
+        .openai(&fake)
+        .start_as(["boss", "alice"])
+        .await;
     let role = |approvals: serde_json::Value| json!({"tools": ["calculator", "write_file"], "approvals": approvals});
     let r = app.put_role(&admin.access, "member", role(json!({}))).await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());

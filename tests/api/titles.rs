@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use agentchat::config::ProviderKind;
 use agentchat::llm::title::TITLE_INSTRUCTIONS;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
@@ -12,14 +11,12 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::RunQueryDsl;
 use serde_json::{json, Value};
 
-fn upstream(base: String) -> impl FnOnce(&mut agentchat::config::Settings) {
-    move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.model = "fake".into();
-        s.llm.max_retries = 0;
-        s.llm.auto_titles = true;
-    }
+/// A server on the fake model that titles new conversations.
+fn titling(fake: &FakeUpstream) -> AppBuilder<'_> {
+    TestApp::builder()
+        .openai(fake)
+        .model("fake")
+        .settings(|s| s.llm.auto_titles = true)
 }
 
 fn text(t: &str, input: u64, output: u64) -> Reply {
@@ -74,10 +71,9 @@ async fn usage_rows(app: &TestApp, conversation: &str) -> Vec<UsageRow> {
 #[tokio::test]
 async fn the_first_answer_titles_the_chat_in_the_background_and_is_charged() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let me = app.signed_up("tia").await;
-    app.set_budget(&admin.access, me.user_id, Some(100_000))
+    let (app, [_admin, me]) = titling(&fake)
+        .budget("tia", Some(100_000))
+        .start_as(["boss", "tia"])
         .await;
     let id = app.new_conversation(&me.access).await;
     let created = app.conversation(&me.access, &id).await;
@@ -170,8 +166,7 @@ async fn the_first_answer_titles_the_chat_in_the_background_and_is_charged() {
 #[tokio::test]
 async fn a_first_message_of_files_alone_is_titled_by_its_files() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
-    let me = app.signed_up("filer").await;
+    let (app, [me]) = titling(&fake).start_as(["filer"]).await;
     app.upload(&me.access, "reports/q3-plan.txt", "ship the new importer")
         .await;
     let id = app.new_conversation(&me.access).await;
@@ -203,8 +198,7 @@ async fn a_first_message_of_files_alone_is_titled_by_its_files() {
 #[tokio::test]
 async fn a_title_the_user_chose_is_never_replaced() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
-    let me = app.signed_up("una").await;
+    let (app, [me]) = titling(&fake).start_as(["una"]).await;
     // Named at creation.
     let r = app
         .post_as(&me.access, "/api/conversations")
@@ -244,10 +238,10 @@ async fn a_title_the_user_chose_is_never_replaced() {
 #[tokio::test]
 async fn no_budget_for_a_title_keeps_the_first_words() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let me = app.signed_up("vic").await;
-    app.set_budget(&admin.access, me.user_id, Some(2_000)).await;
+    let (app, [_admin, me]) = titling(&fake)
+        .budget("vic", Some(2_000))
+        .start_as(["boss", "vic"])
+        .await;
     let id = app.new_conversation(&me.access).await;
     // The answer uses (more than) all that is left: the reservation is charged whole.
     fake.push(text("A long answer.", 5_000, 500));
@@ -272,10 +266,9 @@ async fn no_budget_for_a_title_keeps_the_first_words() {
 #[tokio::test]
 async fn a_failed_title_call_releases_its_hold_and_keeps_the_first_words() {
     let fake = FakeUpstream::start().await;
-    let app = spawn_app_with(upstream(fake.base_url_openai())).await;
-    let admin = app.signed_up("boss").await;
-    let me = app.signed_up("wes").await;
-    app.set_budget(&admin.access, me.user_id, Some(100_000))
+    let (app, [_admin, me]) = titling(&fake)
+        .budget("wes", Some(100_000))
+        .start_as(["boss", "wes"])
         .await;
     let id = app.new_conversation(&me.access).await;
     fake.push(text("Fine.", 100, 10));
@@ -298,8 +291,10 @@ async fn a_failed_title_call_releases_its_hold_and_keeps_the_first_words() {
 
 #[tokio::test]
 async fn the_demo_model_makes_a_title_from_the_first_words() {
-    let app = spawn_app_with(|s| s.llm.auto_titles = true).await;
-    let me = app.signed_up("dee").await;
+    let (app, [me]) = TestApp::builder()
+        .settings(|s| s.llm.auto_titles = true)
+        .start_as(["dee"])
+        .await;
     let id = app.new_conversation(&me.access).await;
     app.chat(
         &me.access,

@@ -4,27 +4,23 @@
 
 use std::time::Duration;
 
-use agentchat::config::ProviderKind;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::tiny_server::{Behaviour, TinyServer};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
-pub(crate) async fn app_with(
+/// A server on the fake model whose `http_request` tool may reach `allow_private` (host:port
+/// on private addresses), gives up after 3 s, and whose tool results are cut at `output_cap`.
+pub(crate) fn app_with(
     fake: &FakeUpstream,
     allow_private: Vec<String>,
     output_cap: usize,
-) -> TestApp {
-    let base = fake.base_url_openai();
-    spawn_app_with(move |s| {
-        s.llm.provider = ProviderKind::Openai;
-        s.llm.base_url = base;
-        s.llm.max_retries = 0;
+) -> AppBuilder<'_> {
+    TestApp::builder().openai(fake).settings(move |s| {
         s.llm.tool_output_cap_bytes = output_cap;
         s.tools.http.allow_private_host_ports = allow_private;
         s.tools.http.timeout = Duration::from_secs(3);
     })
-    .await
 }
 
 /// Runs one turn in which the model calls `name(arguments)` once and then answers.
@@ -68,9 +64,9 @@ pub(crate) async fn audit(app: &TestApp, admin: &str, query: &str) -> Vec<Value>
 async fn a_tool_outside_the_allowlist_is_refused_audited_and_the_loop_goes_on() {
     let fake = FakeUpstream::start().await;
     let canary = TinyServer::start(Behaviour::Body("text/plain", "secret".into())).await;
-    let app = app_with(&fake, vec![canary.addr.to_string()], 16 * 1024).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = app_with(&fake, vec![canary.addr.to_string()], 16 * 1024)
+        .start_as(["boss", "worker"])
+        .await;
     // http_get is not in the member role; the model was not offered it and calls it anyway.
     let result = call_tool(
         &app,
@@ -110,9 +106,9 @@ async fn a_tool_outside_the_allowlist_is_refused_audited_and_the_loop_goes_on() 
 #[tokio::test]
 async fn an_admin_change_to_the_allowlist_applies_to_the_next_model_call() {
     let fake = FakeUpstream::start().await;
-    let app = app_with(&fake, vec![], 16 * 1024).await;
-    let admin = app.signed_up("boss").await;
-    let member = app.signed_up("worker").await;
+    let (app, [admin, member]) = app_with(&fake, vec![], 16 * 1024)
+        .start_as(["boss", "worker"])
+        .await;
     let ok = call_tool(
         &app,
         &fake,
@@ -149,8 +145,7 @@ async fn an_admin_change_to_the_allowlist_applies_to_the_next_model_call() {
 
 #[tokio::test]
 async fn new_roles_allow_nothing_and_unknown_tools_are_refused() {
-    let app = spawn_app().await;
-    let admin = app.signed_up("boss").await;
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
     let r = app
         .put_role(&admin.access, "analyst", json!({"tools": []}))
         .await;
@@ -206,9 +201,9 @@ async fn new_roles_allow_nothing_and_unknown_tools_are_refused() {
 #[tokio::test]
 async fn the_workspace_jail_holds_against_a_hostile_model() {
     let fake = FakeUpstream::start().await;
-    let app = app_with(&fake, vec![], 16 * 1024).await;
-    let admin = app.signed_up("boss").await;
-    let s = app.signed_up("prisoner").await;
+    let (app, [admin, s]) = app_with(&fake, vec![], 16 * 1024)
+        .start_as(["boss", "prisoner"])
+        .await;
     // Something planted inside the workspace that points outside it.
     let dir = app.workspace_dir.join(s.user_id.to_string());
     std::fs::create_dir_all(&dir).unwrap();
@@ -286,13 +281,13 @@ async fn http_get_cannot_reach_private_addresses_even_through_redirects() {
     ))
     .await;
     // Only the redirector and the page are let through the private-address rule.
-    let app = app_with(
+    let (app, [admin]) = app_with(
         &fake,
         vec![redirector.addr.to_string(), page.addr.to_string()],
         16 * 1024,
     )
+    .start_as(["boss"])
     .await;
-    let admin = app.signed_up("boss").await;
     let port = canary.addr.port();
     for url in [
         canary.url("/"),
@@ -350,8 +345,7 @@ async fn http_get_cannot_reach_private_addresses_even_through_redirects() {
 #[tokio::test]
 async fn oversized_tool_output_is_truncated_with_a_note() {
     let fake = FakeUpstream::start().await;
-    let app = app_with(&fake, vec![], 512).await;
-    let s = app.signed_up("reader").await;
+    let (app, [s]) = app_with(&fake, vec![], 512).start_as(["reader"]).await;
     let big = "line of text\n".repeat(2000);
     let r = app
         .client
@@ -398,13 +392,13 @@ async fn admin_defined_http_tools_work_keep_secrets_and_time_out() {
     ))
     .await;
     let slow = TinyServer::start(Behaviour::Slow(Duration::from_secs(5))).await;
-    let app = app_with(
+    let (app, [admin]) = app_with(
         &fake,
         vec![api.addr.to_string(), slow.addr.to_string()],
         16 * 1024,
     )
+    .start_as(["boss"])
     .await;
-    let admin = app.signed_up("boss").await;
     let define = |name: &str, url: String, timeout_ms: i64| {
         app.client
             .post(app.url("/api/admin/tools/custom"))
@@ -501,9 +495,7 @@ async fn admin_defined_http_tools_work_keep_secrets_and_time_out() {
 
 #[tokio::test]
 async fn the_files_api_is_per_user_and_jailed() {
-    let app = spawn_app().await;
-    let a = app.signed_up("alpha").await;
-    let b = app.signed_up("bravo").await;
+    let (app, [a, b]) = TestApp::builder().start_as(["alpha", "bravo"]).await;
     let r = app
         .client
         .put(app.url("/api/files/data/sales.csv"))
@@ -572,8 +564,9 @@ async fn the_files_api_is_per_user_and_jailed() {
 #[tokio::test]
 async fn the_demo_model_analyses_an_uploaded_csv() {
     let fake = FakeUpstream::start().await;
-    let app = app_with(&fake, vec![], 16 * 1024).await;
-    let s = app.signed_up("analyst").await;
+    let (app, [s]) = app_with(&fake, vec![], 16 * 1024)
+        .start_as(["analyst"])
+        .await;
     app.client
         .put(app.url("/api/files/sales.csv"))
         .bearer_auth(&s.access)

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod builder;
 pub mod fake_upstream;
 pub mod mcp_peers;
 pub mod oidc;
@@ -12,6 +13,8 @@ pub mod tiny_server;
 
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
+
+pub use builder::AppBuilder;
 
 use agentchat::config::{DatabaseUrl, Settings};
 use agentchat::startup::Application;

@@ -2,6 +2,7 @@
 //! and the extractors that guard every route.
 
 pub mod api_key;
+pub mod error;
 pub mod extract;
 pub mod jwt;
 pub mod key_cache;
@@ -12,4 +13,5 @@ pub mod session;
 pub mod throttle;
 
 pub use api_key::ApiCaller;
+pub use error::AuthError;
 pub use extract::{AdminUser, AuthUser, SignedToken};

@@ -9,11 +9,11 @@ use secrecy::SecretString;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::auth::error::AuthError;
 use crate::auth::{password, refresh, AuthUser};
 use crate::db::models::admin_change::{self, NewChange};
 use crate::db::models::{refresh_token, role, user};
 use crate::db::{self, models::is_unique_violation};
-use crate::error::ApiError;
 use crate::state::AppState;
 
 /// What a successful sign-in or refresh returns.
@@ -28,7 +28,7 @@ pub struct TokenPair {
 }
 
 /// Usernames: 3 to 32 of letters, digits, `_`, `-`, `.`; compared case-insensitively.
-pub fn check_username(username: &str) -> Result<(), ApiError> {
+pub fn check_username(username: &str) -> Result<(), AuthError> {
     let ok_len = (3..=32).contains(&username.chars().count());
     let ok_chars = username
         .chars()
@@ -36,10 +36,7 @@ pub fn check_username(username: &str) -> Result<(), ApiError> {
     if ok_len && ok_chars {
         Ok(())
     } else {
-        Err(ApiError::bad_request(
-            "invalid_username",
-            "username must be 3 to 32 characters: letters, digits, `_`, `-` or `.`",
-        ))
+        Err(AuthError::InvalidUsername)
     }
 }
 
@@ -57,24 +54,20 @@ pub async fn create_account(
     username: &str,
     password_text: &str,
     role_choice: NewAccountRole<'_>,
-) -> Result<user::User, ApiError> {
+) -> Result<user::User, AuthError> {
     check_username(username)?;
-    password::check_length(password_text)
-        .map_err(|m| ApiError::bad_request("invalid_password", m))?;
+    password::check_length(password_text).map_err(|m| AuthError::InvalidPassword(m.to_string()))?;
     if let NewAccountRole::ByAdmin { role: name, .. } = role_choice {
         let mut conn = db::conn(&state.pool).await?;
         if !role::exists(&mut conn, name).await? {
-            return Err(ApiError::unprocessable(
-                "unknown_role",
-                format!("no role named `{name}`"),
-            ));
+            return Err(AuthError::UnknownRole(name.to_owned()));
         }
     }
     let hash = state
         .hasher
         .hash(SecretString::from(password_text.to_owned()))
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(AuthError::internal)?;
     let mut conn = db::conn(&state.pool).await?;
     let inserted = match role_choice {
         NewAccountRole::SelfRegistered => {
@@ -97,7 +90,7 @@ pub async fn create_account(
     };
     inserted.map_err(|e| {
         if is_unique_violation(&e) {
-            ApiError::conflict("username_taken", "that username is already taken")
+            AuthError::UsernameTaken
         } else {
             e.into()
         }
@@ -116,23 +109,19 @@ pub async fn login(
     username: &str,
     password_text: &str,
     client: Option<IpAddr>,
-) -> Result<TokenPair, ApiError> {
+) -> Result<TokenPair, AuthError> {
     check_username(username)?;
     if password_text.len() > MAX_LOGIN_FIELD_BYTES {
-        return Err(ApiError::bad_request(
-            "invalid_password",
-            format!(
-                "password must be at most {} characters",
-                password::MAX_PASSWORD_CHARS
-            ),
-        ));
+        return Err(AuthError::InvalidPassword(format!(
+            "password must be at most {} characters",
+            password::MAX_PASSWORD_CHARS
+        )));
     }
     if let Err(wait) = state.throttle.begin(username, client) {
-        return Err(ApiError::too_many(
-            "too_many_attempts",
-            "too many failed sign-in attempts; wait a moment and try again",
-            wait.as_secs() + 1,
-        ));
+        return Err(AuthError::Throttled {
+            message: "too many failed sign-in attempts; wait a moment and try again",
+            retry_after_secs: wait.as_secs() + 1,
+        });
     }
     let found = {
         let mut conn = db::conn(&state.pool).await?;
@@ -145,11 +134,11 @@ pub async fn login(
             found.as_ref().map(|u| u.password_hash.clone()),
         )
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(AuthError::internal)?;
     // A disabled account answers as a wrong password would: the 401 confirms nothing.
     let account = match found {
         Some(u) if ok && !u.disabled => u,
-        _ => return Err(ApiError::unauthorized("invalid username or password")),
+        _ => return Err(AuthError::BadCredentials),
     };
     state.throttle.succeeded(username, client);
     let mut conn = db::conn(&state.pool).await?;
@@ -159,7 +148,7 @@ pub async fn login(
 
 /// Opens a session (a new refresh-token family) for an account that signed in another way
 /// (single sign-on).
-pub async fn open_session(state: &AppState, account: &user::User) -> Result<TokenPair, ApiError> {
+pub async fn open_session(state: &AppState, account: &user::User) -> Result<TokenPair, AuthError> {
     let mut conn = db::conn(&state.pool).await?;
     let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
     token_pair(state, account.id, account.token_version, refresh_token)
@@ -167,7 +156,7 @@ pub async fn open_session(state: &AppState, account: &user::User) -> Result<Toke
 
 /// Exchanges a refresh token for a new pair; the old one is spent. Presenting a spent
 /// token revokes every token of its family.
-pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenPair, ApiError> {
+pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenPair, AuthError> {
     let token_hash = refresh::hash(presented);
     let mut conn = db::conn(&state.pool).await?;
     let ttl = state.settings.auth.refresh_token_ttl;
@@ -202,9 +191,8 @@ pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenP
             .scope_boxed()
         })
         .await
-        .map_err(|e: diesel::result::Error| ApiError::from(e))?;
-    let (account, next) =
-        outcome.ok_or_else(|| ApiError::unauthorized("invalid or expired refresh token"))?;
+        .map_err(|e: diesel::result::Error| AuthError::from(e))?;
+    let (account, next) = outcome.ok_or(AuthError::BadRefreshToken)?;
     token_pair(state, account.id, account.token_version, next)
 }
 
@@ -221,29 +209,25 @@ pub async fn change_password(
     current: &str,
     new: &str,
     client: Option<IpAddr>,
-) -> Result<TokenPair, ApiError> {
-    password::check_length(new).map_err(|m| ApiError::bad_request("invalid_password", m))?;
+) -> Result<TokenPair, AuthError> {
+    password::check_length(new).map_err(|m| AuthError::InvalidPassword(m.to_string()))?;
     if current.len() > MAX_LOGIN_FIELD_BYTES {
-        return Err(wrong_password());
+        return Err(AuthError::WrongPassword);
     }
     let account = {
         let mut conn = db::conn(&state.pool).await?;
         user::find(&mut conn, user_id)
             .await?
-            .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?
+            .ok_or(AuthError::AccountGone)?
     };
     if account.source != user::SOURCE_PASSWORD {
-        return Err(ApiError::conflict(
-            "external_account",
-            "this account signs in through single sign-on; its password is managed by the identity provider",
-        ));
+        return Err(AuthError::ExternalAccount);
     }
     if let Err(wait) = state.throttle.begin(&account.username, client) {
-        return Err(ApiError::too_many(
-            "too_many_attempts",
-            "too many wrong passwords; wait a moment and try again",
-            wait.as_secs() + 1,
-        ));
+        return Err(AuthError::Throttled {
+            message: "too many wrong passwords; wait a moment and try again",
+            retry_after_secs: wait.as_secs() + 1,
+        });
     }
     let ok = state
         .hasher
@@ -252,16 +236,16 @@ pub async fn change_password(
             Some(account.password_hash.clone()),
         )
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(AuthError::internal)?;
     if !ok {
-        return Err(wrong_password());
+        return Err(AuthError::WrongPassword);
     }
     state.throttle.succeeded(&account.username, client);
     let hash = state
         .hasher
         .hash(SecretString::from(new.to_owned()))
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(AuthError::internal)?;
     let token = refresh::generate();
     let expires = chrono::Utc::now() + to_chrono(state.settings.auth.refresh_token_ttl);
     let token_hash = refresh::hash(&token);
@@ -280,17 +264,8 @@ pub async fn change_password(
     token_pair(state, user_id, version, token)
 }
 
-/// 403, not 401: the caller's session is fine, only the password given is not.
-fn wrong_password() -> ApiError {
-    ApiError::new(
-        actix_web::http::StatusCode::FORBIDDEN,
-        "wrong_password",
-        "the current password is not correct",
-    )
-}
-
 /// Ends the session the refresh token belongs to. Unknown tokens are not an error.
-pub async fn logout(state: &AppState, presented: &str) -> Result<(), ApiError> {
+pub async fn logout(state: &AppState, presented: &str) -> Result<(), AuthError> {
     let mut conn = db::conn(&state.pool).await?;
     refresh_token::revoke_by_hash(&mut conn, &refresh::hash(presented)).await?;
     Ok(())
@@ -301,7 +276,7 @@ async fn new_refresh_token(
     conn: &mut diesel_async::AsyncPgConnection,
     user_id: Uuid,
     family_id: Uuid,
-) -> Result<String, ApiError> {
+) -> Result<String, AuthError> {
     let token = refresh::generate();
     let expires = chrono::Utc::now()
         + chrono::Duration::from_std(state.settings.auth.refresh_token_ttl)
@@ -315,12 +290,12 @@ fn token_pair(
     user_id: Uuid,
     token_version: i32,
     refresh_token: String,
-) -> Result<TokenPair, ApiError> {
+) -> Result<TokenPair, AuthError> {
     Ok(TokenPair {
         access_token: state
             .jwt
             .issue(user_id, token_version)
-            .map_err(ApiError::internal)?,
+            .map_err(AuthError::internal)?,
         refresh_token,
         token_type: "Bearer",
         expires_in: state.jwt.ttl_secs(),

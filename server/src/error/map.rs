@@ -1,9 +1,11 @@
 //! The one place where the domain's errors become HTTP answers: the database's
-//! ([`DbError`]), the turn's ([`TurnError`]) and an account's refusal ([`Rejection`]).
+//! ([`DbError`]), the turn's ([`TurnError`]), the account and session operations'
+//! ([`AuthError`]) and an account's refusal ([`Rejection`]).
 
 use actix_web::http::StatusCode;
 
 use super::{ApiError, BudgetDetails};
+use crate::auth::AuthError;
 use crate::db::models::user::Rejection;
 use crate::db::{DbError, PoolError};
 use crate::turn::error::BudgetShortfall;
@@ -43,6 +45,32 @@ impl From<Rejection> for ApiError {
             Rejection::KeyRevoked => "invalid API key",
             Rejection::KeyExpired => "this API key has expired",
         })
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        let message = e.to_string();
+        match e {
+            AuthError::InvalidUsername => ApiError::bad_request("invalid_username", message),
+            AuthError::InvalidPassword(_) => ApiError::bad_request("invalid_password", message),
+            AuthError::UnknownRole(_) => ApiError::unprocessable("unknown_role", message),
+            AuthError::UsernameTaken => ApiError::conflict("username_taken", message),
+            AuthError::Throttled {
+                message,
+                retry_after_secs,
+            } => ApiError::too_many("too_many_attempts", message, retry_after_secs),
+            AuthError::BadCredentials | AuthError::BadRefreshToken | AuthError::AccountGone => {
+                ApiError::unauthorized(message)
+            }
+            AuthError::ExternalAccount => ApiError::conflict("external_account", message),
+            // 403, not 401: the caller's session is fine, only the password given is not.
+            AuthError::WrongPassword => {
+                ApiError::new(StatusCode::FORBIDDEN, "wrong_password", message)
+            }
+            AuthError::Db(e) => e.into(),
+            AuthError::Internal(e) => ApiError::internal(e),
+        }
     }
 }
 
@@ -189,5 +217,46 @@ mod tests {
         assert_eq!(e.code(), "budget_exhausted");
         assert!(e.message().contains("used up"), "{}", e.message());
         assert!(e.retry_after_secs().is_some());
+    }
+
+    #[test]
+    fn auth_errors_keep_their_wire_codes() {
+        let cases: [(AuthError, StatusCode, &str); 5] = [
+            (
+                AuthError::InvalidUsername,
+                StatusCode::BAD_REQUEST,
+                "invalid_username",
+            ),
+            (
+                AuthError::UnknownRole("x".into()),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_role",
+            ),
+            (
+                AuthError::BadCredentials,
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+            ),
+            (
+                AuthError::WrongPassword,
+                StatusCode::FORBIDDEN,
+                "wrong_password",
+            ),
+            (
+                AuthError::ExternalAccount,
+                StatusCode::CONFLICT,
+                "external_account",
+            ),
+        ];
+        for (error, status, code) in cases {
+            let e = ApiError::from(error);
+            assert_eq!((e.status_code(), e.code()), (status, code));
+        }
+        let throttled = ApiError::from(AuthError::Throttled {
+            message: "wait",
+            retry_after_secs: 3,
+        });
+        assert_eq!(throttled.code(), "too_many_attempts");
+        assert_eq!(throttled.retry_after_secs(), Some(3));
     }
 }

@@ -282,7 +282,7 @@ pub struct UsageReport {
 /// A page of approvals, newest first.
 #[derive(ToSchema)]
 pub struct ApprovalPage {
-    pub items: Vec<crate::turn::approval::sql::Approval>,
+    pub items: Vec<crate::turn::Approval>,
     /// Pass as `cursor` for the next page (a timestamp); null on the last one.
     pub next_cursor: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -290,7 +290,7 @@ pub struct ApprovalPage {
 /// A recorded decision.
 #[derive(ToSchema)]
 pub struct DecisionResult {
-    pub approval: crate::turn::approval::sql::Approval,
+    pub approval: crate::turn::Approval,
     /// The step's last decision is in and its turn went on (in the background).
     pub resumed: bool,
 }

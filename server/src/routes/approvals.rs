@@ -9,13 +9,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
-use crate::db::{self};
+use crate::db;
 use crate::domain::ApprovalState;
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
-use crate::turn::approval::decide::Decision;
-use crate::turn::approval::sql::{self as approval_db, Decider, ListFilter};
+use crate::turn::{Approval, ApprovalFilter, Decider, Decision};
 
 /// Longest accepted decision note, in characters.
 pub const MAX_NOTE_CHARS: usize = 1000;
@@ -41,7 +40,7 @@ pub struct ApprovalQuery {
 
 impl ApprovalQuery {
     /// The listing filter (400 for an unknown state).
-    pub fn filter(&self, user_id: Option<Uuid>) -> Result<ListFilter, ApiError> {
+    pub fn filter(&self, user_id: Option<Uuid>) -> Result<ApprovalFilter, ApiError> {
         let state = match &self.state {
             Some(s) => Some(s.parse::<ApprovalState>().map_err(|_| {
                 ApiError::bad_request(
@@ -51,7 +50,7 @@ impl ApprovalQuery {
             })?),
             None => None,
         };
-        Ok(ListFilter {
+        Ok(ApprovalFilter {
             user_id,
             state,
             conversation_id: self.conversation,
@@ -62,9 +61,8 @@ impl ApprovalQuery {
 }
 
 /// A page of approvals as `{items, next_cursor}`.
-pub async fn page(state: &AppState, filter: ListFilter) -> Result<HttpResponse, ApiError> {
-    let mut conn = db::conn(&state.pool).await?;
-    let rows = approval_db::list(&mut conn, &filter).await?;
+pub async fn page(state: &AppState, filter: ApprovalFilter) -> Result<HttpResponse, ApiError> {
+    let rows = state.engine.approvals(&filter).await?;
     let next = (rows.len() as i64 == filter.limit)
         .then(|| rows.last().map(|r| r.created_at))
         .flatten();
@@ -155,11 +153,7 @@ async fn decide(
 
 /// An admin's decision enters the admin audit trail (after the decision's own transaction,
 /// which the agent owns; a failure to record is logged, the decision stands).
-async fn record_admin_decision(
-    state: &AppState,
-    who: &AuthUser,
-    a: &crate::turn::approval::sql::Approval,
-) {
+async fn record_admin_decision(state: &AppState, who: &AuthUser, a: &Approval) {
     use crate::db::models::admin_change::{self, NewChange};
     let change = NewChange::by(
         who,

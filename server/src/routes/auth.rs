@@ -158,7 +158,9 @@ async fn refresh(
 ) -> Result<HttpResponse, ApiError> {
     let (token, mode) = presented(&req, body)?;
     cookie_origin_check(&req, &state, mode)?;
-    let pair = session::refresh_session(&state, &token).await;
+    let pair = session::refresh_session(&state, &token)
+        .await
+        .map_err(ApiError::from);
     match pair {
         Ok(pair) => Ok(respond(&state, pair, mode)),
         Err(e) if mode == SessionMode::Cookie => {

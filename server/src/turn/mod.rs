@@ -31,7 +31,7 @@
 //! step's SQL. [`TurnError`] is every way a turn can refuse; `crate::error` maps it to HTTP.
 
 mod api;
-pub mod approval;
+mod approval;
 mod attachments;
 mod context;
 mod ending;
@@ -58,7 +58,8 @@ mod tool_set;
 mod turn_log;
 
 pub use api::ApiTurn;
-pub use approval::decide::Decision;
+pub use approval::decide::{Decision, DecisionOutcome};
+pub use approval::sql::{Approval, Decider, ListFilter as ApprovalFilter};
 pub use attachments::{of as attachments_of, Attachment};
 pub use context::{cost as message_tokens, StoredToolCall};
 pub use engine::{Cancelled, NewTurn, RunningTurns, TurnEngine};

@@ -114,8 +114,8 @@ impl From<crate::db::DbError> for SsoError {
     }
 }
 
-impl From<crate::error::ApiError> for SsoError {
-    fn from(e: crate::error::ApiError) -> Self {
-        Self::Internal(e.message().to_owned())
+impl From<crate::auth::AuthError> for SsoError {
+    fn from(e: crate::auth::AuthError) -> Self {
+        Self::Internal(e.to_string())
     }
 }

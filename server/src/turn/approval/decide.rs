@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::domain::{ApprovalState, Approver};
-use crate::turn::approval::sql::{self as approval_db, Approval, Decided, Decider, Refusal};
+use crate::turn::approval::sql::{
+    self as approval_db, Approval, Decided, Decider, ListFilter, Refusal,
+};
 use crate::turn::engine::TurnEngine;
 use crate::turn::error::TurnError;
 use crate::turn::follow::Follower;
@@ -28,6 +30,12 @@ pub struct DecisionOutcome {
 }
 
 impl TurnEngine {
+    /// A page of approvals, newest first, as `filter` narrows them (its owner and state).
+    pub async fn approvals(&self, filter: &ListFilter) -> Result<Vec<Approval>, TurnError> {
+        let mut conn = db::conn(&self.pool).await?;
+        Ok(approval_db::list(&mut conn, filter).await?)
+    }
+
     /// Records `decision` on approval `id` by `who`. 404: not theirs (or no such approval);
     /// 403: not theirs to decide; 409: decided before, or expired. `follow`: return the
     /// resumed turn's events rather than letting it run unattended.
@@ -50,7 +58,7 @@ impl TurnEngine {
             }
             Decided::Refused(Refusal::AdminOnly) => Err(TurnError::AdminApproval),
             Decided::Refused(Refusal::OwnerOnly) => Err(TurnError::NotYourApproval),
-            Decided::AlreadyDecided(a) => Err(TurnError::AlreadyDecided { state: a.state }),
+            Decided::Earlier(a) => Err(TurnError::AlreadyDecided { state: a.state }),
             Decided::Recorded { approval, resume } => {
                 self.metrics
                     .approval_decisions

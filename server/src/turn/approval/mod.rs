@@ -3,8 +3,8 @@
 //! expiries and take-overs); `resume` runs the decided step on, on whichever process took
 //! the last decision. `sql` and `sql_step` are their rows.
 
-pub mod decide;
+pub(super) mod decide;
 pub(super) mod pause;
 pub(super) mod resume;
-pub mod sql;
-pub mod sql_step;
+pub(super) mod sql;
+pub(super) mod sql_step;

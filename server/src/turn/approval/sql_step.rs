@@ -34,7 +34,7 @@ pub enum Decided {
     NotFound,
     Refused(Refusal),
     /// It was decided before (or expired); nothing changed.
-    AlreadyDecided(Box<Approval>),
+    Earlier(Box<Approval>),
     /// Recorded (`state` may be `expired` when it came too late). `resume`: this was the
     /// step's last decision and this process runs the turn on.
     Recorded {
@@ -73,7 +73,7 @@ pub async fn decide(
                 return Ok(Decided::NotFound);
             };
             if mine.state != ApprovalState::Pending {
-                return Ok(Decided::AlreadyDecided(Box::new(mine.clone())));
+                return Ok(Decided::Earlier(Box::new(mine.clone())));
             }
             let updated: Approval = diesel::update(dsl::approvals.find(id))
                 .set((
