@@ -22,7 +22,7 @@ fn with_ttl(fake: &FakeUpstream, ttl: Duration) -> AppBuilder<'_> {
 
 /// A server whose `member` role allows `calculator` and `write_file`, with `write_file`
 /// needing `approver`'s decision.
-fn approving<'a>(fake: &'a FakeUpstream, approver: &str) -> AppBuilder<'a> {
+pub(crate) fn approving<'a>(fake: &'a FakeUpstream, approver: &str) -> AppBuilder<'a> {
     with_ttl(fake, Duration::from_secs(3600)).role(
         "member",
         json!({"tools": ["calculator", "write_file"],
@@ -30,7 +30,7 @@ fn approving<'a>(fake: &'a FakeUpstream, approver: &str) -> AppBuilder<'a> {
     )
 }
 
-fn write_call(id: &str, path: &str, content: &str) -> Reply {
+pub(crate) fn write_call(id: &str, path: &str, content: &str) -> Reply {
     Reply::tool_call(
         id,
         "write_file",
@@ -38,18 +38,18 @@ fn write_call(id: &str, path: &str, content: &str) -> Reply {
     )
 }
 
-fn named<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a SseEvent> {
+pub(crate) fn named<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a SseEvent> {
     events.iter().filter(|e| e.event == name).collect()
 }
 
-fn finish(events: &[SseEvent]) -> String {
+pub(crate) fn finish(events: &[SseEvent]) -> String {
     let last = events.last().expect("events");
     assert_eq!(last.event, "done", "{events:?}");
     last.data["finish_reason"].as_str().unwrap().to_owned()
 }
 
 /// Decides an approval; `stream`: asks for the resumed turn's events.
-async fn decide(
+pub(crate) async fn decide(
     app: &TestApp,
     token: &str,
     id: &str,
@@ -65,7 +65,7 @@ async fn decide(
     req.send().await.unwrap()
 }
 
-async fn pending(app: &TestApp, token: &str, path: &str) -> Vec<Value> {
+pub(crate) async fn pending(app: &TestApp, token: &str, path: &str) -> Vec<Value> {
     let r: Value = app
         .get_as(token, path)
         .send()
@@ -77,7 +77,7 @@ async fn pending(app: &TestApp, token: &str, path: &str) -> Vec<Value> {
     r["items"].as_array().unwrap().clone()
 }
 
-async fn file(app: &TestApp, token: &str, path: &str) -> Option<String> {
+pub(crate) async fn file(app: &TestApp, token: &str, path: &str) -> Option<String> {
     let r = app
         .get_as(token, &format!("/api/files/{path}"))
         .send()
@@ -91,7 +91,7 @@ async fn audit(app: &TestApp, admin: &str, query: &str) -> Vec<Value> {
 }
 
 /// Waits until the conversation's last message is an assistant answer with this text.
-async fn answered(app: &TestApp, token: &str, conv: &str, text: &str) -> Value {
+pub(crate) async fn answered(app: &TestApp, token: &str, conv: &str, text: &str) -> Value {
     for _ in 0..100 {
         let c = app.conversation(token, conv).await;
         let last = c["messages"].as_array().unwrap().last().cloned().unwrap();

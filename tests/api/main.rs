@@ -41,6 +41,7 @@ mod reattach;
 mod scim;
 mod scim_okta;
 mod security_fixes;
+mod security_round3;
 mod security_sessions;
 mod sso;
 mod step_commits;

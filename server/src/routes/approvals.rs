@@ -144,11 +144,45 @@ async fn decide(
     if who.is_admin() && (a.approver == crate::domain::Approver::Admin || a.user_id != who.id) {
         record_admin_decision(&state, &who, a).await;
     }
+    let answered = json!({"approval": outcome.approval, "resumed": outcome.resumed});
     let Some(follower) = outcome.follower else {
-        return Ok(HttpResponse::Ok()
-            .json(json!({"approval": outcome.approval, "resumed": outcome.resumed})));
+        return Ok(HttpResponse::Ok().json(answered));
     };
+    // Streaming another user's turn to an admin is reading their conversation: recorded
+    // like any other reading, before it is shown (unrecorded, the turn runs on unseen).
+    if a.user_id != who.id && !record_reading(&state, &who, a).await {
+        return Ok(HttpResponse::Ok().json(answered));
+    }
     super::messages::respond(&req, &state, follower).await
+}
+
+/// Writes the `conversation.view` row of an admin who follows a user's resumed turn;
+/// `false` when it could not be written.
+async fn record_reading(state: &AppState, who: &AuthUser, a: &Approval) -> bool {
+    use crate::db::models::admin_change::{self, NewChange};
+    let change = NewChange::by(
+        who,
+        "conversation.view",
+        format!("{} of {}", a.conversation_id, a.username),
+    )
+    .id(a.conversation_id)
+    .after(
+        json!({"conversation_id": a.conversation_id, "owner": a.username,
+                  "owner_id": a.user_id, "via": "approval.decide"}),
+    );
+    let recorded = match db::conn(&state.pool).await {
+        Ok(mut conn) => admin_change::record(&mut conn, change)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match recorded {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, approval = %a.id, "could not record an admin's reading; not streaming the turn");
+            false
+        }
+    }
 }
 
 /// An admin's decision enters the admin audit trail (after the decision's own transaction,

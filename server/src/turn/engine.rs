@@ -120,7 +120,7 @@ impl TurnEngine {
     ) -> Result<Follower, TurnError> {
         let user_id = token.user_id;
         if let Some(key) = &message.idempotency {
-            if let Some(turn_id) = self.replay_duplicate(user_id, conversation_id, key).await? {
+            if let Some(turn_id) = self.replay_duplicate(&token, conversation_id, key).await? {
                 return self.follow(user_id, conversation_id, turn_id, None).await;
             }
         }

@@ -49,8 +49,11 @@ impl ToolSetCache {
     }
 }
 
-/// Merges without the cache. An invalid custom definition, or an MCP tool named like a
-/// built-in, is skipped and logged rather than failing the turn.
+/// Merges without the cache: the built-ins, then the admin's custom tools, then the MCP
+/// tools, so that an MCP server can never take over a name already given (custom tool names
+/// cannot hold the MCP separator `__` since they are checked at creation; older rows that
+/// do still win over a listing). An invalid custom definition, or an MCP tool whose name is
+/// taken, is skipped and logged rather than failing the turn.
 fn build(
     builtin: &Registry,
     mcp: &Registry,
@@ -58,9 +61,6 @@ fn build(
     http: &HttpToolConfig,
 ) -> Registry {
     let mut registry = builtin.clone();
-    for clash in registry.merge(mcp) {
-        tracing::warn!(tool = %clash, "an MCP tool has the name of a built-in tool; skipped");
-    }
     for row in custom {
         let added = custom_http::CustomHttpTool::new(definition(row), http)
             .map_err(|e| e.to_string())
@@ -68,6 +68,9 @@ fn build(
         if let Err(e) = added {
             tracing::warn!(tool = %row.name, error = %e, "skipping a custom tool");
         }
+    }
+    for clash in registry.merge(mcp) {
+        tracing::warn!(tool = %clash, "an MCP tool has the name of a built-in or custom tool; skipped");
     }
     registry
 }

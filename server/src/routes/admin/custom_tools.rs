@@ -105,6 +105,15 @@ fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRo
             "tool names are 1 to 64 of A-Z, a-z, 0-9, `_`, `-`",
         ));
     }
+    if name.contains(crate::tools::mcp::tool::SEPARATOR) {
+        return Err(ApiError::unprocessable(
+            "reserved_name",
+            format!(
+                "`{}` is reserved for MCP tools (`{{server}}{0}{{tool}}`): name the tool without it",
+                crate::tools::mcp::tool::SEPARATOR
+            ),
+        ));
+    }
     if state.tools.get(name).is_some() {
         return Err(ApiError::conflict(
             "tool_exists",

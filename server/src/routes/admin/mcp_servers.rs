@@ -90,6 +90,15 @@ fn body_to_config(
     let mut c = McpServerConfig::http(name, &body.url);
     c.headers = match (body.headers, existing) {
         (Some(h), _) => h,
+        // Secrets are write-only: an edit that sends no headers keeps the stored ones, but
+        // only while the server stays on the same origin (they were given for that one).
+        (None, Some(e)) if !e.headers.is_empty() && !same_origin(e.url.as_deref(), &body.url) => {
+            return Err(ApiError::unprocessable(
+                "headers_required",
+                "url moves the server to another origin: send its headers again \
+                 (stored header values are never sent to a new origin)",
+            ));
+        }
         (None, Some(e)) => e.headers.clone(),
         (None, None) => Default::default(),
     };
@@ -105,6 +114,15 @@ fn body_to_config(
     c.validate()
         .map_err(|e| ApiError::bad_request("invalid_mcp_server", e))?;
     Ok(c)
+}
+
+/// Whether two URLs share scheme, host and port (unparsable ones never do).
+fn same_origin(a: Option<&str>, b: &str) -> bool {
+    let origin = |u: &str| reqwest::Url::parse(u).ok().map(|u| u.origin());
+    match (a.and_then(origin), origin(b)) {
+        (Some(a), Some(b)) => a.is_tuple() && a == b,
+        _ => false,
+    }
 }
 
 /// A server's settings as the admin audit trail keeps them: header names, never values.

@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use crate::db::schema::approvals::dsl;
 use crate::db::schema::conversations::dsl as conv;
-use crate::domain::ApprovalState;
+use crate::domain::{ApprovalState, Approver};
+use crate::tools::approval;
 use crate::turn::approval::sql::{db_now, find, may_decide, Approval, Decider, Refusal};
 
 /// A decided step handed to this process to run on.
@@ -58,10 +59,20 @@ pub async fn decide(
     note: Option<String>,
     claim: &Claimant,
 ) -> QueryResult<Decided> {
-    let Some(found) = find(conn, id).await? else {
+    let Some(mut found) = find(conn, id).await? else {
         return Ok(Decided::NotFound);
     };
+    // Judged by the policy in force now: an admin who tightened the tool since the call
+    // paused decides it, not the member (the row is re-routed below, so the trail shows it).
+    let in_force = approver_now(conn, &found).await?;
+    let tightened = rank(in_force) > rank(found.approver);
+    if tightened {
+        found.approver = in_force;
+    }
     if let Err(r) = may_decide(&found, who) {
+        if tightened && found.state == ApprovalState::Pending {
+            reroute(conn, id, in_force).await?;
+        }
         return Ok(Decided::Refused(r));
     }
     let who = who.clone();
@@ -77,6 +88,7 @@ pub async fn decide(
             }
             let updated: Approval = diesel::update(dsl::approvals.find(id))
                 .set((
+                    dsl::approver.eq(found.approver),
                     dsl::state.eq(diesel::dsl::sql::<diesel::sql_types::Text>(&format!(
                         "CASE WHEN expires_at <= now() THEN 'expired' ELSE '{}' END",
                         decision.as_str()
@@ -98,6 +110,38 @@ pub async fn decide(
         .scope_boxed()
     })
     .await
+}
+
+/// Who must decide `a`'s call under its user's role as it is now (an explicit entry of the
+/// role's map; the MCP default is the one the call paused with).
+async fn approver_now(conn: &mut AsyncPgConnection, a: &Approval) -> QueryResult<Approver> {
+    let Some(user) = crate::db::models::user::auth_state(conn, a.user_id).await? else {
+        return Ok(a.approver);
+    };
+    let Some(role) = crate::db::models::role::find(conn, &user.role).await? else {
+        return Ok(a.approver);
+    };
+    let map = approval::from_json(&role.approvals);
+    Ok(approval::required(&map, &a.tool, None))
+}
+
+/// How strict a level is: nobody < the user < an admin.
+fn rank(a: Approver) -> u8 {
+    match a {
+        Approver::None => 0,
+        Approver::User => 1,
+        Approver::Admin => 2,
+    }
+}
+
+/// Records that a waiting call now waits for `approver` (a tightened policy).
+async fn reroute(conn: &mut AsyncPgConnection, id: Uuid, approver: Approver) -> QueryResult<()> {
+    diesel::update(dsl::approvals.find(id))
+        .filter(dsl::state.eq(ApprovalState::Pending))
+        .set(dsl::approver.eq(approver))
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// What a process needs to claim a conversation for a resumed turn.

@@ -1,0 +1,220 @@
+//! Regression tests for the third outside review's findings (issue 29), each through the
+//! running server; every test names the finding it proves.
+
+use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
+use agentchat_tests::*;
+use serde_json::{json, Value};
+
+use crate::approvals::{answered, approving, decide, file, finish, named, pending, write_call};
+
+/// Finding 7: a disabled account's access token no longer replays a turn through the
+/// `Idempotency-Key` path (nor does a revoked one), though the first request's turn stands.
+#[tokio::test]
+async fn a_disabled_accounts_token_replays_no_turn_by_its_idempotency_key() {
+    let (app, [admin, s]) = TestApp::builder().start_as(["boss", "retrier"]).await;
+    let conv = app.new_conversation(&s.access).await;
+    let send = || {
+        app.post_as(&s.access, &format!("/api/conversations/{conv}/messages"))
+            .header("Idempotency-Key", "k-replay")
+            .json(&json!({"content": "hello"}))
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let events = parse_sse(&first.text().await.unwrap());
+    assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+    // The retry replays while the account is admitted.
+    assert_eq!(send().await.unwrap().status(), 200);
+
+    let r = app
+        .patch_as(&admin.access, &format!("/api/admin/users/{}", s.user_id))
+        .json(&json!({"disabled": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let replay = send().await.unwrap();
+    let body = expect_error(replay, 401, "unauthenticated").await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("disabled"),
+        "{body}"
+    );
+}
+
+/// Finding 2: moving an admin-API MCP server to another origin without resending its
+/// headers is refused (`headers_required`); the stored secrets never follow the URL. On the
+/// same origin they are kept; sent again, the move is taken.
+#[tokio::test]
+async fn mcp_secret_headers_do_not_follow_a_moved_url() {
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
+    let put = |body: Value| {
+        app.client
+            .put(app.url("/api/admin/mcp-servers/vault"))
+            .bearer_auth(&admin.access)
+            .json(&body)
+            .send()
+    };
+    let r = app
+        .post_as(&admin.access, "/api/admin/mcp-servers")
+        .json(&json!({"name": "vault", "url": "http://127.0.0.1:9/mcp",
+                      "headers": {"X-Api-Key": "s3cret"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    let moved = put(json!({"url": "http://localhost:9/mcp"})).await.unwrap();
+    expect_error(moved, 422, "headers_required").await;
+    let kept = app.mcp_server(&admin.access, "vault").await;
+    assert_eq!(kept["url"], "http://127.0.0.1:9/mcp", "nothing changed");
+
+    // The same origin, another path: the stored headers stay.
+    let r = put(json!({"url": "http://127.0.0.1:9/other"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let s = app.mcp_server(&admin.access, "vault").await;
+    assert_eq!(s["headers"], json!(["X-Api-Key"]));
+
+    // Another origin with the headers sent again (or none at all): taken.
+    let r = put(json!({"url": "http://localhost:9/mcp", "headers": {"X-Other": "v"}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let s = app.mcp_server(&admin.access, "vault").await;
+    assert_eq!(
+        (&s["url"], &s["headers"]),
+        (&json!("http://localhost:9/mcp"), &json!(["X-Other"]))
+    );
+    let r = put(json!({"url": "http://127.0.0.1:9/mcp", "headers": {}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// Finding 8: a call waiting for its user is judged by the policy in force when it is
+/// decided: after an admin tightens the tool to `admin`, the member can no longer approve
+/// their own call; the row is re-routed to the admins, and an admin's decision runs it.
+#[tokio::test]
+async fn a_tightened_policy_judges_a_call_that_was_already_waiting() {
+    let fake = FakeUpstream::start().await;
+    let (app, [admin, alice]) = approving(&fake, "user").start_as(["boss", "alice"]).await;
+    fake.push(write_call("c1", "t.txt", "tight"));
+    fake.push(Reply::text("written"));
+    let conv = app.new_conversation(&alice.access).await;
+    let events = app.chat(&alice.access, &conv, "write").await;
+    assert_eq!(finish(&events), "awaiting_approval");
+    let asked = &named(&events, "approval_required")[0].data;
+    assert_eq!(asked["approver"], "user");
+    let id = asked["approval_id"].as_str().unwrap().to_owned();
+
+    let r = app
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["calculator", "write_file"],
+                   "approvals": {"write_file": "admin"}}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = decide(
+        &app,
+        &alice.access,
+        &id,
+        json!({"decision": "approve"}),
+        false,
+    )
+    .await;
+    expect_error(r, 403, "admin_approval").await;
+    assert_eq!(
+        file(&app, &alice.access, "t.txt").await,
+        None,
+        "nothing ran"
+    );
+    let queue = pending(&app, &admin.access, "/api/admin/approvals?state=pending").await;
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue[0]["approver"], "admin", "re-routed: {queue:?}");
+
+    let r = decide(
+        &app,
+        &admin.access,
+        &id,
+        json!({"decision": "approve"}),
+        false,
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["approval"]["approver"], "admin");
+    assert_eq!(body["approval"]["decided_by"], "boss");
+    answered(&app, &alice.access, &conv, "written").await;
+}
+
+/// Finding 12: an admin who decides a user's call and asks for the resumed turn's stream is
+/// reading that user's conversation: a `conversation.view` row is written, as for any
+/// admin reading.
+#[tokio::test]
+async fn an_admin_streaming_a_users_resumed_turn_is_recorded_as_a_reading() {
+    let fake = FakeUpstream::start().await;
+    let (app, [admin, alice]) = approving(&fake, "admin").start_as(["boss", "alice"]).await;
+    fake.push(write_call("c1", "r.txt", "read"));
+    fake.push(Reply::text("the secret answer"));
+    let conv = app.new_conversation(&alice.access).await;
+    let events = app.chat(&alice.access, &conv, "write").await;
+    let id = named(&events, "approval_required")[0].data["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let views = |app: &TestApp| {
+        let token = admin.access.clone();
+        let get = app
+            .get_as(&token, "/api/admin/changes?kind=conversation.view")
+            .send();
+        async move {
+            let page: Value = get.await.unwrap().json().await.unwrap();
+            page["items"].as_array().unwrap().clone()
+        }
+    };
+    assert!(views(&app).await.is_empty());
+
+    let r = decide(
+        &app,
+        &admin.access,
+        &id,
+        json!({"decision": "approve"}),
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let streamed = parse_sse(&r.text().await.unwrap());
+    assert_eq!(streamed_text(&streamed), "the secret answer");
+    let rows = views(&app).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["target_id"], json!(conv));
+    assert_eq!(rows[0]["after"]["via"], "approval.decide");
+    assert_eq!(rows[0]["after"]["owner"], "alice");
+}
+
+/// Finding 9: a custom tool may not take a name of the MCP form `{server}__{tool}`, so no MCP
+/// server can take it over by listing `{tool}` and no `{server}__*` grant covers it; the
+/// refusal says why.
+#[tokio::test]
+async fn custom_tools_cannot_take_the_mcp_name_form() {
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
+    let r = app
+        .post_as(&admin.access, "/api/admin/tools/custom")
+        .json(&json!({"name": "everything__echo", "description": "mine",
+                      "url_template": "https://example.com/echo", "method": "GET",
+                      "parameters": {"type": "object", "properties": {}}}))
+        .send()
+        .await
+        .unwrap();
+    let body = expect_error(r, 422, "reserved_name").await;
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("__"),
+        "{body}"
+    );
+}
