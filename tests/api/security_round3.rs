@@ -218,3 +218,30 @@ async fn custom_tools_cannot_take_the_mcp_name_form() {
         "{body}"
     );
 }
+
+/// Finding 3: the MCP HTTP client follows no redirect to another origin: a server that
+/// answers with a redirect elsewhere gets an error state, and the other origin never sees a
+/// request (nor the secret headers that would have come with it).
+#[tokio::test]
+async fn the_mcp_client_follows_no_cross_origin_redirect() {
+    use agentchat_tests::tiny_server::{Behaviour, TinyServer};
+    let canary = TinyServer::start(Behaviour::Body("application/json", "{}".into())).await;
+    let redirector = TinyServer::start(Behaviour::Redirect(canary.url("/mcp"))).await;
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
+    let r = app
+        .post_as(&admin.access, "/api/admin/mcp-servers")
+        .json(&json!({"name": "moved", "url": redirector.url("/mcp"),
+                      "headers": {"X-Api-Key": "s3cret-redirected"}, "timeout_ms": 2000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let s = app.wait_mcp(&admin.access, "moved", "error", None).await;
+    assert!(redirector.hits() > 0, "the server was tried: {s}");
+    assert_eq!(
+        canary.hits(),
+        0,
+        "followed to another origin: {:?}",
+        canary.requests()
+    );
+}

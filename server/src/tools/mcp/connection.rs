@@ -86,6 +86,7 @@ pub async fn connect(
             .connect_timeout(config.timeout())
             .tcp_nodelay(true)
             .user_agent(concat!("AgentChat-mcp/", env!("CARGO_PKG_VERSION")))
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| format!("building the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(
@@ -116,4 +117,20 @@ fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
             tracing::debug!(mcp_server = %server, line = %crate::tools::truncate_chars(&line, 500), "mcp server stderr");
         }
     });
+}
+
+/// Redirects are followed only within the configured origin: the secret headers and the
+/// per-user identity token (which reqwest would carry along) never leave it. A redirect
+/// elsewhere ends the request with the 3xx, which the connection reports as an error.
+fn same_origin_redirects() -> reqwest013::redirect::Policy {
+    reqwest013::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(|u| u.origin());
+        if attempt.previous().len() >= 5 {
+            attempt.error("too many redirects")
+        } else if first.is_some_and(|o| o == attempt.url().origin()) {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
