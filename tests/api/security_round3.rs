@@ -245,3 +245,65 @@ async fn the_mcp_client_follows_no_cross_origin_redirect() {
         canary.requests()
     );
 }
+
+/// Finding 4: an upload has a body deadline (and a minimum rate): a client trickling its
+/// body loses the upload slot with a 408, and the next upload, refused while the slot was
+/// held, then gets it.
+#[tokio::test]
+async fn a_trickled_upload_loses_its_slot_to_the_next_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (app, [slow, other]) = TestApp::builder()
+        .settings(|s| {
+            s.security.max_concurrent_uploads = 1;
+            s.security.upload_deadline = std::time::Duration::from_secs(2);
+        })
+        .start_as(["trickler", "patient"])
+        .await;
+    let host = app.address.trim_start_matches("http://").to_owned();
+    let mut sock = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let head = format!(
+        "PUT /api/files/slow.txt HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {}\r\n\
+         content-type: application/octet-stream\r\ncontent-length: 1000\r\n\r\n",
+        slow.access
+    );
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let mut answer = Vec::new();
+        for _ in 0..40 {
+            if sock.write_all(b"a").await.is_err() {
+                break;
+            }
+            let mut buf = [0u8; 512];
+            match tokio::time::timeout(std::time::Duration::from_millis(250), sock.read(&mut buf))
+                .await
+            {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => {
+                    answer.extend_from_slice(&buf[..n]);
+                    break;
+                }
+                Err(_) => {}
+            }
+        }
+        (
+            String::from_utf8_lossy(&answer).into_owned(),
+            started.elapsed(),
+        )
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let put = || {
+        app.client
+            .put(app.url("/api/files/next.txt"))
+            .bearer_auth(&other.access)
+            .body("hello")
+            .send()
+    };
+    expect_error(put().await.unwrap(), 429, "too_many_uploads").await;
+
+    let (answer, took) = trickle.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(answer.contains("upload_too_slow"), "{answer:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(put().await.unwrap().status(), 201);
+}

@@ -179,6 +179,14 @@ pub const ENV_VARS: &[EnvVar] = &[
         "security.max_concurrent_uploads_per_user",
     ),
     var(
+        "AGENTCHAT_UPLOAD_DEADLINE_SECS",
+        "security.upload_deadline_secs",
+    ),
+    var(
+        "AGENTCHAT_UPLOAD_MIN_BYTES_PER_SEC",
+        "security.upload_min_bytes_per_sec",
+    ),
+    var(
         "AGENTCHAT_REPLICA_TIMEOUT_SECS",
         "durable.replica_timeout_secs",
     ),

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::error::ApiError;
+use crate::security::upload_pace::BodyPace;
 use crate::state::AppState;
 use crate::tools::WorkspaceError;
 
@@ -125,8 +126,24 @@ async fn upload(
     if declared.is_some_and(|n| n > limit) {
         return Err(workspace_error(WorkspaceError::TooLarge));
     }
+    let security = &state.settings.security;
+    let pace = BodyPace::start(security.upload_deadline, security.upload_min_bytes_per_sec);
     let mut bytes = Vec::new();
-    while let Some(chunk) = body.next().await {
+    loop {
+        let next = tokio::time::timeout_at(pace.next_by(bytes.len()), body.next()).await;
+        let Ok(next) = next else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "upload_too_slow",
+                format!(
+                    "the upload arrived too slowly (it must take at most {} s, and after the \
+                     first seconds at least {} bytes/s)",
+                    security.upload_deadline.as_secs(),
+                    security.upload_min_bytes_per_sec
+                ),
+            ));
+        };
+        let Some(chunk) = next else { break };
         let chunk = chunk.map_err(|e| {
             ApiError::bad_request("invalid_body", format!("could not read the body: {e}"))
         })?;

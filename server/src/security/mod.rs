@@ -1,9 +1,10 @@
 //! Hardening settings and helpers shared by several routes: which proxies may name the
-//! client address, refresh-session limits, upload concurrency and the `Origin` check on
+//! client address, refresh-session limits, upload concurrency and pace and the `Origin` check on
 //! cookie-authenticated routes.
 
 pub mod origin;
 pub mod proxy;
+pub mod upload_pace;
 pub mod uploads;
 
 use std::time::Duration;
@@ -31,6 +32,12 @@ pub struct SecuritySettings {
     pub max_concurrent_uploads: usize,
     /// Uploads buffered at once by one user.
     pub max_concurrent_uploads_per_user: usize,
+    /// An upload's whole body must arrive within this; past it the upload gets 408 and its
+    /// slot goes to the next one.
+    #[serde(rename = "upload_deadline_secs", with = "secs")]
+    pub upload_deadline: Duration,
+    /// After a 5 s grace, an upload slower than this on average gets 408 (0: no rate).
+    pub upload_min_bytes_per_sec: u64,
     /// Origins (`https://chat.example.com`) besides the server's own that may call the
     /// cookie-authenticated routes.
     #[serde(deserialize_with = "origins")]
@@ -45,6 +52,8 @@ impl Default for SecuritySettings {
             session_max_lifetime: Duration::from_secs(90 * 24 * 3600),
             max_concurrent_uploads: 8,
             max_concurrent_uploads_per_user: 2,
+            upload_deadline: Duration::from_secs(300),
+            upload_min_bytes_per_sec: 16 * 1024,
             allowed_origins: Vec::new(),
         }
     }
@@ -53,6 +62,12 @@ impl Default for SecuritySettings {
 impl SecuritySettings {
     /// Refuses values the server must not start with.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.upload_deadline.is_zero() {
+            return Err(ConfigError::invalid(
+                "security.upload_deadline_secs",
+                "must be at least 1",
+            ));
+        }
         if self.session_max_lifetime.is_zero() {
             return Err(ConfigError::invalid(
                 "security.session_max_lifetime_secs",
