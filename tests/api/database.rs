@@ -179,6 +179,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         now,
         hold_ttl,
         process_id: uuid::Uuid::nil(),
+        turn_id: claim.turn_id,
     };
     let reserve = turn::next_call(db, user, step)
         .await
@@ -532,7 +533,7 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
 
     let (app, s, conversation) = budgeted_conversation("steps").await;
     let mut db = app.db().await;
-    let (_, hold) = begun_turn(&mut db, s.user_id, conversation).await;
+    let (claim, hold) = begun_turn(&mut db, s.user_id, conversation).await;
     // The next period's row cannot be created.
     diesel::sql_query(
         "CREATE FUNCTION no_new_period() RETURNS trigger LANGUAGE plpgsql AS $$ \
@@ -559,6 +560,7 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
         now: chrono::Utc::now() + chrono::Duration::days(40),
         hold_ttl: Duration::from_secs(600),
         process_id: uuid::Uuid::nil(),
+        turn_id: claim.turn_id,
     };
     let next = turn::next_call(&mut db, s.user_id, step)
         .await

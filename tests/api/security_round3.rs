@@ -307,3 +307,76 @@ async fn a_trickled_upload_loses_its_slot_to_the_next_one() {
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     assert_eq!(put().await.unwrap().status(), 201);
 }
+
+/// From the fault-injection run: a budget hold whose turn ended without settling it (the
+/// turn's end could not be stored) is freed within a sweep interval, while a running turn's
+/// hold is kept until the turn settles it.
+#[tokio::test]
+async fn no_hold_outlives_its_turn_by_more_than_the_sweep_interval() {
+    use diesel_async::RunQueryDsl;
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::Hang);
+    let (app, [admin, s]) = TestApp::builder()
+        .openai(&fake)
+        .settings(|s| s.database.hold_sweep_interval = std::time::Duration::from_secs(1))
+        .start_as(["boss", "spender"])
+        .await;
+    app.set_budget(&admin.access, s.user_id, Some(100_000))
+        .await;
+    let conv = app.new_conversation(&s.access).await;
+    let running = app.send_message(&s.access, &conv, "hang on").await;
+    assert_eq!(running.status(), 200);
+    let mut live = app.budget_totals(s.user_id).await;
+    for _ in 0..50 {
+        if live.holds == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        live = app.budget_totals(s.user_id).await;
+    }
+    assert_eq!(live.holds, 1, "the running turn holds its call: {live:?}");
+
+    // A hold left by a turn that is gone (as a failed end leaves it): an hour to live.
+    let mut db = app.db().await;
+    diesel::sql_query(
+        "WITH h AS (INSERT INTO budget_holds \
+                    (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
+                    SELECT gen_random_uuid(), user_id, period, period_start, 300, \
+                           now() + interval '1 hour', process_id, gen_random_uuid() \
+                    FROM budget_holds WHERE user_id = $1 LIMIT 1 RETURNING period, period_start) \
+         UPDATE budget_periods b SET reserved = b.reserved + 300 FROM h \
+          WHERE b.user_id = $1 AND b.period = h.period AND b.period_start = h.period_start",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(s.user_id)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(app.budget_totals(s.user_id).await.holds, 2);
+
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let after = app.budget_totals(s.user_id).await;
+    assert_eq!(
+        after.holds, 1,
+        "the orphan is freed, the live one kept: {after:?}"
+    );
+    assert_eq!(after.reserved, live.reserved, "{after:?}");
+
+    // The running turn, cancelled, settles its own hold.
+    let r = app
+        .post_as(&s.access, &format!("/api/conversations/{conv}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    drop(running);
+    for _ in 0..50 {
+        if app.budget_totals(s.user_id).await.holds == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the cancelled turn kept its hold: {:?}",
+        app.budget_totals(s.user_id).await
+    );
+}

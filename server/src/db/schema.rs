@@ -123,6 +123,7 @@ diesel::table! {
         amount -> Int8,
         expires_at -> Timestamptz,
         process_id -> Nullable<Uuid>,
+        turn_id -> Nullable<Uuid>,
     }
 }
 

@@ -101,6 +101,7 @@ impl TurnEngine {
             now: (self.clock)(),
             hold_ttl: self.hold_ttl(),
             process_id: self.process_id,
+            turn_id: turn.turn_id,
         };
         let reserved = async {
             // Patient, like the final store: tool turns of a burst queue for the pool here too.

@@ -107,6 +107,8 @@ impl TurnEngine {
             now: (self.clock)(),
             hold_ttl: TITLE_TIMEOUT + crate::turn::store::STORE_GRACE,
             process_id: self.process_id,
+            // Not a turn's: the title runs after its turn let the conversation go.
+            turn_id: None,
         };
         let hold = match budget_db::reserve(&mut conn, &ask).await? {
             Reserve::Granted(hold) => hold,

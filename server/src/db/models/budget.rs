@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{BigInt, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
@@ -133,6 +133,9 @@ pub struct ReserveAsk {
     pub hold_ttl: Duration,
     /// The server process running the turn: its holds are freed when it dies.
     pub process_id: Uuid,
+    /// The turn the hold is for (`None`: not a turn's, a title's): freed by the sweeper
+    /// once the turn no longer holds its conversation.
+    pub turn_id: Option<Uuid>,
 }
 
 /// Holds up to `want` tokens (at least `need`) for one model call.
@@ -169,8 +172,8 @@ pub fn try_reserve(
              FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
                AND b.period_start = cur.period_start AND cur.g >= $6 \
              RETURNING cur.g AS g) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id) \
-         SELECT $7, $1, $2, $3, g, $8, $9 FROM upd RETURNING amount")
+         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
+         SELECT $7, $1, $2, $3, g, $8, $9, $10 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
@@ -180,6 +183,7 @@ pub fn try_reserve(
     .bind::<SqlUuid, _>(hold_id)
     .bind::<Timestamptz, _>(expires)
     .bind::<SqlUuid, _>(ask.process_id)
+    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
     .get_result::<Granted>(conn)
     .map(move |r| {
         r.optional_row().map(|g| {
@@ -288,10 +292,16 @@ pub fn settle(
     .boxed()
 }
 
-/// Frees holds whose time ran out (their process died). Returns how many tokens it freed.
+/// Frees holds whose time ran out (their process died), and turns' holds whose turn no
+/// longer holds its conversation (it ended, or was taken over, without settling them: its
+/// end could not be stored). A turn's claim and its holds are written and released in the
+/// same transactions, so a live turn's hold is never taken. Returns how many tokens it
+/// freed.
 pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::QueryResult<i64> {
     let freed: Vec<Granted> = sql(
-        "WITH gone AS (DELETE FROM budget_holds WHERE expires_at < $1 \
+        "WITH gone AS (DELETE FROM budget_holds h WHERE h.expires_at < $1 \
+                         OR (h.turn_id IS NOT NULL AND NOT EXISTS \
+                             (SELECT 1 FROM conversations c WHERE c.active_turn_id = h.turn_id)) \
                        RETURNING user_id, period, period_start, amount), \
               sums AS (SELECT user_id, period, period_start, sum(amount)::BIGINT AS amount \
                        FROM gone GROUP BY 1, 2, 3) \

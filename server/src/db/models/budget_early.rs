@@ -32,6 +32,8 @@ pub struct EarlyAsk {
     pub now: DateTime<Utc>,
     pub hold_ttl: std::time::Duration,
     pub process_id: Uuid,
+    /// The turn the hold is for ([`super::budget::ReserveAsk::turn_id`]).
+    pub turn_id: Uuid,
 }
 
 /// A hold taken by [`reserve_early`], not yet fitted to the call.
@@ -75,8 +77,8 @@ pub fn reserve_early(
              FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
                AND b.period_start = cur.period_start AND cur.g >= $3 \
              RETURNING cur.g AS g, cur.period, cur.period_start) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id) \
-         SELECT $8, $1, period, period_start, g, $9, $10 FROM upd RETURNING amount")
+         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
+         SELECT $8, $1, period, period_start, g, $9, $10, $11 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(ask.user_id)
     .bind::<BigInt, _>(ask.big)
     .bind::<BigInt, _>(ask.small)
@@ -87,6 +89,7 @@ pub fn reserve_early(
     .bind::<SqlUuid, _>(id)
     .bind::<Timestamptz, _>(expires)
     .bind::<SqlUuid, _>(ask.process_id)
+    .bind::<SqlUuid, _>(ask.turn_id)
     .get_result::<Granted>(conn)
     .map(move |r| {
         r.optional_row()

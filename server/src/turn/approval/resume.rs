@@ -158,6 +158,7 @@ impl TurnEngine {
             now: (self.clock)(),
             hold_ttl: self.hold_ttl(),
             process_id: self.process_id,
+            turn_id: turn.turn_id,
         };
         let next = async {
             let mut conn = db::conn(&self.pool)

@@ -206,6 +206,7 @@ pub async fn open(
             now: ask.now,
             hold_ttl: ask.hold_ttl,
             process_id,
+            turn_id,
         },
     );
     let reads = futures_util::future::try_join(
@@ -286,6 +287,7 @@ impl Opened<'_> {
             now: ask.now,
             hold_ttl: ask.hold_ttl,
             process_id,
+            turn_id: Some(turn_id),
         };
         // A new conversation and its earlier messages go first: the user message needs them.
         let create = match &claim.new_conversation {

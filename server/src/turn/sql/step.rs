@@ -32,6 +32,9 @@ pub struct Step {
     pub now: DateTime<Utc>,
     pub hold_ttl: Duration,
     pub process_id: Uuid,
+    /// The turn reserving (its claim on the conversation): the sweeper frees the hold once
+    /// the claim is gone.
+    pub turn_id: Uuid,
 }
 
 /// What [`next_call`] stored and found.
@@ -94,6 +97,7 @@ pub async fn next_call(
         now: step.now,
         hold_ttl: step.hold_ttl,
         process_id: step.process_id,
+        turn_id: Some(step.turn_id),
     };
     let reserve = budget::try_reserve(tx.conn(), &reserve_ask);
     let first = tx.commit_with(reserve).await?;
