@@ -159,7 +159,7 @@ async fn decide(
 /// Writes the `conversation.view` row of an admin who follows a user's resumed turn;
 /// `false` when it could not be written.
 async fn record_reading(state: &AppState, who: &AuthUser, a: &Approval) -> bool {
-    use crate::db::models::admin_change::{self, NewChange};
+    use crate::db::models::admin_change::NewChange;
     let change = NewChange::by(
         who,
         "conversation.view",
@@ -170,13 +170,7 @@ async fn record_reading(state: &AppState, who: &AuthUser, a: &Approval) -> bool 
         json!({"conversation_id": a.conversation_id, "owner": a.username,
                   "owner_id": a.user_id, "via": "approval.decide"}),
     );
-    let recorded = match db::conn(&state.pool).await {
-        Ok(mut conn) => admin_change::record(&mut conn, change)
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
-    match recorded {
+    match record(state, change).await {
         Ok(()) => true,
         Err(e) => {
             tracing::error!(error = %e, approval = %a.id, "could not record an admin's reading; not streaming the turn");
@@ -188,7 +182,7 @@ async fn record_reading(state: &AppState, who: &AuthUser, a: &Approval) -> bool 
 /// An admin's decision enters the admin audit trail (after the decision's own transaction,
 /// which the agent owns; a failure to record is logged, the decision stands).
 async fn record_admin_decision(state: &AppState, who: &AuthUser, a: &Approval) {
-    use crate::db::models::admin_change::{self, NewChange};
+    use crate::db::models::admin_change::NewChange;
     let change = NewChange::by(
         who,
         "approval.decide",
@@ -200,15 +194,20 @@ async fn record_admin_decision(state: &AppState, who: &AuthUser, a: &Approval) {
                        "conversation_id": a.conversation_id, "arguments": a.arguments}),
     )
     .after(json!({"state": a.state, "note": a.note}));
-    let recorded = match db::conn(&state.pool).await {
-        Ok(mut conn) => admin_change::record(&mut conn, change)
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
-    if let Err(e) = recorded {
+    if let Err(e) = record(state, change).await {
         tracing::error!(error = %e, approval = %a.id, "could not record an admin's approval decision");
     }
+}
+
+/// Writes an admin-trail row on a connection of its own.
+async fn record(
+    state: &AppState,
+    change: crate::db::models::admin_change::NewChange,
+) -> Result<(), String> {
+    let mut conn = db::conn(&state.pool).await.map_err(|e| e.to_string())?;
+    crate::db::models::admin_change::record(&mut conn, change)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn wants_stream(req: &HttpRequest) -> bool {
