@@ -1,6 +1,6 @@
 //! A JSON body extractor with our error shape: 413 past the size limit, 415 for a wrong or
 //! missing content type (only an empty body may omit it), 400 naming the offending field
-//! for malformed JSON or wrong types.
+//! for malformed JSON or wrong types, and for text holding a NUL character.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -123,6 +123,7 @@ pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             "the request body is empty",
         ));
     }
+    refuse_nul(body)?;
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -136,6 +137,24 @@ pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::bad_request("invalid_json", message)
     })
+}
+
+/// Refuses a body whose text holds a NUL character (Postgres stores none), naming the field;
+/// a malformed body is left to the parser to describe.
+pub fn refuse_nul(body: &[u8]) -> Result<(), ApiError> {
+    if !crate::domain::text::may_hold_nul(body) {
+        return Ok(());
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Ok(());
+    };
+    match crate::domain::text::nul_in_json(&value) {
+        Some(field) => Err(ApiError::bad_request(
+            "invalid_text",
+            format!("`{field}` contains a NUL character, which cannot be stored"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Deserialises a field that may be absent (`None`), `null` (`Some(None)`) or a value.

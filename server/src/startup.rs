@@ -279,6 +279,9 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
             )
             .configure(routes::configure)
             .default_service(web::to(not_found))
+            .wrap(middleware::from_fn(
+                crate::security::text_guard::refuse_nul_queries,
+            ))
             .wrap(middleware::from_fn(move |req, next| {
                 crate::observe::observe(metrics.clone(), req, next)
             }))

@@ -446,8 +446,10 @@ async fn non_streaming_upstream_works_the_same() {
     assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
 }
 
+/// A NUL character cannot be stored: from a user it is refused with the field named (issue
+/// 29, finding 13); from a model (text or tool arguments) it is stored as U+FFFD, never fatal.
 #[tokio::test]
-async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
+async fn nul_characters_from_users_are_refused_and_from_models_stored_not_fatal() {
     let fake = FakeUpstream::start().await;
     fake.push(Reply::tool_call(
         "n1",
@@ -462,20 +464,34 @@ async fn nul_characters_from_users_or_models_are_stored_not_fatal() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 201);
-    let conv = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let events = app.chat(&s.access, &conv, "x\u{0}y").await;
+    let body = expect_error(r, 400, "invalid_text").await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`title`"),
+        "{body}"
+    );
+    let conv = app.new_conversation(&s.access).await;
+    let r = app.send_message(&s.access, &conv, "x\u{0}y").await;
+    let body = expect_error(r, 400, "invalid_text").await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`content`"),
+        "{body}"
+    );
+    let events = app.chat(&s.access, &conv, "xy").await;
     assert_eq!(
         events.last().unwrap().data["finish_reason"],
         "stop",
         "{events:?}"
     );
     let stored = app.conversation(&s.access, &conv).await;
-    assert_eq!(stored["messages"][0]["content"], "x\u{FFFD}y");
+    assert_eq!(stored["messages"][0]["content"], "xy");
     assert_eq!(roles(&stored), ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(stored["messages"][3]["content"], "done\u{FFFD}");
 }
 
 /// The start of a turn commits while its first model call opens. If that COMMIT fails, the

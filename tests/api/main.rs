@@ -27,6 +27,7 @@ mod hostile_jwt;
 mod hostile_paths;
 mod hostile_secrets;
 mod hostile_ssrf;
+mod hostile_text;
 mod llm_adapters;
 mod mcp;
 mod mcp_faults;

@@ -4,7 +4,7 @@
 
 mod attachment;
 mod states;
-mod text;
+pub mod text;
 pub mod tokens;
 
 pub use attachment::Attachment;

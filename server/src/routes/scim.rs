@@ -102,6 +102,15 @@ fn body<T: DeserializeOwned>(req: &HttpRequest, bytes: &web::Bytes) -> Result<T,
             "send application/scim+json",
         ));
     }
+    if crate::domain::text::may_hold_nul(bytes) {
+        let value = serde_json::from_slice::<serde_json::Value>(bytes).ok();
+        if let Some(field) = value.as_ref().and_then(crate::domain::text::nul_in_json) {
+            return Err(ScimError::bad(
+                "invalidValue",
+                format!("`{field}` contains a NUL character, which cannot be stored"),
+            ));
+        }
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         ScimError::bad(

@@ -4,6 +4,7 @@
 
 pub mod origin;
 pub mod proxy;
+pub mod text_guard;
 pub mod upload_pace;
 pub mod uploads;
 
