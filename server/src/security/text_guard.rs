@@ -1,6 +1,7 @@
 //! Query strings are checked before any route reads them: a parameter that decodes to a NUL
 //! character (Postgres stores none) gets a 400 naming it, in the SCIM error shape on the
-//! SCIM routes, instead of reaching a query and failing there.
+//! SCIM routes and as a page on the browser's sign-in redirects, instead of reaching a
+//! query and failing there.
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -19,8 +20,18 @@ pub async fn refuse_nul_queries(
     };
     let message =
         format!("query parameter `{name}` contains a NUL character, which cannot be stored");
-    let response = if req.path().starts_with("/scim/") {
+    let path = req.path();
+    let response = if path.starts_with("/scim/") {
         crate::scim::ScimError::bad("invalidValue", message).error_response()
+    } else if path.starts_with("/api/auth/oidc/") {
+        // The sign-in redirects are pages in the browser: they answer in HTML.
+        actix_web::HttpResponse::BadRequest()
+            .content_type("text/html; charset=utf-8")
+            .body(
+                "<!doctype html><meta charset=\"utf-8\"><title>Sign-in failed</title>\
+                 <p>This sign-in link is not valid (its query holds a NUL character). \
+                 Start again from the <a href=\"/\">sign-in page</a>.</p>",
+            )
     } else {
         crate::error::ApiError::bad_request("invalid_text", message).error_response()
     };
