@@ -15,7 +15,9 @@ use crate::turn::context::StoredToolCall;
 use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::error::TurnError;
 use crate::turn::events::{ToolCallEvent, TurnEvent};
+use crate::turn::follow::Follower;
 use crate::turn::sql as turn_db;
+use uuid::Uuid;
 
 /// A call of the API, translated into the agent's terms.
 #[derive(Debug, Clone)]
@@ -33,6 +35,20 @@ pub struct ApiTurn {
 }
 
 impl TurnEngine {
+    /// Runs one `/v1` call as a turn of its caller (`api_key`: the key it came with),
+    /// followed from its start (this file).
+    pub async fn send_api(
+        &self,
+        token: SignedToken,
+        api_key: Option<Uuid>,
+        call: ApiTurn,
+    ) -> Result<Follower, TurnError> {
+        let prepared = self.prepare_api(token, api_key, call).await?;
+        let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
+        let log = self.spawn(prepared);
+        Ok(self.follow_started(user_id, conversation_id, log))
+    }
+
     /// Prepares the call's turn (budget, tools) as [`TurnEngine::prepare`] does, creating its
     /// conversation and storing the earlier messages in the same transaction: the commits
     /// of a plain turn, and a refused turn leaves no conversation behind.

@@ -7,15 +7,10 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::api::ApiTurn;
-use super::attachments;
 use super::error::TurnError;
-use super::follow::Follower;
 use super::sql;
-use crate::auth::SignedToken;
 use crate::cluster::channel::{self, Stop};
 use crate::db::models::conversation;
-use crate::db::models::idempotency::IdempotencyKey;
 
 use super::turn_log::EventSink;
 use crate::budget::Clock;
@@ -25,8 +20,8 @@ use crate::db::models::budget::Hold;
 use crate::llm::{self, ChatMessage, LlmProvider};
 use crate::tools::Registry;
 
+use super::pending_start::PendingStart;
 use super::sql::RoleNow;
-use super::store::PendingStart;
 
 /// The turns running in this process, each with its event log.
 pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
@@ -83,15 +78,6 @@ pub(crate) struct PreparedTurn {
     pub wants_title: bool,
 }
 
-/// A new chat message, as a client sends it.
-pub struct NewTurn<'a> {
-    pub content: &'a str,
-    /// Workspace paths of the files attached (checked against the sender's workspace).
-    pub attachments: &'a [String],
-    /// The request's `Idempotency-Key`: a retry follows the turn the first one started.
-    pub idempotency: Option<IdempotencyKey>,
-}
-
 /// What a cancel did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Cancelled {
@@ -109,49 +95,6 @@ pub struct Cancelled {
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 impl TurnEngine {
-    /// Sends a message of `token`'s account in its conversation: a new turn that runs to
-    /// its end whether or not anyone follows, followed from its start; or, for a retried
-    /// `Idempotency-Key`, the turn the first request started.
-    pub async fn send(
-        &self,
-        token: SignedToken,
-        conversation_id: Uuid,
-        message: NewTurn<'_>,
-    ) -> Result<Follower, TurnError> {
-        let user_id = token.user_id;
-        if let Some(key) = &message.idempotency {
-            if let Some(turn_id) = self.replay_duplicate(&token, conversation_id, key).await? {
-                return self.follow(user_id, conversation_id, turn_id, None).await;
-            }
-        }
-        let attached = attachments::resolve(&self.workspaces, user_id, message.attachments).await?;
-        let prepared = self
-            .prepare(
-                token,
-                conversation_id,
-                message.content,
-                &attached,
-                message.idempotency,
-            )
-            .await?;
-        let log = self.spawn(prepared);
-        Ok(self.follow_started(user_id, conversation_id, log))
-    }
-
-    /// Runs one `/v1` call as a turn of its caller (`api_key`: the key it came with),
-    /// followed from its start ([`super::api`]).
-    pub async fn send_api(
-        &self,
-        token: SignedToken,
-        api_key: Option<Uuid>,
-        call: ApiTurn,
-    ) -> Result<Follower, TurnError> {
-        let prepared = self.prepare_api(token, api_key, call).await?;
-        let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
-        let log = self.spawn(prepared);
-        Ok(self.follow_started(user_id, conversation_id, log))
-    }
-
     /// Stops the conversation's running turn, whichever process runs it (`user_id` must
     /// own the conversation: 404 otherwise).
     pub async fn cancel(
@@ -203,6 +146,6 @@ impl TurnEngine {
     /// How long a reservation may live before the sweeper frees it: a live turn settles it
     /// before then, even one storing itself after its deadline.
     pub fn hold_ttl(&self) -> Duration {
-        self.settings.turn_timeout + super::store::STORE_GRACE
+        self.settings.turn_timeout + super::limits::STORE_GRACE
     }
 }

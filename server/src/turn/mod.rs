@@ -3,9 +3,9 @@
 //! start, follow, decide, resume and cancel a turn; everything else here is its inside.
 //!
 //! A chat turn by file (`POST /api/conversations/{id}/messages`, `routes/messages.rs`):
-//! - `engine.rs`: [`TurnEngine::send`] checks the message and its attachments
+//! - `start.rs`: [`TurnEngine::send`] checks the message and its attachments
 //!   (`attachments.rs`);
-//! - `start.rs`: the start's transaction, [`sql::open`] (account, claim, history, role, tools
+//!   then the start's transaction, [`sql::open`] (account, claim, history, role, tools
 //!   in one round trip), the model input built from it (`context.rs`), then
 //!   [`sql::Opened::reserve`] (budget hold, user message, COMMIT overlapping the model call);
 //! - `supervise.rs`: the turn gets a task of its own, registered in
@@ -21,7 +21,7 @@
 //! - `title.rs`: the conversation's title after its first answer.
 //!
 //! A `/v1/chat/completions` call (`routes/openai/`): the route translates the request,
-//! `api.rs` makes it an [`ApiTurn`] and [`TurnEngine::send_api`] runs it through the same
+//! `api.rs` makes it an [`ApiTurn`] and runs it ([`TurnEngine::send_api`]) through the same
 //! `start.rs` and `run.rs`, handing client-side tool calls back instead of running them.
 //!
 //! An approval decision (`POST /api/approvals/{id}`, `routes/approvals.rs`):
@@ -39,9 +39,11 @@ mod engine;
 pub mod error;
 mod events;
 mod follow;
+mod limits;
 #[cfg(test)]
 mod loop_tests;
 mod model_call;
+mod pending_start;
 mod record;
 mod replay;
 mod run;
@@ -62,11 +64,12 @@ pub use approval::decide::{Decision, DecisionOutcome};
 pub use approval::sql::{Approval, Decider, ListFilter as ApprovalFilter};
 pub use attachments::{of as attachments_of, Attachment};
 pub use context::{cost as message_tokens, StoredToolCall};
-pub use engine::{Cancelled, NewTurn, RunningTurns, TurnEngine};
+pub use engine::{Cancelled, RunningTurns, TurnEngine};
 pub use error::TurnError;
 pub use events::{FinishReason, TurnEvent};
 pub use follow::Follower;
 pub use signals::Listeners;
+pub use start::NewTurn;
 pub use start::MAX_MESSAGE_CHARS;
 pub use turn_log::EventId;
 
@@ -75,5 +78,5 @@ pub use turn_log::EventId;
 #[doc(hidden)]
 pub mod testing {
     pub use super::context::{assemble, history_room};
-    pub use super::store::PendingStart;
+    pub use super::pending_start::PendingStart;
 }

@@ -10,7 +10,7 @@ use crate::cluster::control::{StopReason, TurnControl};
 use crate::llm::{self, ChatRequest, LlmError, StreamEvent};
 use crate::turn::engine::TurnEngine;
 use crate::turn::events::TurnEvent;
-use crate::turn::store::PendingStart;
+use crate::turn::pending_start::PendingStart;
 
 /// How one model call ended.
 pub(super) enum ModelOutcome {

@@ -20,8 +20,8 @@ use crate::turn::ending::{final_event, unsaved, Ending};
 use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::events::{FinishReason, TurnEvent};
 use crate::turn::model_call::ModelOutcome;
+use crate::turn::pending_start::PendingStart;
 use crate::turn::record::{clamp_i64, incomplete_assistant, millis, TurnRecord};
-use crate::turn::store::PendingStart;
 use crate::turn::turn_log::EventSink;
 
 impl TurnEngine {

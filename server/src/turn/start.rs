@@ -14,12 +14,22 @@ use super::context;
 use super::engine::{PreparedTurn, TurnEngine};
 use super::error::{BudgetShortfall, TurnError};
 use super::sql as turn_db;
-use super::store;
 use crate::auth::SignedToken;
+use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::models::message::NewMessage;
 use crate::domain::MessageRole;
+use crate::turn::follow::Follower;
 
 /// A turn's first model input and the tools it may use, as a turn's start builds them.
+/// A new chat message, as a client sends it.
+pub struct NewTurn<'a> {
+    pub content: &'a str,
+    /// Workspace paths of the files attached (checked against the sender's workspace).
+    pub attachments: &'a [String],
+    /// The request's `Idempotency-Key`: a retry follows the turn the first one started.
+    pub idempotency: Option<IdempotencyKey>,
+}
+
 pub(crate) type Built = (Vec<crate::llm::ChatMessage>, Registry);
 
 /// What a turn's start records beside its new message.
@@ -37,6 +47,35 @@ pub(crate) struct Origin {
 pub const MAX_MESSAGE_CHARS: usize = 32_000;
 
 impl TurnEngine {
+    /// Sends a message of `token`'s account in its conversation: a new turn that runs to
+    /// its end whether or not anyone follows, followed from its start; or, for a retried
+    /// `Idempotency-Key`, the turn the first request started.
+    pub async fn send(
+        &self,
+        token: SignedToken,
+        conversation_id: Uuid,
+        message: NewTurn<'_>,
+    ) -> Result<Follower, TurnError> {
+        let user_id = token.user_id;
+        if let Some(key) = &message.idempotency {
+            if let Some(turn_id) = self.replay_duplicate(&token, conversation_id, key).await? {
+                return self.follow(user_id, conversation_id, turn_id, None).await;
+            }
+        }
+        let attached = attachments::resolve(&self.workspaces, user_id, message.attachments).await?;
+        let prepared = self
+            .prepare(
+                token,
+                conversation_id,
+                message.content,
+                &attached,
+                message.idempotency,
+            )
+            .await?;
+        let log = self.spawn(prepared);
+        Ok(self.follow_started(user_id, conversation_id, log))
+    }
+
     /// Validates the message and prepares the start of the turn as one transaction: the
     /// account is checked against the token (401), the conversation claimed (409 if a turn
     /// already runs), the first model call's budget reserved (429 if it cannot be), the user
@@ -144,7 +183,7 @@ impl TurnEngine {
                 user_id: token.user_id,
                 token_version: token.token_version,
                 turn_id,
-                stale_after: self.settings.turn_timeout + store::STORE_GRACE,
+                stale_after: self.settings.turn_timeout + crate::turn::limits::STORE_GRACE,
                 process_id: self.process_id,
                 idempotency: origin.idempotency,
                 new_conversation: origin.new_conversation,
@@ -206,7 +245,11 @@ impl TurnEngine {
             role,
             tools,
             first_call: (hold, max_tokens),
-            start: Some(store::PendingStart::new(conn, committing, user_message_id)),
+            start: Some(crate::turn::pending_start::PendingStart::new(
+                conn,
+                committing,
+                user_message_id,
+            )),
             outstanding: Default::default(),
             client_tools,
             wants_title,
@@ -268,10 +311,7 @@ async fn busy_error(
     }
 }
 
-/// The output cap a reservation leaves room for.
-pub(crate) fn clamp_output(room: i64, max_output: i64) -> u32 {
-    u32::try_from(room.clamp(1, max_output.max(1))).unwrap_or(u32::MAX)
-}
+pub(crate) use crate::turn::limits::clamp_output;
 
 /// A refused reservation: too little left, or held by other turns.
 pub(crate) fn refusal_error(refusal: Reserve) -> TurnError {

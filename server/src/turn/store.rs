@@ -10,7 +10,6 @@ use uuid::Uuid;
 use crate::db;
 use crate::db::models::budget::{Hold, Reserve};
 use crate::db::models::message;
-use crate::db::pipelined::Committing;
 use crate::llm::ChatMessage;
 use crate::turn::ending::Ending;
 use crate::turn::engine::{PreparedTurn, TurnEngine};
@@ -26,57 +25,7 @@ const STORE_ATTEMPT: Duration = Duration::from_secs(10);
 /// after the turn ended (a turn stopped by its deadline still gets its chance).
 const MIN_STORE_WINDOW: Duration = Duration::from_secs(30);
 
-/// How long a turn may still be storing itself after its deadline ([`MIN_STORE_WINDOW`] and
-/// room to spare). A turn's claim on its conversation and its budget holds outlive the
-/// deadline by this much, so that nobody takes them over while the turn is still writing.
-pub const STORE_GRACE: Duration = Duration::from_secs(120);
-
-/// The uncommitted start of a turn and the connection it runs on. Dropped without a
-/// successful commit, it closes that connection at once: Postgres then rolls the start back
-/// and frees its row locks (the conversation, the budget period), where a connection parked in
-/// the pool would hold them until the pool next looked at it.
-pub struct PendingStart {
-    committing: Option<Committing>,
-    conn: Option<db::PooledConn>,
-    /// The user message the start stores, announced once it is committed.
-    message_id: Uuid,
-}
-
-impl PendingStart {
-    pub fn new(conn: db::PooledConn, committing: Committing, message_id: Uuid) -> Self {
-        Self {
-            committing: Some(committing),
-            conn: Some(conn),
-            message_id,
-        }
-    }
-
-    /// Commits the start (the connection goes back to the pool), then sends `turn_start`:
-    /// the client never hears of a message id that is not stored.
-    pub async fn commit(
-        mut self,
-        events: &crate::turn::turn_log::EventSink,
-    ) -> diesel::QueryResult<()> {
-        if let (Some(committing), Some(conn)) = (self.committing.take(), self.conn.as_mut()) {
-            committing.wait(conn).await?;
-            // Healthy again: back to the pool rather than closed by `drop`.
-            drop(self.conn.take());
-        }
-        let message_id = self.message_id;
-        let _ = events.send(TurnEvent::TurnStart { message_id }).await;
-        Ok(())
-    }
-}
-
-impl Drop for PendingStart {
-    fn drop(&mut self) {
-        // The statement futures go first: nothing may look at the connection while they live.
-        drop(self.committing.take());
-        if let Some(conn) = self.conn.take() {
-            drop(deadpool::managed::Object::take(conn));
-        }
-    }
-}
+pub use crate::turn::limits::STORE_GRACE;
 
 impl TurnEngine {
     /// Stores the finished step (the model message with its tool calls, their results, the
@@ -132,7 +81,7 @@ impl TurnEngine {
         }
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
-                let cap = crate::turn::start::clamp_output(hold.amount - estimate, max_output);
+                let cap = crate::turn::limits::clamp_output(hold.amount - estimate, max_output);
                 Ok(Some(((hold, cap), next.role)))
             }
             Ok(_) => {

@@ -105,7 +105,7 @@ impl TurnEngine {
             want,
             need: want,
             now: (self.clock)(),
-            hold_ttl: TITLE_TIMEOUT + crate::turn::store::STORE_GRACE,
+            hold_ttl: TITLE_TIMEOUT + crate::turn::limits::STORE_GRACE,
             process_id: self.process_id,
             // Not a turn's: the title runs after its turn let the conversation go.
             turn_id: None,

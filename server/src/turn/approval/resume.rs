@@ -183,7 +183,7 @@ impl TurnEngine {
         self.announce(&events);
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
-                let cap = crate::turn::start::clamp_output(hold.amount - estimate, max_output);
+                let cap = crate::turn::limits::clamp_output(hold.amount - estimate, max_output);
                 if let Ok(mut o) = turn.outstanding.lock() {
                     *o = Some(hold.clone());
                 }
