@@ -221,7 +221,11 @@ mod tests {
     use serde_json::json;
 
     fn msg(role: &str, content: &str, calls: Option<Value>, call_id: Option<&str>) -> Message {
-        let role = role.parse().unwrap();
+        let role = match role {
+            "user" => MessageRole::User,
+            "assistant" => MessageRole::Assistant,
+            _ => MessageRole::Tool,
+        };
         Message {
             id: uuid::Uuid::new_v4(),
             seq: 0,

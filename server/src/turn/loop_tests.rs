@@ -45,9 +45,13 @@ impl LlmProvider for Scripted {
     }
 }
 
-fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> TurnEngine {
+fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> {
     let settings = crate::config::Settings::default();
-    TurnEngine {
+    let workspaces = crate::tools::WorkspaceStore::new(
+        std::env::temp_dir().join(format!("agentchat-loop-{}", Uuid::new_v4())),
+        Default::default(),
+    )?;
+    Ok(TurnEngine {
         pool: crate::db::build_pool(&settings.database).unwrap(),
         llm: Arc::new(Scripted(Mutex::new(scripts))),
         tools: Registry::new(),
@@ -60,14 +64,8 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> TurnEngine {
         durable: Default::default(),
         mcp: crate::tools::mcp::McpManager::new(None, 16 * 1024),
         tool_set: Default::default(),
-        workspaces: Arc::new(
-            crate::tools::WorkspaceStore::new(
-                std::env::temp_dir().join(format!("agentchat-loop-{}", Uuid::new_v4())),
-                Default::default(),
-            )
-            .unwrap(),
-        ),
-    }
+        workspaces: Arc::new(workspaces),
+    })
 }
 
 fn request() -> ChatRequest {
@@ -117,12 +115,12 @@ fn prepared(agent: &TurnEngine) -> PreparedTurn {
 }
 
 #[tokio::test]
-async fn text_is_forwarded_and_missing_usage_is_counted_locally() {
+async fn text_is_forwarded_and_missing_usage_is_counted_locally() -> std::io::Result<()> {
     let a = agent(vec![vec![
         Some(StreamEvent::TextDelta("hello ".into())),
         Some(StreamEvent::TextDelta("there".into())),
         completed(Vec::new(), None),
-    ]]);
+    ]])?;
     let tx = crate::turn::turn_log::TurnLog::new(Uuid::nil());
     let outcome = a
         .call_model(request(), 321, None, &tx, &TurnControl::default())
@@ -150,14 +148,15 @@ async fn text_is_forwarded_and_missing_usage_is_counted_locally() {
             ("1.11".into(), "there".into())
         ]
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_stopped_call_keeps_what_was_streamed_and_says_why() {
+async fn a_stopped_call_keeps_what_was_streamed_and_says_why() -> std::io::Result<()> {
     let a = agent(vec![vec![
         Some(StreamEvent::TextDelta("half".into())),
         None,
-    ]]);
+    ]])?;
     let tx = crate::turn::turn_log::TurnLog::new(Uuid::nil());
     let control = TurnControl::default();
     let stopper = control.clone();
@@ -170,11 +169,13 @@ async fn a_stopped_call_keeps_what_was_streamed_and_says_why() {
         panic!("not stopped");
     };
     assert_eq!((text.as_str(), reason), ("half", StopReason::Shutdown));
+    Ok(())
 }
 
 #[tokio::test]
-async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_calls() {
-    let a = agent(Vec::new());
+async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_calls(
+) -> std::io::Result<()> {
+    let a = agent(Vec::new())?;
     let turn = prepared(&a);
     let ctx = ToolContext {
         user_id: turn.user_id,
@@ -230,4 +231,5 @@ async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_call
     assert_eq!(history[3].tool_call_id.as_deref(), Some("c2"));
     assert_eq!(record.messages.len(), 2);
     assert_eq!(record.audit.len(), 2);
+    Ok(())
 }

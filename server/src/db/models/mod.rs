@@ -18,6 +18,7 @@ pub mod scim;
 pub mod secret;
 pub mod usage;
 pub mod user;
+pub mod user_change;
 
 diesel::define_sql_function!(
     /// SQL `lower(text)`, for case-insensitive usernames.
