@@ -43,6 +43,10 @@ pub struct Metrics {
     pub approvals_requested: IntCounterVec,
     /// Decisions by outcome (`approved`, `denied`, `expired`).
     pub approval_decisions: IntCounterVec,
+    /// 1 for each MCP server's current state (`connected`, `degraded`, …), 0 for the others.
+    pub mcp_server_state: IntGaugeVec,
+    /// Tools each MCP server offers models now (within the listing limits).
+    pub mcp_tools_offered: IntGaugeVec,
 }
 
 fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
@@ -125,6 +129,18 @@ impl Metrics {
         )?;
         r.register(Box::new(approval_oldest_seconds.clone()))?;
         let m = Self {
+            mcp_server_state: gauge(
+                &r,
+                "agentchat_mcp_server_state",
+                "1 for each MCP server's current state (connecting, connected, degraded, error, disabled)",
+                &["server", "state"],
+            )?,
+            mcp_tools_offered: gauge(
+                &r,
+                "agentchat_mcp_tools_offered",
+                "Tools an MCP server offers models now, within the listing limits",
+                &["server"],
+            )?,
             approvals_waiting: gauge(
                 &r,
                 "agentchat_approvals_waiting",

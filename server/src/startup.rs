@@ -96,9 +96,13 @@ impl Application {
             mcp,
             tools,
             clock: clock.clone(),
-            uploads: Arc::new(crate::security::uploads::UploadGate::new(
+            uploads: Arc::new(crate::security::gate::ConcurrencyGate::new(
                 settings.security.max_concurrent_uploads,
                 settings.security.max_concurrent_uploads_per_user,
+            )),
+            searches: Arc::new(crate::security::gate::ConcurrencyGate::new(
+                settings.security.max_concurrent_searches(),
+                2,
             )),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
             hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes()),
@@ -324,6 +328,7 @@ async fn mcp_manager(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Mcp
             pool: pool.clone(),
         }),
         settings.llm.tool_output_cap_bytes,
+        settings.tools.mcp.clone(),
     );
     for server in &settings.mcp_servers {
         manager.upsert(server.clone(), mcp::Source::Config);

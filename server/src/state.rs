@@ -31,7 +31,9 @@ pub struct AppState {
     /// Turns running in this process (for cancel).
     pub turns: RunningTurns,
     /// Bounds uploads buffered at once.
-    pub uploads: Arc<crate::security::uploads::UploadGate>,
+    pub uploads: Arc<crate::security::gate::ConcurrencyGate>,
+    /// Full-text searches running at once (`security.max_concurrent_searches`, two per user).
+    pub searches: Arc<crate::security::gate::ConcurrencyGate>,
     /// Single sign-on and SCIM.
     pub sso: Arc<crate::auth::oidc::Sso>,
     /// API keys seen lately (`/v1` turns skip their lookup).

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::openai_sdk::{app_on, new_key};
 use agentchat_tests::fake_upstream::FakeUpstream;
 
-async fn v1_models(app: &TestApp, bearer: &str) -> (u16, Value) {
+pub async fn v1_models(app: &TestApp, bearer: &str) -> (u16, Value) {
     let r = app
         .client
         .get(app.url("/v1/models"))
@@ -32,9 +32,13 @@ struct Stored {
 async fn a_key_is_shown_once_stored_hashed_listed_and_revoked() {
     let fake = FakeUpstream::start().await;
     let (app, [alice]) = app_on(&fake).start_as(["alice"]).await;
+    // Within the maximum lifetime (auth.api_key_max_days, 365 by default).
+    let until = (chrono::Utc::now() + chrono::Duration::days(100))
+        .format("%Y-%m-%dT00:00:00Z")
+        .to_string();
     let r = app
         .post_as(&alice.access, "/api/keys")
-        .json(&json!({"name": "  laptop  ", "expires_at": "2999-01-01T00:00:00Z"}))
+        .json(&json!({"name": "  laptop  ", "expires_at": until}))
         .send()
         .await
         .unwrap();
@@ -44,7 +48,7 @@ async fn a_key_is_shown_once_stored_hashed_listed_and_revoked() {
     assert!(secret.starts_with("ack_") && secret.len() == 47, "{secret}");
     assert_eq!(created["name"], "laptop");
     assert_eq!(created["prefix"].as_str().unwrap(), &secret[..12]);
-    assert_eq!(created["expires_at"], "2999-01-01T00:00:00Z");
+    assert_eq!(created["expires_at"], until.as_str());
 
     // Only the SHA-256 is stored; no column holds the secret.
     let mut db = app.db().await;

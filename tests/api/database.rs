@@ -463,6 +463,7 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
         idempotency: None,
         new_conversation: None,
         api_key: None,
+        max_messages: 5_000,
     }
 }
 

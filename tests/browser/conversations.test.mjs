@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { startServer, launchBrowser, newPage, registerViaUi, signInViaUi, apiLogin } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { startServer, launchBrowser, newPage, registerViaUi, signInViaUi, apiLogin, layoutProblems } from './harness.mjs';
 
 let server;
 let browser;
@@ -94,5 +95,53 @@ test('a first message refused up front leaves no empty chat', async () => {
   assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'anything at all');
   const stored = await member.call('GET', '/api/conversations');
   assert.deepEqual(stored.json.items, []);
+  await page.context().close();
+});
+
+test('a long chat opens on its latest messages; earlier ones load above, in place', async () => {
+  const page = await newPage(browser);
+  await registerViaUi(page, server.url, 'longtalker');
+  await chat(page, 'hello there', 'demo model');
+  const id = new URL(page.url()).pathname.split('/').pop();
+  // 250 older exchanges (500 rows) written straight into the database, before the chat's own.
+  execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', server.dbName, '-v', 'ON_ERROR_STOP=1', '-c',
+    `INSERT INTO messages (id, conversation_id, role, content, created_at)
+     SELECT gen_random_uuid(), '${id}', CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END,
+            'older message ' || g, now() - interval '1 day' + g * interval '1 second'
+       FROM generate_series(1, 500) g`]);
+  // The seeded rows are newer by seq: move the chat's own two after them.
+  execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', server.dbName, '-v', 'ON_ERROR_STOP=1', '-c',
+    `INSERT INTO messages (id, conversation_id, role, content, status, created_at)
+       SELECT gen_random_uuid(), conversation_id, role, content || ' (latest)', status, now()
+         FROM messages WHERE conversation_id = '${id}' AND content NOT LIKE 'older message %' ORDER BY seq;
+     DELETE FROM messages WHERE conversation_id = '${id}' AND content NOT LIKE 'older message %' AND content NOT LIKE '% (latest)';`]);
+  // Read on a phone.
+  await page.setViewportSize({ width: 360, height: 740 });
+  await page.reload();
+  await page.locator('.msg-user').filter({ hasText: 'hello there (latest)' }).waitFor();
+  const earlier = page.getByRole('button', { name: 'Show earlier messages' });
+  await earlier.waitFor();
+  assert.equal(await page.getByText('older message 1', { exact: true }).count(), 0, 'the oldest are not loaded yet');
+  assert.equal(await page.locator('.msg-user, .msg-assistant').count(), 200, 'a window of 200');
+  // The reader's place is kept: what was on screen stays where it was.
+  const fromBottom = () => page.evaluate(() => {
+    const log = document.querySelector('.load-earlier').parentElement;
+    return log.scrollHeight - log.scrollTop;
+  });
+  await earlier.scrollIntoViewIfNeeded();
+  const before = await fromBottom();
+  await earlier.click();
+  await page.getByText('older message 103', { exact: true }).waitFor();
+  const afterLoad = await fromBottom();
+  assert.ok(Math.abs(afterLoad - before) <= 2, `the view jumped: ${before} from the bottom before, ${afterLoad} after`);
+  assert.equal(await page.getByText('older message 102', { exact: true }).count(), 0);
+  assert.equal(await page.locator('.msg-user, .msg-assistant').count(), 400);
+  await earlier.click();
+  await page.getByText('older message 1', { exact: true }).waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Show earlier messages' }).count(), 0, 'all loaded');
+  assert.equal(await page.locator('.msg-user, .msg-assistant').count(), 502);
+  const order = await page.locator('.msg-user, .msg-assistant').allTextContents();
+  assert.ok(order[0].includes('older message 1') && order[501].includes('(latest)'), 'oldest first');
+  assert.deepEqual(await layoutProblems(page), []);
   await page.context().close();
 });

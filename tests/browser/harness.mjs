@@ -323,7 +323,17 @@ export async function layoutProblems(page) {
       const st = getComputedStyle(el);
       if (st.display === 'none' || st.visibility === 'hidden' || Number(st.opacity) === 0) return false;
       const r = el.getBoundingClientRect();
-      return r.width > 0 && r.height > 0;
+      if (r.width <= 0 || r.height <= 0) return false;
+      // Scrolled (even partly) out of a scrolling list (a long chat's log): not on screen
+      // where its box says, so it neither overlaps nor sticks out.
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        const oy = getComputedStyle(p).overflowY;
+        if (oy === 'auto' || oy === 'scroll') {
+          const pr = p.getBoundingClientRect();
+          if (r.top < pr.top - 0.5 || r.bottom > pr.bottom + 0.5) return false;
+        }
+      }
+      return true;
     };
     // Inside an element that scrolls sideways (and fits the viewport) sticking out is fine:
     // the user can scroll to it. Anything clipped by overflow: hidden is not.

@@ -41,6 +41,9 @@ test('create, copy, use, list and revoke an API key', async () => {
   await page.getByRole('alert').filter({ hasText: /name/i }).waitFor();
 
   await page.getByLabel('Name').fill('my editor');
+  // Every key expires: no "Never"; the server's default (90 days) is preselected.
+  assert.equal(await page.getByLabel('Expires').inputValue(), '90');
+  assert.equal(await page.getByLabel('Expires').locator('option', { hasText: 'Never' }).count(), 0);
   await page.getByLabel('Expires').selectOption('30');
   await page.getByRole('button', { name: 'Create key' }).click();
   const secretBox = page.getByRole('textbox', { name: 'Secret of key my editor' });
@@ -53,9 +56,10 @@ test('create, copy, use, list and revoke an API key', async () => {
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
   await page.screenshot({ path: artifact('api-keys.png') });
 
-  // Listed by prefix, never the whole secret; the key works on /v1.
+  // Listed by prefix, never the whole secret, with its scope; the key works on /v1.
   const row = page.getByRole('row').filter({ hasText: 'my editor' });
   await row.waitFor();
+  assert.deepEqual(await row.locator('.key-scopes .pill').allInnerTexts(), ['chat']);
   assert.ok((await row.textContent()).includes(secret.slice(0, 12)));
   assert.ok(!(await page.locator('table').textContent()).includes(secret.slice(12)));
   const used = await complete(secret);
@@ -71,7 +75,7 @@ test('create, copy, use, list and revoke an API key', async () => {
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
     const cells = page.getByRole('row').filter({ hasText: 'my editor' }).getByRole('cell');
     await cells.first().waitFor();
-    const text = await cells.nth(4).textContent();
+    const text = await cells.nth(5).textContent();
     if (text !== 'Never') lastUsed = text;
     else await new Promise((r) => setTimeout(r, 100));
   }
@@ -101,4 +105,45 @@ test('on a phone the keys page is reached from the account dialog', async () => 
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `the keys page overflows by ${overflow}px`);
   await page.context().close();
+});
+
+test('a key with the files scope; an old sign-in is asked for the password', async () => {
+  // A server whose sign-ins count as recent for one second only.
+  const strict = await startServer({ env: { AGENTCHAT_REAUTH_SECS: '1' } });
+  const page = await newPage(browser, { viewport: { width: 360, height: 740 } });
+  try {
+    await registerViaUi(page, strict.url, 'scoper');
+    await page.goto(`${strict.url}/keys`);
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.waitForTimeout(1500);
+    await page.getByLabel('Name').fill('files key');
+    await page.getByLabel(/Workspace files/).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    // The sign-in is too old: the page asks for the password, and a wrong one is refused.
+    const password = page.getByLabel('Confirm your password');
+    await password.waitFor();
+    await page.getByRole('alert').filter({ hasText: /confirm your password/ }).waitFor();
+    await password.fill('not-my-password');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('alert').filter({ hasText: /not correct/ }).waitFor();
+    await password.fill('correct horse battery staple');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('textbox', { name: 'Secret of key files key' }).waitFor();
+    assert.equal(await password.isVisible(), false, 'the password field goes away again');
+    const row = page.getByRole('row').filter({ hasText: 'files key' });
+    await row.waitFor();
+    assert.deepEqual(await row.locator('.key-scopes .pill').allInnerTexts(), ['chat', 'files']);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `the keys page overflows by ${overflow}px at 360 px`);
+    await page.screenshot({ path: artifact('api-keys-reauth-360.png') });
+
+    // The password change offers to revoke the keys (ticked by default).
+    await page.getByRole('button', { name: /Account scoper/ }).click();
+    const revoke = page.getByLabel(/Also revoke my API keys/);
+    assert.equal(await revoke.isChecked(), true);
+    assert.deepEqual(await unnamedControls(page), []);
+  } finally {
+    await page.context().close();
+    await strict.stop();
+  }
 });

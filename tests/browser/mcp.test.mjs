@@ -29,6 +29,13 @@ before(async () => {
     `command = ${JSON.stringify(path.join(peers, '.venv', 'bin', 'mcp-server-time'))}`,
     'args = ["--local-timezone", "UTC"]',
     '',
+    // A server listing more tools than tools.mcp.max_tools_per_server (128): degraded.
+    '[[mcp_servers]]',
+    'name = "bulk"',
+    `command = ${JSON.stringify(path.join(peers, '.venv', 'bin', 'python'))}`,
+    `args = [${JSON.stringify(path.join(peers, 'agentchat_test_server.py'))}, "--bulk-pages", "1", "--bulk-per-page", "200"]`,
+    'timeout_ms = 20000',
+    '',
   ].join('\n'));
   upstream = await new FakeUpstream().start();
   [server, browser] = await Promise.all([startServer({ upstream, env: { AGENTCHAT_CONFIG: config } }), launchBrowser()]);
@@ -74,6 +81,30 @@ test('MCP servers page: state, tools with annotations, add an HTTP server that i
   await page.locator('.mcp-server[data-server="down"] .mcp-state[data-state="disabled"]').waitFor();
   assert.deepEqual(await unnamedControls(page), []);
   await page.screenshot({ path: artifact('admin-mcp-servers.png'), fullPage: true });
+});
+
+test('a server past the listing limits shows as degraded, with what was left out', async () => {
+  await page.setViewportSize({ width: 360, height: 800 });
+  await page.goto(`${server.url}/admin/mcp`);
+  const card = page.locator('.mcp-server[data-server="bulk"]');
+  for (let i = 0; i < 60; i += 1) {
+    if (await card.locator('.mcp-state[data-state="degraded"]').count()) break;
+    await page.waitForTimeout(1000);
+    await page.reload();
+  }
+  await card.locator('.mcp-state[data-state="degraded"]').waitFor({ timeout: 5000 });
+  assert.equal(await card.locator('.mcp-state').innerText(), 'Degraded');
+  const notes = card.locator('.mcp-notes li');
+  assert.equal(await notes.count(), 1);
+  assert.match(await notes.first().innerText(), /77 more tools than tools\.mcp\.max_tools_per_server \(128\) were left out/);
+  assert.equal(await card.locator('.mcp-tools li').count(), 128);
+  // At 360 px the notes wrap inside the card: nothing sticks out sideways.
+  const box = await card.boundingBox();
+  const notesBox = await card.locator('.mcp-notes').boundingBox();
+  assert.ok(notesBox.x >= box.x && notesBox.x + notesBox.width <= box.x + box.width + 1, 'notes fit the card');
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no sideways scroll');
+  await page.screenshot({ path: artifact('admin-mcp-degraded-360.png'), fullPage: false });
+  await page.setViewportSize({ width: 1280, height: 800 });
 });
 
 test('the roles matrix offers the server wildcard; the tool card shows the server', async () => {

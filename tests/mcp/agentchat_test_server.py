@@ -9,7 +9,13 @@ It misbehaves on request, so the API tests can check how AgentChat copes:
   add_tool  registers a new tool and announces notifications/tools/list_changed
   echo      a plain tool with a required argument
 
+With --bulk-pages N (or --endless) its tool list is hostile: after the tools above, N pages
+(or pages without end) of --bulk-per-page generated tools each, with descriptions of
+--bulk-description-bytes and schemas padded to --bulk-schema-bytes.
+
 Usage: agentchat_test_server.py [--http PORT] [--jwks-url URL] [--audience NAME]
+           [--bulk-pages N | --endless] [--bulk-per-page M] [--bulk-description-bytes B]
+           [--bulk-schema-bytes S]
 """
 
 import argparse
@@ -19,14 +25,44 @@ import anyio
 import jwt
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ListToolsResult
+from mcp_types import Tool as MCPTool
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", type=int, default=None, help="serve Streamable HTTP on this port")
 parser.add_argument("--jwks-url", default=None)
 parser.add_argument("--audience", default="own")
+parser.add_argument("--bulk-pages", type=int, default=0)
+parser.add_argument("--endless", action="store_true", help="every tools/list page has a next cursor")
+parser.add_argument("--bulk-per-page", type=int, default=100)
+parser.add_argument("--bulk-description-bytes", type=int, default=40)
+parser.add_argument("--bulk-schema-bytes", type=int, default=0)
 opts = parser.parse_args()
 
-server = MCPServer("agentchat-test-server")
+
+class BulkListing(MCPServer):
+    """Lists its real tools on the first page, then generated ones page after page."""
+
+    async def _handle_list_tools(self, ctx, params) -> ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        tools = await self.list_tools() if page == 0 else []
+        for i in range(opts.bulk_per_page):
+            schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+            if opts.bulk_schema_bytes:
+                schema["description"] = "s" * opts.bulk_schema_bytes
+            tools.append(
+                MCPTool(
+                    name=f"bulk_{page}_{i}",
+                    description="d" * opts.bulk_description_bytes,
+                    input_schema=schema,
+                )
+            )
+        more = opts.endless or page + 1 < opts.bulk_pages
+        return ListToolsResult(tools=tools, next_cursor=str(page + 1) if more else None)
+
+
+bulk = opts.endless or opts.bulk_pages > 0
+server = (BulkListing if bulk else MCPServer)("agentchat-test-server")
 _jwks = jwt.PyJWKClient(opts.jwks_url) if opts.jwks_url else None
 
 

@@ -6,6 +6,7 @@ import { h, clear, fmtDate } from './dom.js';
 import * as api from './api.js';
 import { unavailable, loading } from './admin_common.js';
 import { renderStored } from './turn.js';
+import { earlierButton } from './earlier_messages.js';
 
 export async function renderConversation(body, id) {
   clear(body);
@@ -30,6 +31,10 @@ export async function renderConversation(body, id) {
   for (const el of items) {
     if (el.classList?.contains('msg-user')) el.setAttribute('aria-label', `${owner} said`);
   }
+  const earlier = earlierButton({
+    log, path: `/api/admin/conversations/${encodeURIComponent(id)}`, cursor: conv.messages_before,
+  });
+  if (earlier) log.append(earlier);
   if (items.length) log.append(...items);
   else log.append(h('p', { class: 'muted' }, 'This conversation has no messages.'));
   body.append(h('div', { class: 'card admin-conversation' },

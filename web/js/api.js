@@ -130,9 +130,9 @@ export async function resume() {
 }
 
 /** Changes the password; the server ends every other session and sends this tab a new pair. */
-export async function changePassword(currentPassword, newPassword) {
+export async function changePassword(currentPassword, newPassword, { revokeApiKeys = true } = {}) {
   const body = await api('POST', '/api/me/password', {
-    current_password: currentPassword, new_password: newPassword, session: 'cookie',
+    current_password: currentPassword, new_password: newPassword, revoke_api_keys: revokeApiKeys, session: 'cookie',
   });
   saveAccess(body.access_token, body.expires_in);
   return body;

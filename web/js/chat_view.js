@@ -4,6 +4,7 @@
 import { h, clear, toast, icon, fmtDate } from './dom.js';
 import * as api from './api.js';
 import { AssistantTurn, userBubble, renderStored } from './turn.js';
+import { earlierButton } from './earlier_messages.js';
 import { FilesPanel } from './files_panel.js';
 import { ConversationList } from './conversation_list.js';
 import { exportMenu } from './export_menu.js';
@@ -220,7 +221,14 @@ export class ChatView {
       if (at >= 0) shown = msgs.slice(0, at + 1);
     }
     clear(this.log);
-    if (!shown.length) this.log.append(this.emptyState());
+    const earlier = earlierButton({
+      log: this.log,
+      path: `/api/conversations/${encodeURIComponent(conv.id)}`,
+      cursor: conv.messages_before,
+      onLoaded: () => this.decorate(),
+    });
+    if (earlier) this.log.append(earlier);
+    if (!shown.length && !earlier) this.log.append(this.emptyState());
     else this.log.append(...renderStored(shown));
     showPending(this.log, conv.id, this.appState.me);
     if (running) {

@@ -1,20 +1,48 @@
 // "API keys" page: create a personal key (its secret shown once, with a copy button), list
-// and revoke one's keys. Keys work with OpenAI clients pointed at this server's /v1.
+// and revoke one's keys. Keys work with OpenAI clients pointed at this server's /v1. Every
+// key expires (the server's default and maximum lifetime shape the choices), may carry the
+// `files` scope (its turns may use the workspace file tools), and on a sign-in older than
+// the server's re-auth window the page asks for the password before making one.
 
 import { h, clear, field, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
 
-const EXPIRY = [['', 'Never'], ['30', 'In 30 days'], ['90', 'In 90 days'], ['365', 'In a year']];
+const EXPIRY_DAYS = [7, 30, 90, 180, 365];
+
+function daysLabel(d) {
+  return d === 365 ? 'In a year' : `In ${d} days`;
+}
+
+/** The expiry choices: the usual ones within the maximum, the default and the maximum itself. */
+function expiryChoices(policy) {
+  const days = new Set(EXPIRY_DAYS.filter((d) => d <= policy.max_days));
+  days.add(policy.default_days);
+  days.add(policy.max_days);
+  return [...days].sort((a, b) => a - b);
+}
 
 export function renderKeys(main) {
   const base = `${location.origin}/v1`;
   const name = field('Name', { name: 'key_name', maxlength: '100', required: true, placeholder: 'e.g. laptop editor' });
   const expiry = field('Expires', { name: 'key_expiry' }, 'select');
-  for (const [v, label] of EXPIRY) expiry.input.append(h('option', { value: v }, label));
+  const files = h('input', { type: 'checkbox', id: 'key-scope-files', name: 'key_scope_files' });
+  const password = field('Confirm your password', { name: 'key_password', type: 'password', autocomplete: 'current-password' });
+  password.wrap.hidden = true;
   const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create key');
   const error = h('div', { class: 'form-error', role: 'alert' });
   const form = h('form', { class: 'inline-form', novalidate: true },
-    h('div', { class: 'form-row' }, name.wrap, expiry.wrap, h('div', { class: 'field field-auto' }, submit)), error);
+    h('div', { class: 'form-row' }, name.wrap, expiry.wrap, h('div', { class: 'field field-auto' }, submit)),
+    h('div', { class: 'field-inline' }, files,
+      h('label', { for: 'key-scope-files' }, 'Workspace files: the key\'s chats may read and change your files')),
+    password.wrap, error);
+  let policy = { default_days: 90, max_days: 365, reauth_secs: 300 };
+  function drawExpiry() {
+    clear(expiry.input);
+    for (const d of expiryChoices(policy)) {
+      expiry.input.append(h('option', { value: String(d), selected: d === policy.default_days || null }, daysLabel(d)));
+    }
+  }
+  drawExpiry();
   const fresh = h('div', { class: 'key-fresh', 'aria-live': 'polite' });
   const list = h('div', { class: 'table-wrap' });
   main.append(h('div', { class: 'admin' },
@@ -29,17 +57,29 @@ export function renderKeys(main) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     error.textContent = '';
-    const body = { name: name.input.value.trim() };
+    const body = { name: name.input.value.trim(), scopes: files.checked ? ['chat', 'files'] : ['chat'] };
     if (!body.name) { error.textContent = 'Give the key a name.'; name.input.focus(); return; }
-    if (expiry.input.value) body.expires_at = new Date(Date.now() + Number(expiry.input.value) * 86400000).toISOString();
+    // A minute short of the chosen day count: the maximum itself stays within the limit.
+    body.expires_at = new Date(Date.now() + Number(expiry.input.value) * 86400000 - 60000).toISOString();
+    if (!password.wrap.hidden && password.input.value) body.password = password.input.value;
     submit.disabled = true;
     try {
       const created = await api.post('/api/keys', body);
       name.input.value = '';
+      files.checked = false;
+      password.input.value = '';
+      password.wrap.hidden = true;
       showSecret(created);
       await load();
     } catch (err) {
-      error.textContent = err.message || 'The key could not be created.';
+      if (err.code === 'reauth_required') {
+        password.wrap.hidden = false;
+        error.textContent = 'You signed in a while ago: confirm your password to create a key. (Single sign-on accounts: sign out and in again.)';
+        password.input.focus();
+      } else {
+        error.textContent = err.message || 'The key could not be created.';
+        if (err.code === 'wrong_password') password.input.focus();
+      }
     } finally {
       submit.disabled = false;
     }
@@ -68,7 +108,9 @@ export function renderKeys(main) {
   async function load() {
     let keys;
     try {
-      keys = (await api.get('/api/keys')).items;
+      const listed = await api.get('/api/keys');
+      keys = listed.items;
+      if (listed.policy) { policy = listed.policy; drawExpiry(); }
     } catch (err) {
       if (err.status === 401) return;
       clear(list).append(h('p', { class: 'form-error' }, `Could not load your keys: ${err.message}`));
@@ -98,11 +140,12 @@ export function renderKeys(main) {
       });
       return h('tr', null,
         h('td', null, k.name), h('td', null, h('code', null, `${k.prefix}…`)),
+        h('td', { class: 'key-scopes' }, (k.scopes || ['chat']).map((sc) => h('span', { class: 'pill', dataset: { scope: sc } }, sc === 'files' ? 'files' : 'chat'))),
         h('td', null, fmtDate(k.created_at)), h('td', null, k.expires_at ? fmtDate(k.expires_at) : 'Never'),
         h('td', null, k.last_used_at ? fmtDate(k.last_used_at) : 'Never'), h('td', null, revoke));
     });
     clear(list).append(h('table', { class: 'data-table keys-table' },
-      h('thead', null, h('tr', null, ['Name', 'Key', 'Created', 'Expires', 'Last used', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, ['Name', 'Key', 'Scopes', 'Created', 'Expires', 'Last used', ''].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, rows)));
   }
   load();

@@ -5,7 +5,9 @@
 import { h, clear, field, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
 
-const STATE_LABEL = { connected: 'Connected', error: 'Error', disabled: 'Disabled', connecting: 'Connecting…' };
+const STATE_LABEL = {
+  connected: 'Connected', degraded: 'Degraded', error: 'Error', disabled: 'Disabled', connecting: 'Connecting…',
+};
 
 function annotationPills(a) {
   if (!a || typeof a !== 'object') return [];
@@ -64,6 +66,11 @@ function serverCard(s, body, onEdit) {
       h('span', { class: 'mcp-actions' }, actions)),
     h('p', null, h('code', { class: 'wrap-anywhere' }, where)),
     s.status?.error ? h('p', { class: 'form-error mcp-error', role: 'status' }, `Last error: ${s.status.error}`) : null,
+    s.status?.notes?.length
+      ? h('div', { class: 'banner banner-warn mcp-notes', role: 'status' },
+        h('p', null, 'Some tools are left out by the MCP listing limits:'),
+        h('ul', null, s.status.notes.map((n) => h('li', null, n))))
+      : null,
     h('p', { class: 'muted small' },
       `Checked ${fmtDate(s.status?.checked_at)}`,
       s.status?.protocol_version ? ` · protocol ${s.status.protocol_version}` : '',
@@ -73,7 +80,7 @@ function serverCard(s, body, onEdit) {
       ? h('ul', { class: 'tool-catalog mcp-tools' }, tools.map((t) => h('li', { dataset: { tool: t.name } },
         h('span', { class: 'tool-name' }, t.name), ' ', ...annotationPills(t.annotations), ' ',
         h('span', { class: 'muted' }, t.description || ''))))
-      : h('p', { class: 'muted' }, state === 'connected' ? 'This server offers no tools.' : 'No tools while the server is not connected.'));
+      : h('p', { class: 'muted' }, ['connected', 'degraded'].includes(state) ? 'This server offers no tools.' : 'No tools while the server is not connected.'));
 }
 
 export async function renderMcpServers(body) {

@@ -12,6 +12,8 @@ export function sendRefusalText(err, budget) {
       return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
     case 'not_found':
       return 'This chat no longer exists.';
+    case 'conversation_full':
+      return `${err.message} Your messages here stay readable and searchable.`;
     default:
       if (err.status === 429) return `Too many requests: ${err.message}`;
       if (err.status >= 500) return `The server could not answer: ${err.message}`;

@@ -4,8 +4,9 @@
 //!
 //! Keys are accepted only by the OpenAI-compatible `/v1` routes ([`ApiCaller`]). They are
 //! long-lived secrets pasted into config files and editor settings, so a leaked one should
-//! spend its owner's budget at worst: it cannot read conversations or files, manage keys,
-//! change the password or use the admin API (the other routes take access tokens only).
+//! spend its owner's budget at worst: it cannot read conversations, manage keys, change the
+//! password or use the admin API (the other routes take access tokens only), and its turns
+//! reach the workspace file tools only when it was made with the `files` scope.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +21,7 @@ use uuid::Uuid;
 use super::extract::{authenticate, bearer};
 use super::key_cache::CachedKey;
 use crate::db::{self, models::api_key};
+use crate::domain::KeyScopes;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -71,6 +73,8 @@ pub struct ApiCaller {
     pub token_version: i32,
     /// The key used, when it was one.
     pub key_id: Option<Uuid>,
+    /// The key's scopes; `None` for an access token (not limited by scopes).
+    pub key_scopes: Option<KeyScopes>,
 }
 
 impl ApiCaller {
@@ -112,6 +116,7 @@ async fn by_key(state: &web::Data<AppState>, secret: &str) -> Result<ApiCaller, 
             username: owner.username.clone(),
             role: owner.role.clone(),
             expires_at: owner.expires_at,
+            scopes: KeyScopes::stored(&owner.scopes),
             touched_at: if due { Some(now) } else { owner.last_used_at },
         },
     );
@@ -129,6 +134,7 @@ async fn by_key(state: &web::Data<AppState>, secret: &str) -> Result<ApiCaller, 
         role: owner.role,
         token_version: owner.token_version,
         key_id: Some(owner.key_id),
+        key_scopes: Some(KeyScopes::stored(&owner.scopes)),
     })
 }
 
@@ -161,6 +167,7 @@ fn by_cached_key(state: &web::Data<AppState>, secret: &str) -> Option<Result<Api
         // Unused for keys: the turn's start checks the key and the account as they are.
         token_version: 0,
         key_id: Some(key.key_id),
+        key_scopes: Some(key.scopes),
     }))
 }
 
@@ -252,6 +259,7 @@ impl FromRequest for ApiCaller {
                         role: user.role,
                         token_version,
                         key_id: None,
+                        key_scopes: None,
                     })
                 }
             }

@@ -16,6 +16,8 @@ pub struct AuthUser {
     pub id: Uuid,
     pub username: String,
     pub role: String,
+    /// When the token's session signed in (refreshes do not move it).
+    pub signed_in_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl crate::domain::Actor for AuthUser {
@@ -30,6 +32,13 @@ impl crate::domain::Actor for AuthUser {
 impl AuthUser {
     pub fn is_admin(&self) -> bool {
         self.role == db::models::role::ADMIN
+    }
+
+    /// Whether the session signed in within `within` (a sensitive action may then go on
+    /// without asking for the password again).
+    pub fn signed_in_within(&self, within: std::time::Duration) -> bool {
+        let age = chrono::Utc::now() - self.signed_in_at;
+        age.to_std().is_ok_and(|age| age <= within)
     }
 }
 
@@ -47,20 +56,23 @@ pub struct SignedToken {
 }
 
 fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiError> {
+    verify_claims(state, token).map(|c| SignedToken {
+        user_id: c.sub,
+        token_version: c.ver,
+    })
+}
+
+fn verify_claims(state: &AppState, token: Option<String>) -> Result<super::jwt::Claims, ApiError> {
     let token = token.ok_or_else(|| ApiError::unauthorized("missing bearer access token"))?;
     if super::api_key::looks_like_key(&token) {
         return Err(ApiError::unauthorized(
             "API keys are accepted only by the /v1 API; sign in for this one",
         ));
     }
-    let claims = state
+    state
         .jwt
         .verify(&token)
-        .map_err(|_| ApiError::unauthorized("invalid or expired access token"))?;
-    Ok(SignedToken {
-        user_id: claims.sub,
-        token_version: claims.ver,
-    })
+        .map_err(|_| ApiError::unauthorized("invalid or expired access token"))
 }
 
 pub(super) fn bearer(req: &HttpRequest) -> Option<String> {
@@ -77,18 +89,19 @@ pub(super) async fn authenticate(
     state: web::Data<AppState>,
     token: Option<String>,
 ) -> Result<(AuthUser, i32), ApiError> {
-    let signed = verify(&state, token)?;
+    let claims = verify_claims(&state, token)?;
     let mut conn = db::conn(&state.pool).await?;
-    let current = user::auth_state(&mut conn, signed.user_id)
+    let current = user::auth_state(&mut conn, claims.sub)
         .await?
         .ok_or(Rejection::NoAccount)?;
-    current.admits(signed.token_version)?;
+    current.admits(claims.ver)?;
     let user = AuthUser {
-        id: signed.user_id,
+        id: claims.sub,
         username: current.username,
         role: current.role,
+        signed_in_at: chrono::DateTime::from_timestamp(claims.auth_time, 0).unwrap_or_default(),
     };
-    Ok((user, signed.token_version))
+    Ok((user, claims.ver))
 }
 
 impl FromRequest for AuthUser {

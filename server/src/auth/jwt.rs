@@ -18,6 +18,11 @@ pub struct Claims {
     pub iss: String,
     pub iat: i64,
     pub exp: i64,
+    /// When the session's sign-in happened (password or single sign-on; refreshes carry it
+    /// on), in Unix seconds: what "signed in recently" is judged by. 0 in tokens from
+    /// before it existed, which are never recent.
+    #[serde(default)]
+    pub auth_time: i64,
 }
 
 /// Signing and verification keys with a pinned algorithm.
@@ -49,8 +54,14 @@ impl JwtKeys {
         self.ttl.as_secs()
     }
 
-    /// Signs a token for `user_id` at `token_version`.
-    pub fn issue(&self, user_id: Uuid, token_version: i32) -> anyhow::Result<String> {
+    /// Signs a token for `user_id` at `token_version`, of a session signed in at
+    /// `signed_in_at`.
+    pub fn issue(
+        &self,
+        user_id: Uuid,
+        token_version: i32,
+        signed_in_at: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<String> {
         let now = chrono::Utc::now().timestamp();
         let claims = Claims {
             sub: user_id,
@@ -58,6 +69,7 @@ impl JwtKeys {
             iss: ISSUER.to_owned(),
             iat: now,
             exp: now + i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX / 2),
+            auth_time: signed_in_at.timestamp(),
         };
         Ok(encode(
             &Header::new(Algorithm::HS256),
@@ -85,7 +97,13 @@ mod tests {
     fn round_trip() {
         let k = keys();
         let id = Uuid::new_v4();
-        let c = k.verify(&k.issue(id, 3).unwrap()).unwrap();
+        let signed_in = chrono::Utc::now() - chrono::Duration::minutes(5);
+        let c = k.verify(&k.issue(id, 3, signed_in).unwrap()).unwrap();
+        assert_eq!(
+            c.auth_time,
+            signed_in.timestamp(),
+            "the sign-in time is carried"
+        );
         assert_eq!((c.sub, c.ver), (id, 3));
     }
 
@@ -106,7 +124,7 @@ mod tests {
     fn other_key_is_rejected() {
         let other = JwtKeys::new(&[8u8; 32], Duration::from_secs(60));
         assert!(keys()
-            .verify(&other.issue(Uuid::new_v4(), 0).unwrap())
+            .verify(&other.issue(Uuid::new_v4(), 0, chrono::Utc::now()).unwrap())
             .is_err());
     }
 
@@ -120,6 +138,7 @@ mod tests {
             iss: ISSUER.into(),
             iat: now - 10,
             exp: now - 1,
+            auth_time: now - 10,
         };
         let t = encode(&Header::new(Algorithm::HS256), &claims, &k.encoding).unwrap();
         assert!(k.verify(&t).is_err());

@@ -1,6 +1,6 @@
 //! API keys seen lately in this process, so that a `/v1` turn does not spend a round trip on
-//! its key before the turn's own first one. A key's hash always names the same key, owner
-//! and expiry, so those are kept; what can change (the key revoked, the owner disabled) is
+//! its key before the turn's own first one. A key's hash always names the same key, owner,
+//! expiry and scopes, so those are kept; what can change (the key revoked, the owner disabled) is
 //! checked in the turn's first round trip instead ([`crate::turn::sql::Claim`]'s
 //! `api_key`), on every replica alike.
 
@@ -22,6 +22,8 @@ pub struct CachedKey {
     pub username: String,
     pub role: String,
     pub expires_at: Option<DateTime<Utc>>,
+    /// Chosen at creation and never changed, so safe to keep.
+    pub scopes: crate::domain::KeyScopes,
     /// When this process last recorded the key's use (or found it recorded).
     pub touched_at: Option<DateTime<Utc>>,
 }
@@ -79,6 +81,7 @@ mod tests {
             username: "u".into(),
             role: "member".into(),
             expires_at: None,
+            scopes: crate::domain::KeyScopes { files: false },
             touched_at: None,
         }
     }

@@ -8,6 +8,7 @@ pub mod jwt;
 pub mod key_cache;
 pub mod oidc;
 pub mod password;
+pub mod password_change;
 pub mod refresh;
 pub mod session;
 pub mod throttle;

@@ -99,7 +99,7 @@ pub async fn create_account(
 
 /// Longest username or password (in bytes) a sign-in looks at; anything longer is refused
 /// before it reaches the throttle or the hasher.
-const MAX_LOGIN_FIELD_BYTES: usize = 4 * password::MAX_PASSWORD_CHARS;
+pub(super) const MAX_LOGIN_FIELD_BYTES: usize = 4 * password::MAX_PASSWORD_CHARS;
 
 /// Checks the password and opens a session. Unknown users, wrong passwords and disabled
 /// accounts get the same answer after the same work; every attempt is counted by the
@@ -141,17 +141,21 @@ pub async fn login(
         _ => return Err(AuthError::BadCredentials),
     };
     state.throttle.succeeded(username, client);
-    let mut conn = db::conn(&state.pool).await?;
-    let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
-    token_pair(state, account.id, account.token_version, refresh_token)
+    open_session(state, &account).await
 }
 
-/// Opens a session (a new refresh-token family) for an account that signed in another way
-/// (single sign-on).
+/// Opens a session (a new refresh-token family, signed in now) for an account that proved
+/// who it is: by password, or another way (single sign-on).
 pub async fn open_session(state: &AppState, account: &user::User) -> Result<TokenPair, AuthError> {
     let mut conn = db::conn(&state.pool).await?;
     let refresh_token = new_refresh_token(state, &mut conn, account.id, Uuid::new_v4()).await?;
-    token_pair(state, account.id, account.token_version, refresh_token)
+    token_pair(
+        state,
+        account.id,
+        account.token_version,
+        refresh_token,
+        chrono::Utc::now(),
+    )
 }
 
 /// Exchanges a refresh token for a new pair; the old one is spent. Presenting a spent
@@ -186,82 +190,18 @@ pub async fn refresh_session(state: &AppState, presented: &str) -> Result<TokenP
                 let expires = (now + to_chrono(ttl)).min(end);
                 refresh_token::insert(conn, user_id, family_id, &refresh::hash(&next), expires)
                     .await?;
-                Ok(Some((account, next)))
+                Ok(Some((account, next, started)))
             }
             .scope_boxed()
         })
         .await
         .map_err(|e: diesel::result::Error| AuthError::from(e))?;
-    let (account, next) = outcome.ok_or(AuthError::BadRefreshToken)?;
-    token_pair(state, account.id, account.token_version, next)
+    let (account, next, signed_in_at) = outcome.ok_or(AuthError::BadRefreshToken)?;
+    token_pair(state, account.id, account.token_version, next, signed_in_at)
 }
 
-fn to_chrono(d: std::time::Duration) -> chrono::Duration {
+pub(super) fn to_chrono(d: std::time::Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::days(30))
-}
-
-/// Changes the caller's password after checking the current one (throttled like a
-/// sign-in). Every other session ends: all access tokens (token version bump) and refresh
-/// tokens die; the caller gets a fresh pair in a new family.
-pub async fn change_password(
-    state: &AppState,
-    user_id: Uuid,
-    current: &str,
-    new: &str,
-    client: Option<IpAddr>,
-) -> Result<TokenPair, AuthError> {
-    password::check_length(new).map_err(|m| AuthError::InvalidPassword(m.to_string()))?;
-    if current.len() > MAX_LOGIN_FIELD_BYTES {
-        return Err(AuthError::WrongPassword);
-    }
-    let account = {
-        let mut conn = db::conn(&state.pool).await?;
-        user::find(&mut conn, user_id)
-            .await?
-            .ok_or(AuthError::AccountGone)?
-    };
-    if account.source != user::SOURCE_PASSWORD {
-        return Err(AuthError::ExternalAccount);
-    }
-    if let Err(wait) = state.throttle.begin(&account.username, client) {
-        return Err(AuthError::Throttled {
-            message: "too many wrong passwords; wait a moment and try again",
-            retry_after_secs: wait.as_secs() + 1,
-        });
-    }
-    let ok = state
-        .hasher
-        .verify(
-            SecretString::from(current.to_owned()),
-            Some(account.password_hash.clone()),
-        )
-        .await
-        .map_err(AuthError::internal)?;
-    if !ok {
-        return Err(AuthError::WrongPassword);
-    }
-    state.throttle.succeeded(&account.username, client);
-    let hash = state
-        .hasher
-        .hash(SecretString::from(new.to_owned()))
-        .await
-        .map_err(AuthError::internal)?;
-    let token = refresh::generate();
-    let expires = chrono::Utc::now() + to_chrono(state.settings.auth.refresh_token_ttl);
-    let token_hash = refresh::hash(&token);
-    let mut conn = db::conn(&state.pool).await?;
-    let version = conn
-        .transaction(|conn| {
-            async move {
-                let version = user::set_password(conn, user_id, &hash).await?;
-                refresh_token::revoke_all_for_user(conn, user_id).await?;
-                refresh_token::insert(conn, user_id, Uuid::new_v4(), &token_hash, expires).await?;
-                Ok::<_, diesel::result::Error>(version)
-            }
-            .scope_boxed()
-        })
-        .await?;
-    token_pair(state, user_id, version, token)
 }
 
 /// Ends the session the refresh token belongs to. Unknown tokens are not an error.
@@ -285,16 +225,17 @@ async fn new_refresh_token(
     Ok(token)
 }
 
-fn token_pair(
+pub(super) fn token_pair(
     state: &AppState,
     user_id: Uuid,
     token_version: i32,
     refresh_token: String,
+    signed_in_at: chrono::DateTime<chrono::Utc>,
 ) -> Result<TokenPair, AuthError> {
     Ok(TokenPair {
         access_token: state
             .jwt
-            .issue(user_id, token_version)
+            .issue(user_id, token_version, signed_in_at)
             .map_err(AuthError::internal)?,
         refresh_token,
         token_type: "Bearer",

@@ -33,6 +33,13 @@ pub struct AuthSettings {
     pub address_failure_limit: u32,
     /// Mark the browser's refresh-token cookie `Secure` (browsers accept it on localhost).
     pub cookie_secure: bool,
+    /// Days a new API key lasts when its creator names no expiry.
+    pub api_key_default_days: u32,
+    /// Most days an API key may last: no key lives longer, whatever is asked.
+    pub api_key_max_days: u32,
+    /// How recent a sign-in must be (seconds) to create an API key without confirming the
+    /// password again: a stolen access token cannot mint long-lived keys.
+    pub reauth_secs: u64,
 }
 
 impl Default for AuthSettings {
@@ -46,6 +53,9 @@ impl Default for AuthSettings {
             account_failure_limit: 5,
             address_failure_limit: 30,
             cookie_secure: true,
+            api_key_default_days: 90,
+            api_key_max_days: 365,
+            reauth_secs: 300,
         }
     }
 }
@@ -74,6 +84,18 @@ impl AuthSettings {
                     ),
                 ));
             }
+        }
+        if self.api_key_default_days == 0 || self.api_key_default_days > self.api_key_max_days {
+            return Err(ConfigError::invalid(
+                "auth.api_key_default_days",
+                "must be at least 1 and at most auth.api_key_max_days",
+            ));
+        }
+        if self.api_key_max_days > 3650 {
+            return Err(ConfigError::invalid(
+                "auth.api_key_max_days",
+                "must be at most 3650 (ten years)",
+            ));
         }
         for (key, ttl) in [
             ("auth.access_token_ttl_secs", self.access_token_ttl),

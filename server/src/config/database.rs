@@ -29,6 +29,11 @@ pub struct DatabaseSettings {
     /// transaction, whether or not it finds any).
     #[serde(rename = "hold_sweep_secs", with = "secs")]
     pub hold_sweep_interval: Duration,
+    /// The longest one statement of the request path may run before Postgres cancels it
+    /// (the request then answers 503 `database_timeout`): no request can hold a
+    /// connection and a backend for longer, whatever it asks for.
+    #[serde(rename = "statement_timeout_ms", with = "millis")]
+    pub statement_timeout: Duration,
 }
 
 impl Default for DatabaseSettings {
@@ -40,6 +45,7 @@ impl Default for DatabaseSettings {
             create_if_missing: true,
             turn_start_queue: 20_000,
             hold_sweep_interval: Duration::from_secs(30),
+            statement_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -62,6 +68,12 @@ impl DatabaseSettings {
             return Err(ConfigError::invalid(
                 "database.turn_start_queue",
                 "must be at least 1",
+            ));
+        }
+        if self.statement_timeout < Duration::from_millis(10) {
+            return Err(ConfigError::invalid(
+                "database.statement_timeout_ms",
+                "must be at least 10",
             ));
         }
         if self.hold_sweep_interval.is_zero() {

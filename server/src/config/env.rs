@@ -71,6 +71,10 @@ pub const ENV_VARS: &[EnvVar] = &[
         "database.create_if_missing",
     ),
     var("AGENTCHAT_HOLD_SWEEP_SECS", "database.hold_sweep_secs"),
+    var(
+        "AGENTCHAT_STATEMENT_TIMEOUT_MS",
+        "database.statement_timeout_ms",
+    ),
     var("AGENTCHAT_TURN_START_QUEUE", "database.turn_start_queue"),
     var("AGENTCHAT_JWT_SECRET", "auth.jwt_secret"),
     var("AGENTCHAT_REGISTRATION", "auth.registration"),
@@ -94,6 +98,12 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_ADDRESS_FAILURE_LIMIT",
         "auth.address_failure_limit",
     ),
+    var(
+        "AGENTCHAT_API_KEY_DEFAULT_DAYS",
+        "auth.api_key_default_days",
+    ),
+    var("AGENTCHAT_API_KEY_MAX_DAYS", "auth.api_key_max_days"),
+    var("AGENTCHAT_REAUTH_SECS", "auth.reauth_secs"),
     var("AGENTCHAT_COOKIE_SECURE", "auth.cookie_secure"),
     var("AGENTCHAT_LLM_PROVIDER", "llm.provider"),
     var("AGENTCHAT_LLM_BASE_URL", "llm.base_url"),
@@ -110,6 +120,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     var(
         "AGENTCHAT_TOOL_OUTPUT_CAP_BYTES",
         "llm.tool_output_cap_bytes",
+    ),
+    var(
+        "AGENTCHAT_MAX_CONVERSATION_MESSAGES",
+        "llm.max_conversation_messages",
     ),
     var("AGENTCHAT_LLM_STREAMING", "llm.streaming"),
     var(
@@ -145,6 +159,27 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("AGENTCHAT_HTTP_MAX_BYTES", "tools.http.max_bytes"),
     var("AGENTCHAT_HTTP_MAX_REDIRECTS", "tools.http.max_redirects"),
     var("AGENTCHAT_HTTP_MAX_TEXT_BYTES", "tools.http.max_text_bytes"),
+    var("AGENTCHAT_MCP_MAX_LIST_PAGES", "tools.mcp.max_list_pages"),
+    var(
+        "AGENTCHAT_MCP_MAX_TOOLS_PER_SERVER",
+        "tools.mcp.max_tools_per_server",
+    ),
+    var(
+        "AGENTCHAT_MCP_MAX_DESCRIPTION_BYTES",
+        "tools.mcp.max_description_bytes",
+    ),
+    var(
+        "AGENTCHAT_MCP_MAX_SCHEMA_BYTES",
+        "tools.mcp.max_schema_bytes",
+    ),
+    var(
+        "AGENTCHAT_MCP_MAX_OFFERED_BYTES",
+        "tools.mcp.max_offered_bytes",
+    ),
+    var(
+        "AGENTCHAT_MCP_MAX_MESSAGE_BYTES",
+        "tools.mcp.max_message_bytes",
+    ),
     list(
         "AGENTCHAT_HTTP_ALLOWED_DOMAINS",
         "tools.http.allowed_domains",
@@ -177,6 +212,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     var(
         "AGENTCHAT_MAX_CONCURRENT_UPLOADS_PER_USER",
         "security.max_concurrent_uploads_per_user",
+    ),
+    var(
+        "AGENTCHAT_MAX_CONCURRENT_SEARCHES",
+        "security.max_concurrent_searches",
     ),
     var(
         "AGENTCHAT_UPLOAD_DEADLINE_SECS",

@@ -60,6 +60,9 @@ pub struct LlmSettings {
     pub context_window_tokens: u64,
     /// Tool results larger than this are truncated with a note.
     pub tool_output_cap_bytes: usize,
+    /// Most messages one conversation may hold (questions, answers and tool results); a
+    /// message to a full one is refused (409 `conversation_full`): start a new chat.
+    pub max_conversation_messages: u32,
     /// Ask the upstream to stream (`false` for endpoints that cannot).
     pub streaming: bool,
     #[serde(rename = "connect_timeout_secs", with = "secs")]
@@ -118,6 +121,7 @@ impl LlmSettings {
             max_output_tokens: 1024,
             context_window_tokens: 32_768,
             tool_output_cap_bytes: 16 * 1024,
+            max_conversation_messages: 5_000,
             streaming: true,
             connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(60),
@@ -163,7 +167,7 @@ impl LlmSettings {
                 format!("`{}` is not a valid URL", self.base_url),
             ));
         }
-        let ranges: [(&str, u64, u64, u64); 7] = [
+        let ranges: [(&str, u64, u64, u64); 8] = [
             ("llm.max_iterations", self.max_iterations.into(), 1, 100),
             (
                 "llm.max_output_tokens",
@@ -182,6 +186,12 @@ impl LlmSettings {
                 self.tool_output_cap_bytes as u64,
                 256,
                 u64::MAX,
+            ),
+            (
+                "llm.max_conversation_messages",
+                self.max_conversation_messages.into(),
+                2,
+                1_000_000,
             ),
             ("llm.max_retries", self.max_retries.into(), 0, 10),
             (

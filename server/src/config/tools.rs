@@ -14,6 +14,8 @@ pub struct ToolSettings {
     pub quota: crate::tools::Quota,
     /// `http_get` limits, domain allowlist, and the (test-only) private host:port escape hatch.
     pub http: crate::tools::HttpToolConfig,
+    /// How much of an MCP server's tool list is read and offered to models.
+    pub mcp: crate::tools::mcp::McpLimits,
 }
 
 impl Default for ToolSettings {
@@ -22,6 +24,7 @@ impl Default for ToolSettings {
             workspace_dir: std::path::PathBuf::from("data/workspaces"),
             quota: crate::tools::Quota::default(),
             http: crate::tools::HttpToolConfig::default(),
+            mcp: crate::tools::mcp::McpLimits::default(),
         }
     }
 }
@@ -33,6 +36,9 @@ impl ToolSettings {
                 "tools.workspace_dir",
                 "must not be empty",
             ));
+        }
+        if let Some((key, reason)) = self.mcp.invalid() {
+            return Err(ConfigError::invalid(key, reason));
         }
         Ok(())
     }

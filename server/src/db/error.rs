@@ -16,6 +16,9 @@ pub enum DbError {
         message: &'static str,
         retry_after_secs: u64,
     },
+    /// A statement ran past `database.statement_timeout_ms` and Postgres cancelled it.
+    #[error("statement timed out: {0}")]
+    TimedOut(diesel::result::Error),
     /// A statement failed for another reason: a bug or an unexpected state.
     #[error("database error: {0}")]
     Query(diesel::result::Error),
@@ -32,6 +35,11 @@ impl From<diesel::result::Error> for DbError {
                 if is_connection_failure(info.message()) =>
             {
                 Self::Unavailable(e.into())
+            }
+            Error::DatabaseError(DatabaseErrorKind::Unknown, info)
+                if info.message().contains("statement timeout") =>
+            {
+                Self::TimedOut(e)
             }
             _ => Self::Query(e),
         }

@@ -96,13 +96,19 @@ impl Pool {
 /// half-way (a panic, say) leaves its connection idle inside the transaction, holding row
 /// locks on a conversation or a budget period, until the pool next hands that connection
 /// out and finds it broken. Our transactions never wait on the client for more than a few
-/// milliseconds, so Postgres may end such a session after a minute.
-const POOLED_SESSION_SETUP: &str = "SET idle_in_transaction_session_timeout = '60s'";
+/// milliseconds, so Postgres may end such a session after a minute. No statement of the
+/// request path may run longer than `database.statement_timeout_ms`.
+fn pooled_session_setup(statement_timeout: Duration) -> String {
+    format!(
+        "SET idle_in_transaction_session_timeout = '60s'; SET statement_timeout = {}",
+        statement_timeout.as_millis()
+    )
+}
 
-async fn establish_for_pool(url: &str) -> diesel::ConnectionResult<AsyncPgConnection> {
+async fn establish_for_pool(url: &str, setup: &str) -> diesel::ConnectionResult<AsyncPgConnection> {
     use diesel_async::SimpleAsyncConnection;
     let mut conn = AsyncPgConnection::establish(url).await?;
-    conn.batch_execute(POOLED_SESSION_SETUP)
+    conn.batch_execute(setup)
         .await
         .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
     Ok(conn)
@@ -117,7 +123,12 @@ pub fn build_pool(settings: &DatabaseSettings) -> anyhow::Result<Pool> {
         // A dead connection shows up as `is_broken` and is dropped when the pool next hands
         // it out; a ping per checkout would add a round trip to every request.
         config.recycling_method = RecyclingMethod::Fast;
-        config.custom_setup = Box::new(|url| establish_for_pool(url).boxed());
+        let setup = std::sync::Arc::new(pooled_session_setup(settings.statement_timeout));
+        config.custom_setup = Box::new(move |url| {
+            let setup = setup.clone();
+            let url = url.to_owned();
+            async move { establish_for_pool(&url, &setup).await }.boxed()
+        });
         let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new_with_config(
             settings.url.expose(),
             config,

@@ -65,6 +65,7 @@ diesel::table! {
         archived_at -> Nullable<Timestamptz>,
         system_prompt -> Nullable<Text>,
         title_auto -> Bool,
+        key_scopes -> Nullable<Array<Text>>,
     }
 }
 
@@ -300,6 +301,7 @@ diesel::table! {
         created_at -> Timestamptz,
         expires_at -> Nullable<Timestamptz>,
         last_used_at -> Nullable<Timestamptz>,
+        scopes -> Array<Text>,
     }
 }
 

@@ -3,11 +3,13 @@
 //! who acts, and the text rules Postgres imposes. Depends on nothing else in the crate.
 
 mod attachment;
+mod key_scopes;
 mod states;
 pub mod text;
 pub mod tokens;
 
 pub use attachment::Attachment;
+pub use key_scopes::KeyScopes;
 pub use states::{
     ApprovalState, Approver, Decision, MessageRole, MessageStatus, TurnState, UnknownState,
     ADMIN_ROLE, MEMBER_ROLE,

@@ -19,6 +19,14 @@ impl From<DbError> for ApiError {
                 message,
                 retry_after_secs,
             } => ApiError::overloaded(message, retry_after_secs),
+            DbError::TimedOut(source) => {
+                tracing::warn!(error = %source, "a request's statement ran out of time");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database_timeout",
+                    "the database took too long to answer this request; narrow it or retry later",
+                )
+            }
             DbError::Query(source) => ApiError::internal(source),
         }
     }
@@ -82,6 +90,7 @@ impl From<TurnError> for ApiError {
             TurnError::Attachment { code, message } => ApiError::unprocessable(code, message),
             TurnError::NotFound(what) => ApiError::not_found(what),
             TurnError::Account(r) => r.into(),
+            TurnError::ConversationFull { .. } => ApiError::conflict("conversation_full", message),
             TurnError::Busy => ApiError::conflict(
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",

@@ -45,7 +45,7 @@ use common::CommonResponses;
         routes::models::list,
         routes::conversations::list,
         routes::conversations::create,
-        routes::conversations::get,
+        routes::conversation_read::get,
         routes::conversations::update,
         routes::conversation_export::export,
         routes::truncate::truncate,

@@ -84,7 +84,10 @@ pub struct ConversationDetail {
     pub system_prompt: Option<String>,
     /// The title is still the default; a generated one replaces it after an answer.
     pub title_auto: bool,
+    /// The latest messages (at most `limit`), oldest first.
     pub messages: Vec<message::Message>,
+    /// Older messages exist: ask for them with `?before=` this cursor.
+    pub messages_before: Option<String>,
 }
 
 /// One server-sent event as it travels: `data` is the payload as JSON text (for a turn's

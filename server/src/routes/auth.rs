@@ -8,6 +8,7 @@ use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
+use crate::auth::password_change::{self, ChangeOptions};
 use crate::auth::session::{self, NewAccountRole, TokenPair};
 use crate::config::Registration;
 use crate::error::ApiError;
@@ -58,9 +59,17 @@ struct LoginBody {
 pub(crate) struct PasswordChange {
     current_password: String,
     new_password: String,
+    /// Also revoke every personal API key (default true: a key made with a stolen session
+    /// would otherwise outlive the change).
+    #[serde(default = "yes")]
+    revoke_api_keys: bool,
     /// Where the new refresh token goes (as for login).
     #[serde(default)]
     session: SessionMode,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -134,15 +143,22 @@ pub(crate) async fn change_password(
 ) -> Result<HttpResponse, ApiError> {
     cookie_origin_check(&req, &state, body.session)?;
     let client = crate::security::client_ip(&req, &state.settings.security.trusted_proxies);
-    let pair = session::change_password(
+    let options = ChangeOptions {
+        revoke_api_keys: body.revoke_api_keys,
+    };
+    let changed = password_change::change_password(
         &state,
         who.id,
         &body.current_password,
         &body.new_password,
+        options,
         client,
     )
     .await?;
-    Ok(respond(&state, pair, body.session))
+    if changed.api_keys_revoked > 0 {
+        tracing::info!(user = %who.id, keys = changed.api_keys_revoked, "API keys revoked with a password change");
+    }
+    Ok(respond(&state, changed.tokens, body.session))
 }
 
 /// Rotates the refresh token (from the body, else the cookie) for a new pair.

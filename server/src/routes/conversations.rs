@@ -7,8 +7,9 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::conversation_export::export;
+use super::conversation_read;
 use crate::auth::AuthUser;
-use crate::db::{self, models::conversation, models::message, models::preferences};
+use crate::db::{self, models::conversation, models::preferences};
 use crate::error::ApiError;
 use crate::extract::{Json, JsonOrDefault};
 use crate::state::AppState;
@@ -20,6 +21,11 @@ const MAX_TITLE_CHARS: usize = 200;
 pub const MAX_SYSTEM_PROMPT_CHARS: usize = 4_000;
 /// Longest search text, in characters.
 const MAX_QUERY_CHARS: usize = 200;
+/// Most words (and quoted phrases' words) in a search: each is one more tsquery operand
+/// matched against every one of the searcher's messages.
+const MAX_QUERY_TERMS: usize = 12;
+/// How long a search waits for a free search slot before 429.
+const SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -29,7 +35,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(
         web::resource("/conversations/{id}")
-            .route(web::get().to(get))
+            .route(web::get().to(conversation_read::get))
             .route(web::patch().to(update))
             .route(web::delete().to(delete)),
     )
@@ -143,7 +149,26 @@ async fn list(
                 format!("q must be at most {MAX_QUERY_CHARS} characters"),
             ));
         }
+        if q.split_whitespace().count() > MAX_QUERY_TERMS {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("q may hold at most {MAX_QUERY_TERMS} words"),
+            ));
+        }
         let q = crate::db::pg_safe_text(q);
+        // Two searches per user at a time, and a few server-wide: a search walks all of the
+        // searcher's messages, and the machine's other cores stay everyone else's.
+        let _permit = state
+            .searches
+            .admit_within(who.id, SEARCH_WAIT)
+            .await
+            .ok_or_else(|| {
+                ApiError::too_many(
+                    "too_many_searches",
+                    "too many searches are running; retry in a moment",
+                    1,
+                )
+            })?;
         let mut conn = db::conn(&state.pool).await?;
         let items = conversation::search_owned(&mut conn, who.id, &q, limit).await?;
         return Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": null})));
@@ -203,32 +228,6 @@ async fn create(
             .ok_or_else(|| ApiError::not_found("conversation"))?;
     }
     Ok(HttpResponse::Created().json(created))
-}
-
-/// One conversation with its messages.
-#[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
-    responses((status = 200, description = "The conversation", body = crate::openapi::schemas::ConversationDetail)))]
-async fn get(
-    state: web::Data<AppState>,
-    who: AuthUser,
-    id: web::Path<Uuid>,
-) -> Result<HttpResponse, ApiError> {
-    let mut conn = db::conn(&state.pool).await?;
-    let conv = conversation::find_owned(&mut conn, *id, who.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))?;
-    // The running turn first: one that ends between the two reads is then whole in the
-    // messages (read the other way round, its answer and its claim could both be missing).
-    let active = conversation::active_turn(&mut conn, conv.id).await?;
-    let messages = message::list(&mut conn, conv.id).await?;
-    let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
-    body["messages"] = serde_json::to_value(messages).map_err(ApiError::internal)?;
-    // A reloaded page learns that a reply is still being generated.
-    body["active_turn"] = active.map_or(
-        json!(null),
-        |id| json!({"id": id, "status": crate::domain::TurnState::Running}),
-    );
-    Ok(HttpResponse::Ok().json(body))
 }
 
 /// Renames, pins or archives a conversation, or changes its model or instructions.

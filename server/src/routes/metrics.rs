@@ -59,6 +59,20 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
             .with_label_values(&[label.as_str()])
             .set(gauge(shard.waiting));
     }
+    m.mcp_server_state.reset();
+    m.mcp_tools_offered.reset();
+    for server in state.mcp.servers() {
+        let name = server.config.name.as_str();
+        let now = server.status().state;
+        for s in crate::tools::mcp::State::ALL {
+            m.mcp_server_state
+                .with_label_values(&[name, s.as_str()])
+                .set(i64::from(s == now));
+        }
+        m.mcp_tools_offered
+            .with_label_values(&[name])
+            .set(i64::try_from(server.offered()).unwrap_or(i64::MAX));
+    }
     m.turn_starts_waiting
         .set(i64::try_from(state.pool.starts_waiting()).unwrap_or(i64::MAX));
     m.db_up.set(i64::from(

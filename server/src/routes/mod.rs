@@ -4,6 +4,8 @@ pub mod admin;
 pub mod approvals;
 pub mod auth;
 pub mod conversation_export;
+mod conversation_markdown;
+pub mod conversation_read;
 pub mod conversations;
 mod event_stream;
 pub mod files;

@@ -2,11 +2,11 @@
 //! client address, refresh-session limits, upload concurrency and pace and the `Origin` check on
 //! cookie-authenticated routes.
 
+pub mod gate;
 pub mod origin;
 pub mod proxy;
 pub mod text_guard;
 pub mod upload_pace;
-pub mod uploads;
 
 use std::time::Duration;
 
@@ -33,6 +33,10 @@ pub struct SecuritySettings {
     pub max_concurrent_uploads: usize,
     /// Uploads buffered at once by one user.
     pub max_concurrent_uploads_per_user: usize,
+    /// Full-text searches running at once across all users (each user two at a time);
+    /// more wait up to 2 s, then get 429. 0: half the CPUs, at least 1.
+    #[serde(rename = "max_concurrent_searches")]
+    pub concurrent_searches_setting: usize,
     /// An upload's whole body must arrive within this; past it the upload gets 408 and its
     /// slot goes to the next one.
     #[serde(rename = "upload_deadline_secs", with = "secs")]
@@ -45,6 +49,19 @@ pub struct SecuritySettings {
     pub allowed_origins: Vec<String>,
 }
 
+impl SecuritySettings {
+    /// Searches at once: the setting, or half the CPUs (at least 1).
+    pub fn max_concurrent_searches(&self) -> usize {
+        match self.concurrent_searches_setting {
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get() / 2)
+                .unwrap_or(1)
+                .max(1),
+            n => n,
+        }
+    }
+}
+
 impl Default for SecuritySettings {
     fn default() -> Self {
         Self {
@@ -53,6 +70,7 @@ impl Default for SecuritySettings {
             session_max_lifetime: Duration::from_secs(90 * 24 * 3600),
             max_concurrent_uploads: 8,
             max_concurrent_uploads_per_user: 2,
+            concurrent_searches_setting: 0,
             upload_deadline: Duration::from_secs(300),
             upload_min_bytes_per_sec: 16 * 1024,
             allowed_origins: Vec::new(),

@@ -147,6 +147,11 @@ pub trait Tool: Send + Sync {
     fn output_cap_bytes(&self) -> Option<usize> {
         None
     }
+    /// Whether the tool reads or changes the user's workspace files: only turns of an
+    /// access token or of an API key with the `files` scope may use it.
+    fn uses_workspace(&self) -> bool {
+        false
+    }
     /// Run the tool. `args` has already been validated against
     /// [`Tool::parameters`]; use [`parse_args`] to get the typed struct.
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;

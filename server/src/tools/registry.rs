@@ -246,6 +246,16 @@ impl Registry {
         clashes
     }
 
+    /// This registry without the tools that reach the user's workspace files
+    /// ([`Tool::uses_workspace`]): what a turn of an API key without the `files` scope gets.
+    pub fn without_workspace_tools(&self) -> Registry {
+        let mut inner = (*self.inner).clone();
+        inner.tools.retain(|_, e| !e.tool.uses_workspace());
+        Registry {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Whether `other` is this registry or a clone of it (nothing registered since).
     pub fn same_as(&self, other: &Registry) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

@@ -10,7 +10,9 @@ use crate::budget;
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::models::message::{Message, NewMessage};
+use crate::domain::KeyScopes;
 use crate::llm::{self, ChatMessage, ToolSpec};
+use crate::tools::Registry;
 use crate::turn::context::StoredToolCall;
 use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::error::TurnError;
@@ -18,6 +20,15 @@ use crate::turn::events::{ToolCallEvent, TurnEvent};
 use crate::turn::follow::Follower;
 use crate::turn::sql as turn_db;
 use uuid::Uuid;
+
+/// The tools a key with `scopes` may use (all of them for an access token): the workspace
+/// file tools only with `files`. A call of a tool left out is answered as an unknown tool.
+pub(crate) fn within_scopes(tools: Registry, scopes: Option<KeyScopes>) -> Registry {
+    match scopes {
+        Some(s) if !s.files => tools.without_workspace_tools(),
+        _ => tools,
+    }
+}
 
 /// A call of the API, translated into the agent's terms.
 #[derive(Debug, Clone)]
@@ -32,6 +43,9 @@ pub struct ApiTurn {
     /// The model's input after the server's system prompt.
     pub input: Vec<ChatMessage>,
     pub client_tools: Vec<ToolSpec>,
+    /// The caller's key's scopes (`None`: an access token): without `files`, the turn is
+    /// neither offered nor able to run the workspace file tools.
+    pub key_scopes: Option<KeyScopes>,
 }
 
 impl TurnEngine {
@@ -65,6 +79,7 @@ impl TurnEngine {
             mut last,
             input,
             client_tools,
+            key_scopes,
         } = call;
         let id = uuid::Uuid::new_v4();
         for m in history.iter_mut().chain(std::iter::once(&mut last)) {
@@ -75,11 +90,12 @@ impl TurnEngine {
                 title,
                 model: Some(model),
                 history,
+                key_scopes,
             }),
             api_key,
             ..Default::default()
         };
-        let build = self.api_input(input, &client_tools);
+        let build = self.api_input(input, &client_tools, key_scopes);
         self.prepare_turn(token, last, origin, 0, build, client_tools)
             .await
     }
@@ -90,6 +106,7 @@ impl TurnEngine {
         &self,
         input: Vec<ChatMessage>,
         client_tools: &[ToolSpec],
+        key_scopes: Option<KeyScopes>,
     ) -> impl FnOnce(
         &Conversation,
         &[Message],
@@ -111,7 +128,7 @@ impl TurnEngine {
             let mut all = Vec::with_capacity(input.len() + 1);
             all.push(ChatMessage::system(agent.settings.system_prompt.clone()));
             all.extend(input);
-            let tools = agent.registry_with(custom);
+            let tools = within_scopes(agent.registry_with(custom), key_scopes);
             let estimate =
                 budget::with_margin(Self::count_input(&all, allowed, &tools) + client_cost);
             ((all, tools), estimate)

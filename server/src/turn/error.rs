@@ -23,6 +23,9 @@ pub enum TurnError {
     /// The token or key no longer speaks for its account.
     #[error("access refused: {0:?}")]
     Account(Rejection),
+    /// The conversation holds `llm.max_conversation_messages` messages already.
+    #[error("this conversation has reached {max} messages, the most one may hold; start a new conversation")]
+    ConversationFull { max: u32 },
     /// A reply is already being generated in the conversation.
     #[error("a reply is already being generated in this conversation")]
     Busy,

@@ -62,7 +62,11 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> 
         turns: Default::default(),
         process_id: Uuid::new_v4(),
         durable: Default::default(),
-        mcp: crate::tools::mcp::McpManager::new(None, 16 * 1024),
+        mcp: crate::tools::mcp::McpManager::new(
+            None,
+            16 * 1024,
+            crate::tools::mcp::McpLimits::default(),
+        ),
         tool_set: Default::default(),
         workspaces: Arc::new(workspaces),
     })

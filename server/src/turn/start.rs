@@ -188,6 +188,7 @@ impl TurnEngine {
                 idempotency: origin.idempotency,
                 new_conversation: origin.new_conversation,
                 api_key: origin.api_key,
+                max_messages: i64::from(self.settings.max_conversation_messages),
             },
             user_message,
             ask,
@@ -214,6 +215,11 @@ impl TurnEngine {
             Err(turn_db::Refusal::Rejected(r)) => return Err(r.into()),
             Err(turn_db::Refusal::NotFound) => return Err(TurnError::NotFound("conversation")),
             Err(turn_db::Refusal::Busy) => return Err(busy_error(&mut conn, conversation_id).await),
+            Err(turn_db::Refusal::Full) => {
+                return Err(TurnError::ConversationFull {
+                    max: self.settings.max_conversation_messages,
+                })
+            }
             Err(turn_db::Refusal::Budget(refusal)) => {
                 self.metrics.budget_refusals.inc();
                 return Err(refusal_error(refusal));

@@ -156,8 +156,15 @@ impl TurnEngine {
             async move {
                 let ids = crate::telemetry::current_trace_ids();
                 let known = tools.get(&call.name).is_some();
+                let left_out = !known
+                    && self
+                        .tools
+                        .get(&call.name)
+                        .is_some_and(|t| t.uses_workspace());
                 let result = if known && !crate::tools::policy::allows(allowed, &call.name) {
                     refused(&call.name)
+                } else if left_out {
+                    refused_by_key_scope(&call.name)
                 } else {
                     tools.execute(ctx, &call.name, &call.arguments).await
                 };
@@ -190,12 +197,24 @@ impl TurnEngine {
     }
 }
 
+/// A workspace file tool a turn of an API key without the `files` scope asked for.
+fn refused_by_key_scope(name: &str) -> ExecutedCall {
+    refusal(format!(
+        "not_permitted: this API key was made without the `files` scope, so its turns cannot \
+         use the workspace tool `{name}`"
+    ))
+}
+
 pub(super) fn refused(name: &str) -> ExecutedCall {
+    refusal(format!(
+        "not_permitted: your role does not allow the tool `{name}` (an admin can allow it \
+         under Roles & tools)"
+    ))
+}
+
+fn refusal(message: String) -> ExecutedCall {
     ExecutedCall {
-        output: ToolOutput::err(format!(
-            "not_permitted: your role does not allow the tool `{name}` (an admin can allow it \
-             under Roles & tools)"
-        )),
+        output: ToolOutput::err(message),
         outcome: Outcome::Refused,
         error_code: Some("not_permitted"),
         duration: Duration::ZERO,

@@ -18,6 +18,7 @@ mod report_extra;
 mod report_held;
 mod report_v1;
 mod scenarios;
+mod search;
 mod soak;
 mod stats;
 mod sys;
@@ -33,6 +34,7 @@ fn usage() -> ! {
          \x20     [--stats-wait-secs S] [--history N] [--command TEXT] [--scenarios plain,tool,mcp]\n\
          \x20     [--burst N] [--soak SECS] [--soak-streams N]\n\
          \x20     [--held N] [--held-rate R] [--demo-delay-ms MS]\n\
+         \x20     [--search] [--search-own N] [--search-others N] [--search-secs S]\n\
          \x20 agentchat-load fake-upstream [--port N]\n  agentchat-load mcp-server [--port N]"
     );
     std::process::exit(2)

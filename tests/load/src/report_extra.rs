@@ -49,6 +49,7 @@ pub fn failures(r: &Report) -> Vec<String> {
             ));
         }
     }
+    out.extend(crate::search::failures(r));
     out
 }
 
@@ -59,6 +60,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     burst(r, s);
     crate::report_held::markdown(r, s);
     soak(r, s);
+    crate::search::markdown(r, s);
 }
 
 fn mcp(r: &Report, s: &mut String) {

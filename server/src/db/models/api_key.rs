@@ -7,6 +7,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::db::schema::{api_keys::dsl, users::dsl as users};
+use crate::domain::KeyScopes;
 
 /// A key as its owner (or an admin) sees it: everything but the secret.
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
@@ -21,6 +22,8 @@ pub struct ApiKey {
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
     pub last_used_at: Option<DateTime<Utc>>,
+    /// `chat`, and `files` when its turns may use the workspace file tools.
+    pub scopes: Vec<String>,
 }
 
 /// A key with its owner's name, for the admin list.
@@ -37,6 +40,7 @@ pub struct OwnedKey {
 pub struct KeyOwner {
     pub key_id: Uuid,
     pub expires_at: Option<DateTime<Utc>>,
+    pub scopes: Vec<String>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub user_id: Uuid,
     pub username: String,
@@ -55,6 +59,7 @@ pub async fn insert(
     prefix: &str,
     secret_hash: &[u8],
     expires_at: Option<DateTime<Utc>>,
+    scopes: KeyScopes,
 ) -> QueryResult<ApiKey> {
     diesel::insert_into(dsl::api_keys)
         .values((
@@ -64,6 +69,7 @@ pub async fn insert(
             dsl::prefix.eq(prefix),
             dsl::secret_hash.eq(secret_hash),
             dsl::expires_at.eq(expires_at),
+            dsl::scopes.eq(scopes.names()),
         ))
         .returning(ApiKey::as_returning())
         .get_result(conn)
@@ -151,6 +157,13 @@ pub async fn delete(
     Ok(n > 0)
 }
 
+/// Deletes every key of the user (a password change or reset); how many there were.
+pub async fn delete_all_owned(conn: &mut AsyncPgConnection, user_id: Uuid) -> QueryResult<usize> {
+    diesel::delete(dsl::api_keys.filter(dsl::user_id.eq(user_id)))
+        .execute(conn)
+        .await
+}
+
 /// The key with this hash and its owner (one indexed join).
 pub async fn find_by_hash(
     conn: &mut AsyncPgConnection,
@@ -162,6 +175,7 @@ pub async fn find_by_hash(
         .select((
             dsl::id,
             dsl::expires_at,
+            dsl::scopes,
             dsl::last_used_at,
             users::id,
             users::username,

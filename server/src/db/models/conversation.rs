@@ -191,6 +191,12 @@ pub struct Found {
 /// The owner's conversations, archived ones included, whose title contains `text` or
 /// whose messages (what the user and the assistant wrote) match it as full-text search
 /// (`websearch_to_tsquery` syntax: words, "a phrase", -not). Pinned first, then most recent.
+///
+/// The cost is bounded by the owner's own messages: the plan walks the owner's
+/// conversations and, per conversation, its messages newest first (stopping at the first
+/// match, which is the snippet), matching the tsvector stored with each message. No index
+/// over all users' messages exists that a plan could start from, so other users' data
+/// neither slows a search nor shows in its timing.
 pub async fn search_owned(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
@@ -206,18 +212,13 @@ pub async fn search_owned(
     );
     diesel::sql_query(
         "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
-                c.archived_at, c.system_prompt, c.title_auto, \
-                (SELECT left(m.content, 400) FROM messages m \
-                  WHERE m.conversation_id = c.id AND m.role IN ('user', 'assistant') \
-                    AND to_tsvector('simple', m.content) @@ q \
-                  ORDER BY m.seq DESC LIMIT 1) AS snippet \
-           FROM conversations c, websearch_to_tsquery('simple', $2) q \
-          WHERE c.user_id = $1 \
-            AND (c.title ILIKE $3 \
-                 OR EXISTS (SELECT 1 FROM messages m \
-                             WHERE m.conversation_id = c.id \
-                               AND m.role IN ('user', 'assistant') \
-                               AND to_tsvector('simple', m.content) @@ q)) \
+                c.archived_at, c.system_prompt, c.title_auto, s.snippet \
+           FROM conversations c \
+          CROSS JOIN websearch_to_tsquery('simple', $2) q \
+           LEFT JOIN LATERAL (SELECT left(m.content, 400) AS snippet FROM messages m \
+                               WHERE m.conversation_id = c.id AND m.search_vector @@ q \
+                               ORDER BY m.seq DESC LIMIT 1) s ON true \
+          WHERE c.user_id = $1 AND (c.title ILIKE $3 OR s.snippet IS NOT NULL) \
           ORDER BY c.pinned DESC, c.updated_at DESC, c.id DESC \
           LIMIT $4",
     )
@@ -245,6 +246,23 @@ pub async fn set_generated_title(
     .execute(conn)
     .await?;
     Ok(n > 0)
+}
+
+/// The scopes of the API key whose `/v1` call created the conversation (`None`: created
+/// with an access token, or gone): its later turns keep to them.
+pub async fn key_scopes(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+) -> QueryResult<Option<crate::domain::KeyScopes>> {
+    let stored: Option<Option<Vec<String>>> = dsl::conversations
+        .filter(dsl::id.eq(id))
+        .select(dsl::key_scopes)
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(stored
+        .flatten()
+        .map(|s| crate::domain::KeyScopes::stored(&s)))
 }
 
 /// Deletes the conversation and its messages; false when it is not the owner's.

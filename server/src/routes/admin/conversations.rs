@@ -8,16 +8,17 @@ use uuid::Uuid;
 use crate::auth::AdminUser;
 use crate::db;
 use crate::db::models::admin_change::{self, NewChange};
-use crate::db::models::{conversation, message, user};
+use crate::db::models::{conversation, message, message_window, user};
 use crate::error::ApiError;
+use crate::routes::conversation_read::{cursor_before, window_of, WindowQuery};
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/conversations/{id}", web::get().to(get));
 }
 
-/// A conversation as an admin reads it: who owns it, and every message, tool call and
-/// tool result.
+/// A conversation as an admin reads it: who owns it, and its latest messages, tool calls
+/// and tool results (older ones page by page, `?before=`, as the owner reads them).
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct AdminConversation {
     #[serde(flatten)]
@@ -25,17 +26,23 @@ pub struct AdminConversation {
     owner_id: Uuid,
     owner: String,
     messages: Vec<message::Message>,
+    /// Older messages exist: ask for them with `?before=` this cursor.
+    messages_before: Option<String>,
 }
 
 /// One user's conversation, read-only; the view is audited.
-#[utoipa::path(get, path = "/api/admin/conversations/{id}", tag = "admin", params(("id" = Uuid, Path)),
+#[utoipa::path(get, path = "/api/admin/conversations/{id}", tag = "admin",
+    params(("id" = Uuid, Path), crate::routes::conversation_read::WindowQuery),
     responses((status = 200, description = "The conversation with its owner", body = AdminConversation),
+    (status = 400, description = "A cursor this server did not issue", body = crate::error::ErrorBody),
     (status = 404, description = "No such conversation", body = crate::error::ErrorBody)))]
 async fn get(
     state: web::Data<AppState>,
     admin: AdminUser,
     id: web::Path<Uuid>,
+    query: web::Query<WindowQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    let (before, limit) = window_of(&query)?;
     let mut conn = db::conn(&state.pool).await?;
     let conv = conversation::find_any(&mut conn, *id)
         .await?
@@ -44,7 +51,8 @@ async fn get(
         .await?
         .map(|u| u.username)
         .unwrap_or_default();
-    let messages = message::list(&mut conn, conv.id).await?;
+    let window = message_window::window(&mut conn, conv.id, before, limit).await?;
+    let messages_before = cursor_before(&window);
     // Recorded before the answer: a view that could not be audited is not shown.
     let change = NewChange::by(
         &admin.0,
@@ -59,7 +67,8 @@ async fn get(
     Ok(HttpResponse::Ok().json(AdminConversation {
         owner_id: conv.user_id,
         owner,
-        messages,
+        messages: window.messages,
+        messages_before,
         conversation: conv,
     }))
 }

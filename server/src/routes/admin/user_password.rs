@@ -1,5 +1,6 @@
 //! `POST /api/admin/users/{id}/password`: an admin sets a new password for a local account,
-//! or has the server generate one (shown once). Every session of the account ends.
+//! or has the server generate one (shown once). Every session of the account ends, and its
+//! personal API keys are revoked: a reset is what an admin does for a compromised account.
 
 use actix_web::{web, HttpResponse};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -12,7 +13,7 @@ use uuid::Uuid;
 
 use crate::auth::{password, AdminUser};
 use crate::db::models::admin_change::{self, NewChange};
-use crate::db::{self, models::refresh_token, models::user};
+use crate::db::{self, models::api_key, models::refresh_token, models::user};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
@@ -42,7 +43,7 @@ fn generate() -> String {
         .collect()
 }
 
-/// Sets a local account's password; all its sessions and access tokens end at once.
+/// Sets a local account's password; all its sessions, access tokens and API keys end at once.
 #[utoipa::path(post, path = "/api/admin/users/{id}/password", tag = "admin",
     params(("id" = Uuid, Path)), request_body = ResetBody, responses(
     (status = 200, description = "Set; the generated password if the server made one", body = ResetAnswer),
@@ -96,9 +97,10 @@ pub async fn reset(
         async move {
             user::set_password(conn, id, &hash).await?;
             refresh_token::revoke_all_for_user(conn, id).await?;
+            let keys = api_key::delete_all_owned(conn, id).await?;
             let change = NewChange::by(who, "user.password_reset", &username)
                 .id(id)
-                .after(json!({"generated": generated, "sessions_ended": true}));
+                .after(json!({"generated": generated, "sessions_ended": true, "api_keys_revoked": keys}));
             admin_change::record(conn, change).await
         }
         .scope_boxed()

@@ -71,13 +71,14 @@ async fn chat_completions(
         Ok(Json(body)) => request::translate(body, &state.settings.llm),
         Err(e) => Err(e.into()),
     };
-    let (turn, answer) = match translated {
+    let (mut turn, answer) = match translated {
         Ok(t) => t,
         Err(e) => {
             caller.confirm(&state).await?;
             return Err(e);
         }
     };
+    turn.key_scopes = caller.caller.key_scopes;
     let client_tools = turn.client_tools.iter().map(|t| t.name.clone()).collect();
     // The turn runs on its own; this request follows its log (a client that goes away
     // leaves it to finish and be stored).

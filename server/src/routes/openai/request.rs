@@ -144,6 +144,8 @@ pub fn translate(
         last,
         input,
         client_tools,
+        // The caller's, set by the route.
+        key_scopes: None,
     };
     Ok((turn, answer))
 }

@@ -147,6 +147,10 @@ impl CsvStats {
 
 #[async_trait]
 impl Tool for CsvStats {
+    fn uses_workspace(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "csv_stats"
     }

@@ -34,6 +34,10 @@ impl DeleteFile {
 
 #[async_trait]
 impl Tool for DeleteFile {
+    fn uses_workspace(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "delete_file"
     }

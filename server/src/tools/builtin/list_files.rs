@@ -37,6 +37,10 @@ impl ListFiles {
 
 #[async_trait]
 impl Tool for ListFiles {
+    fn uses_workspace(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "list_files"
     }

@@ -53,6 +53,10 @@ impl ReadFile {
 
 #[async_trait]
 impl Tool for ReadFile {
+    fn uses_workspace(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "read_file"
     }

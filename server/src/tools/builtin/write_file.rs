@@ -40,6 +40,10 @@ impl WriteFile {
 
 #[async_trait]
 impl Tool for WriteFile {
+    fn uses_workspace(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "write_file"
     }

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::McpServerConfig;
 use super::http_client::HeaderLiftingClient;
+use super::limits::McpLimits;
 
 /// A live session.
 pub type Session = RunningService<RoleClient, Handler>;
@@ -52,6 +53,7 @@ impl ClientHandler for Handler {
 /// Opens a session; the caller bounds it with a timeout. `cancel` ends the session later.
 pub async fn connect(
     config: &McpServerConfig,
+    limits: &McpLimits,
     tools_changed: Arc<Notify>,
     cancel: CancellationToken,
 ) -> Result<Session, String> {
@@ -91,7 +93,10 @@ pub async fn connect(
             .map_err(|e| format!("building the HTTP client: {e}"))?;
         let transport = StreamableHttpClientTransport::with_client(
             HeaderLiftingClient::new(client),
-            StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers),
+            StreamableHttpClientTransportConfig::with_uri(url)
+                .custom_headers(headers)
+                .max_json_response_size(limits.max_message_bytes)
+                .max_sse_event_size(limits.max_message_bytes),
         );
         serve_client_with_lifecycle_and_ct(handler, transport, lifecycle, cancel).await
     }

@@ -12,6 +12,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::Digest as _;
 
+use crate::db;
+use crate::tools::{ToolContext, ToolError};
+
 /// Lifetime of one token (the contract allows at most 60 s).
 pub const TOKEN_TTL_SECS: i64 = 60;
 /// `iss` of every token.
@@ -103,6 +106,29 @@ impl IdentitySigner {
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some(self.kid.clone());
         encode(&header, &claims, &self.key).map_err(|e| format!("signing the identity token: {e}"))
+    }
+}
+
+/// What identity forwarding needs: the signing key and the database for the user's role.
+pub struct IdentityContext {
+    pub signer: IdentitySigner,
+    pub pool: db::Pool,
+}
+
+impl IdentityContext {
+    /// A fresh token for the calling user (their role as it is now).
+    pub async fn token_for(&self, ctx: &ToolContext, audience: &str) -> Result<String, ToolError> {
+        let unavailable = |_| ToolError::Failed("could not look up the caller's role".to_owned());
+        let mut conn = db::conn(&self.pool)
+            .await
+            .map_err(|_| ToolError::Failed("could not look up the caller's role".to_owned()))?;
+        let account = db::models::user::find(&mut conn, ctx.user_id)
+            .await
+            .map_err(unavailable)?
+            .ok_or_else(|| ToolError::NotPermitted("the account no longer exists".to_owned()))?;
+        self.signer
+            .sign(ctx.user_id, &ctx.username, &account.role, audience)
+            .map_err(ToolError::Failed)
     }
 }
 

@@ -1,169 +1,22 @@
-//! All MCP servers of the process and their shared state. A supervisor task per server
-//! ([`super::supervisor`]) keeps its session; the tools of the servers that are up are
-//! published as a [`Registry`] snapshot, which a turn merges into its own registry, so a
-//! server that is down simply has no tools to offer.
+//! All MCP servers of the process. A supervisor task per server ([`super::supervisor`])
+//! keeps its session and its state ([`super::server_state`]); the tools of the servers that
+//! are up are published as a [`Registry`] snapshot, which a turn merges into its own
+//! registry, so a server that is down simply has no tools to offer.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use rmcp::service::Peer;
-use rmcp::RoleClient;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::config::McpServerConfig;
-use super::identity::IdentitySigner;
+use super::identity::IdentityContext;
+use super::limits::McpLimits;
+use super::server_state::{Live, ServerShared, Source, State};
 use super::tool::McpTool;
-use crate::db;
-use crate::tools::{Registry, ToolContext, ToolError};
-
-/// Where a server's definition comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    Config,
-    Api,
-}
-
-/// What is known of a server right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    Connecting,
-    Connected,
-    Error,
-    Disabled,
-}
-
-/// A tool as the admin sees it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolInfo {
-    /// `{server}__{tool}`.
-    pub name: String,
-    /// The server's own name for it.
-    pub remote_name: String,
-    pub description: String,
-    pub annotations: Value,
-    pub parameters: Value,
-}
-
-/// Status of one server, as listed by the admin API.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerStatus {
-    pub state: State,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub checked_at: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-}
-
-pub(super) struct Live {
-    status: ServerStatus,
-    peer: Option<Peer<RoleClient>>,
-    tools: Vec<ToolInfo>,
-}
-
-/// One server's shared state (read by its tools and the admin API, written by its supervisor).
-pub struct ServerShared {
-    pub config: McpServerConfig,
-    pub source: Source,
-    pub(super) live: RwLock<Live>,
-    /// Admin refresh or a call that found the session broken.
-    pub(super) poke: Notify,
-    pub(super) tools_changed: Arc<Notify>,
-    /// Bumped after every check, so a refresh can wait for its outcome.
-    pub(super) checks: watch::Sender<u64>,
-}
-
-impl ServerShared {
-    /// The live session's peer, when connected.
-    pub fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.live.read().ok().and_then(|l| l.peer.clone())
-    }
-
-    pub fn last_error(&self) -> Option<String> {
-        self.live.read().ok().and_then(|l| l.status.error.clone())
-    }
-
-    /// A call failed at the transport: have the supervisor check the session now.
-    pub fn report_broken(&self) {
-        self.poke.notify_one();
-    }
-
-    pub fn status(&self) -> ServerStatus {
-        match self.live.read() {
-            Ok(l) => l.status.clone(),
-            Err(_) => ServerStatus {
-                state: State::Error,
-                error: Some("state unavailable".into()),
-                checked_at: Utc::now(),
-                protocol_version: None,
-            },
-        }
-    }
-
-    pub fn tools(&self) -> Vec<ToolInfo> {
-        self.live
-            .read()
-            .map(|l| l.tools.clone())
-            .unwrap_or_default()
-    }
-
-    pub(super) fn set(
-        &self,
-        state: State,
-        error: Option<String>,
-        peer: Option<Peer<RoleClient>>,
-        tools: Option<Vec<ToolInfo>>,
-    ) {
-        let protocol_version = peer
-            .as_ref()
-            .and_then(|p| p.peer_info().map(|i| i.protocol_version.to_string()));
-        if let Ok(mut l) = self.live.write() {
-            l.status = ServerStatus {
-                state,
-                error,
-                checked_at: Utc::now(),
-                protocol_version,
-            };
-            l.peer = peer;
-            match tools {
-                Some(t) => l.tools = t,
-                None if state != State::Connected => l.tools.clear(),
-                None => {}
-            }
-        }
-        self.checks.send_modify(|n| *n += 1);
-    }
-}
-
-/// What identity forwarding needs: the signing key and the database for the user's role.
-pub struct IdentityContext {
-    pub signer: IdentitySigner,
-    pub pool: db::Pool,
-}
-
-impl IdentityContext {
-    /// A fresh token for the calling user (their role as it is now).
-    pub async fn token_for(&self, ctx: &ToolContext, audience: &str) -> Result<String, ToolError> {
-        let unavailable = |_| ToolError::Failed("could not look up the caller's role".to_owned());
-        let mut conn = db::conn(&self.pool)
-            .await
-            .map_err(|_| ToolError::Failed("could not look up the caller's role".to_owned()))?;
-        let account = db::models::user::find(&mut conn, ctx.user_id)
-            .await
-            .map_err(unavailable)?
-            .ok_or_else(|| ToolError::NotPermitted("the account no longer exists".to_owned()))?;
-        self.signer
-            .sign(ctx.user_id, &ctx.username, &account.role, audience)
-            .map_err(ToolError::Failed)
-    }
-}
+use crate::tools::Registry;
 
 struct Running {
     shared: Arc<ServerShared>,
@@ -175,6 +28,7 @@ struct Inner {
     snapshot: RwLock<Registry>,
     identity: Option<Arc<IdentityContext>>,
     output_cap: usize,
+    limits: McpLimits,
 }
 
 /// All MCP servers of this process. Cheap to clone.
@@ -193,7 +47,7 @@ impl std::fmt::Debug for McpManager {
 
 impl McpManager {
     /// A manager with no servers yet; `output_cap` as for built-in tools.
-    pub fn new(identity: Option<IdentityContext>, output_cap: usize) -> Self {
+    pub fn new(identity: Option<IdentityContext>, output_cap: usize, limits: McpLimits) -> Self {
         // rmcp's HTTP client brings its own rustls without a crypto provider: use ring, as
         // the rest of the process does (a second install is a harmless no-op error).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -203,6 +57,7 @@ impl McpManager {
                 snapshot: RwLock::new(Registry::new().with_output_cap(output_cap)),
                 identity: identity.map(Arc::new),
                 output_cap,
+                limits,
             }),
         }
     }
@@ -214,6 +69,11 @@ impl McpManager {
             .read()
             .map(|r| r.clone())
             .unwrap_or_default()
+    }
+
+    /// How much of a tool list is read and offered.
+    pub fn limits(&self) -> &McpLimits {
+        &self.inner.limits
     }
 
     /// The public keys of identity tokens (`/.well-known/jwks.json`).
@@ -251,16 +111,7 @@ impl McpManager {
         let shared = Arc::new(ServerShared {
             config,
             source,
-            live: RwLock::new(Live {
-                status: ServerStatus {
-                    state: initial,
-                    error: None,
-                    checked_at: Utc::now(),
-                    protocol_version: None,
-                },
-                peer: None,
-                tools: Vec::new(),
-            }),
+            live: RwLock::new(Live::new(initial)),
             poke: Notify::new(),
             tools_changed: Arc::new(Notify::new()),
             checks,
@@ -324,14 +175,25 @@ impl McpManager {
         }
     }
 
-    /// Rebuilds the snapshot of offered tools from the connected servers.
+    /// Rebuilds the snapshot of offered tools from the connected servers, in name order,
+    /// until `max_offered_bytes` of definitions: a server whose tools do not all fit offers
+    /// those that do, and is shown degraded with the reason.
     pub(super) fn publish(&self) {
         let mut registry = Registry::new().with_output_cap(self.inner.output_cap);
+        let budget = self.inner.limits.max_offered_bytes;
+        let mut used = 0usize;
         for shared in self.servers() {
-            if shared.status().state != State::Connected {
+            if !matches!(shared.status().state, State::Connected | State::Degraded) {
                 continue;
             }
-            for info in shared.tools() {
+            let tools = shared.tools();
+            let (mut offered, mut past_budget) = (0, 0);
+            for info in &tools {
+                let bytes = info.offered_bytes();
+                if used + bytes > budget {
+                    past_budget += 1;
+                    continue;
+                }
                 let tool = McpTool {
                     full_name: info.name.clone(),
                     remote_name: info.remote_name.clone(),
@@ -340,10 +202,23 @@ impl McpManager {
                     server: Arc::clone(&shared),
                     identity: self.inner.identity.clone(),
                 };
-                if let Err(e) = registry.register(Arc::new(tool)) {
-                    tracing::warn!(mcp_server = %shared.config.name, error = %e, "skipping an MCP tool");
+                match registry.register(Arc::new(tool)) {
+                    Ok(()) => {
+                        used += bytes;
+                        offered += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(mcp_server = %shared.config.name, error = %e, "skipping an MCP tool")
+                    }
                 }
             }
+            let note = (past_budget > 0).then(|| {
+                format!(
+                    "{past_budget} of its {} tools are not offered: all MCP tools together would pass {budget} bytes (tools.mcp.max_offered_bytes)",
+                    tools.len()
+                )
+            });
+            shared.set_offered(offered, note);
         }
         if let Ok(mut s) = self.inner.snapshot.write() {
             *s = registry;

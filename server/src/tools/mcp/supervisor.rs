@@ -5,14 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::Tool as RemoteTool;
-use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{self, Session};
-use super::manager::{McpManager, ServerShared, State, ToolInfo};
-use super::tool::full_name;
+use super::listing::list_bounded;
+use super::manager::McpManager;
+use super::server_state::{Connected, ServerShared, State};
 
 /// First reconnect delay; doubles per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
@@ -37,6 +36,7 @@ pub(super) async fn supervise(
             connect_within,
             connection::connect(
                 &shared.config,
+                manager.limits(),
                 Arc::clone(&shared.tools_changed),
                 stop.child_token(),
             ),
@@ -67,7 +67,7 @@ pub(super) async fn supervise(
         }
         failures = failures.saturating_add(1);
         tracing::warn!(mcp_server = %name, error = %error, failures, "MCP server unavailable");
-        shared.set(State::Error, Some(error), None, None);
+        shared.set(State::Error, Some(error), None);
         manager.publish();
         let delay = FIRST_BACKOFF
             .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(10)))
@@ -100,18 +100,23 @@ async fn watch_session(
     loop {
         if relist {
             relist = false;
-            let listed =
-                tokio::time::timeout(shared.config.timeout(), session.peer().list_all_tools())
-                    .await;
+            let listed = tokio::time::timeout(
+                shared.config.timeout(),
+                list_bounded(session.peer(), &shared.config.name, manager.limits()),
+            )
+            .await;
             match listed {
-                Ok(Ok(tools)) => {
-                    let infos = tool_infos(&shared.config.name, tools);
-                    tracing::info!(mcp_server = %shared.config.name, tools = infos.len(), "MCP server connected");
+                Ok(Ok(listing)) => {
+                    tracing::info!(mcp_server = %shared.config.name, tools = listing.tools.len(),
+                        left_out = ?listing.notes, "MCP server connected");
                     shared.set(
                         State::Connected,
                         None,
-                        Some(session.peer().clone()),
-                        Some(infos),
+                        Some(Connected {
+                            peer: session.peer().clone(),
+                            tools: listing.tools,
+                            notes: listing.notes,
+                        }),
                     );
                     manager.publish();
                 }
@@ -183,35 +188,4 @@ async fn subscribe_to_tool_changes(
             None
         }
     }
-}
-
-/// Our view of the server's tools; names that cannot be `{server}__{tool}` are skipped.
-fn tool_infos(server: &str, tools: Vec<RemoteTool>) -> Vec<ToolInfo> {
-    let mut out = Vec::with_capacity(tools.len());
-    for t in tools {
-        let Some(name) = full_name(server, &t.name) else {
-            tracing::warn!(mcp_server = %server, tool = %crate::tools::truncate_chars(&t.name, 80),
-                "skipping an MCP tool whose name cannot be offered");
-            continue;
-        };
-        let annotations = t
-            .annotations
-            .as_ref()
-            .and_then(|a| serde_json::to_value(a).ok())
-            .unwrap_or_else(|| Value::Object(Default::default()));
-        let description = t
-            .description
-            .as_deref()
-            .or(t.title.as_deref())
-            .unwrap_or("")
-            .to_owned();
-        out.push(ToolInfo {
-            name,
-            remote_name: t.name.to_string(),
-            description,
-            annotations,
-            parameters: Value::Object((*t.input_schema).clone()),
-        });
-    }
-    out
 }

@@ -5,7 +5,8 @@
 
 use diesel_async::AsyncPgConnection;
 
-use super::manager::{McpManager, Source};
+use super::manager::McpManager;
+use super::server_state::Source;
 use crate::db::models::mcp_server;
 
 impl McpManager {

@@ -11,8 +11,9 @@ use rmcp::ServiceError;
 use serde_json::{Map, Value};
 
 use super::http_client::{IDENTITY_META_KEY, TRACEPARENT_META_KEY};
-use super::manager::{IdentityContext, ServerShared};
+use super::identity::IdentityContext;
 use super::result::map_result;
+use super::server_state::ServerShared;
 use crate::tools::{Tool, ToolContext, ToolError};
 
 /// Separator between the server's and the tool's name.

@@ -235,6 +235,7 @@ impl TurnEngine {
         let conversation =
             conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
         let custom = custom_tool::list(&mut conn).await?;
+        let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
         let room = context::history_room(
             &self.settings.system_prompt,
             "",
@@ -281,7 +282,7 @@ impl TurnEngine {
             model,
             input: Vec::new(),
             role: role_now,
-            tools: self.registry_with(&custom),
+            tools: crate::turn::api::within_scopes(self.registry_with(&custom), key_scopes),
             first_call: (placeholder, 0),
             start: None,
             outstanding: Default::default(),

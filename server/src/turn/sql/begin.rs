@@ -15,6 +15,7 @@ use crate::db::models::budget_early::{self, EarlyAsk};
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::{self, CustomToolRow};
 use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::message_window;
 use crate::db::models::user::{AuthState, Rejection};
 use crate::db::pipelined::Pipelined;
 use crate::db::prepared::sql;
@@ -78,14 +79,15 @@ fn create_claimed(
     // Named by the API call: no generated title replaces it.
     let row = sql("INSERT INTO conversations \
                 (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
-                 title_auto) \
-         VALUES ($1, $2, $3, $4, $5, now(), $6, false)")
+                 title_auto, key_scopes) \
+         VALUES ($1, $2, $3, $4, $5, now(), $6, false, $7)")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(new.title.clone())
     .bind::<Nullable<Text>, _>(new.model.clone())
     .bind::<SqlUuid, _>(turn_id)
     .bind::<SqlUuid, _>(process_id)
+    .bind::<Nullable<diesel::sql_types::Array<Text>>, _>(new.key_scopes.map(|k| k.names()))
     .execute(conn);
     // Constructed after the row's insert, so sent after it: the messages need their
     // conversation.
@@ -167,7 +169,7 @@ pub async fn open(
 
     let account_read = access(tx.conn(), user_id);
     // Sent in this order: the earlier messages need their conversation.
-    let (claimed, history) = match &claim.new_conversation {
+    let (claimed, history, full) = match &claim.new_conversation {
         None => (
             claim_conversation(
                 tx.conn(),
@@ -182,12 +184,14 @@ pub async fn open(
                 ),
             ),
             message::list_recent(tx.conn(), conversation_id, history_room),
+            message_window::is_full(tx.conn(), conversation_id, claim.max_messages),
         ),
         // Inserted with the COMMIT, in `reserve`.
         Some(new) => (
             futures_util::future::ready(Ok(Some(created(conversation_id, user_id, new, ask.now))))
                 .boxed(),
             futures_util::future::ready(Ok(Vec::new())).boxed(),
+            futures_util::future::ready(Ok(false)).boxed(),
         ),
     };
     let custom = custom_tool::list(tx.conn());
@@ -209,11 +213,12 @@ pub async fn open(
             turn_id,
         },
     );
-    let reads = futures_util::future::try_join(
+    let reads = futures_util::future::try_join3(
         futures_util::future::try_join5(account_read, claimed, history, custom, key_state),
         early,
+        full,
     );
-    let ((access, claimed, history, custom_tools, key_state), early) =
+    let ((access, claimed, history, custom_tools, key_state), early, full) =
         match tx.begin_with(reads).await {
             Ok(read) => read,
             Err(e) => return abort_with(tx, Err(e)).await,
@@ -243,6 +248,9 @@ pub async fn open(
         });
         return abort_with(tx, found).await;
     };
+    if full {
+        return abort_with(tx, Ok(Err(Refusal::Full))).await;
+    }
     let limit = access.limit();
     Ok(Ok(Opened {
         conversation,

@@ -58,6 +58,8 @@ pub struct Claim {
     pub idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
     /// A conversation the turn creates instead of claiming an existing one.
     pub new_conversation: Option<NewConversation>,
+    /// A conversation holding this many messages takes no more ([`Refusal::Full`]).
+    pub max_messages: i64,
     /// The API key a `/v1` caller used: it must still exist (not revoked) and be unexpired,
     /// and the account is checked as it is now rather than against `token_version`.
     pub api_key: Option<Uuid>,
@@ -74,6 +76,8 @@ pub struct NewConversation {
     /// Stored before the turn's new message, in order (their `conversation_id` is the new
     /// conversation's). The model input is built from the call, so nothing is read back.
     pub history: Vec<NewMessage>,
+    /// The caller's key's scopes, kept with the conversation for the turn's later steps.
+    pub key_scopes: Option<crate::domain::KeyScopes>,
 }
 
 /// Budget wanted for the first model call.
@@ -121,6 +125,8 @@ pub enum Refusal {
     NotFound,
     /// Another turn is running in this conversation.
     Busy,
+    /// The conversation holds `llm.max_conversation_messages` already.
+    Full,
     /// The budget does not cover the first call.
     Budget(Reserve),
     /// The token no longer admits its bearer.

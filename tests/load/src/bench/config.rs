@@ -45,6 +45,14 @@ pub struct Config {
     pub held_rate: f64,
     /// `--demo-delay-ms`: the demo model's wait before each word in the held run.
     pub demo_delay_ms: u64,
+    /// `--search`: instead of the benchmark, only the full-text search phase (`search.rs`);
+    /// a smoke run includes a small one.
+    pub search: bool,
+    /// `--search-own N` / `--search-others N`: the searcher's messages and everyone else's.
+    pub search_own: usize,
+    pub search_others: usize,
+    /// `--search-secs S`: each of the search phase's two parts.
+    pub search_secs: f64,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -106,6 +114,10 @@ impl Config {
             held: 0,
             held_rate: 500.0,
             demo_delay_ms: 2000,
+            search: false,
+            search_own: if smoke { 1_000 } else { 10_000 },
+            search_others: if smoke { 10_000 } else { 1_000_000 },
+            search_secs: if smoke { 2.0 } else { 15.0 },
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -140,6 +152,10 @@ impl Config {
                 "--held" => c.held = val()?.parse()?,
                 "--held-rate" => c.held_rate = val()?.parse()?,
                 "--demo-delay-ms" => c.demo_delay_ms = val()?.parse()?,
+                "--search" => c.search = true,
+                "--search-own" => c.search_own = val()?.parse()?,
+                "--search-others" => c.search_others = val()?.parse()?,
+                "--search-secs" => c.search_secs = val()?.parse()?,
                 other => bail!("unknown option {other}"),
             }
         }
@@ -181,6 +197,14 @@ impl Config {
         anyhow::ensure!(
             c.held == 0 || c.soak_secs.is_none(),
             "--held and --soak are separate runs"
+        );
+        anyhow::ensure!(
+            (100..=1_000_000).contains(&c.search_own) && c.search_others <= 10_000_000,
+            "--search-own must be 100..=1000000, --search-others at most 10000000"
+        );
+        anyhow::ensure!(
+            (0.5..=600.0).contains(&c.search_secs),
+            "--search-secs must be 0.5..=600"
         );
         Ok(c)
     }

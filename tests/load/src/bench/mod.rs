@@ -110,7 +110,10 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
 
     models::warm_up(&ctx).await;
 
-    if cfg.held > 0 {
+    let search = || crate::search::search(&ctx, cfg.search_own, cfg.search_others, cfg.search_secs);
+    if cfg.search {
+        report.search = Some(search().await);
+    } else if cfg.held > 0 {
         report.held = Some(crate::held::held(&ctx, cfg.held, cfg.held_rate).await);
     } else if let Some(secs) = cfg.soak_secs {
         report.soak = Some(crate::soak::soak(&ctx, secs, cfg.soak_streams).await);
@@ -129,6 +132,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         if cfg.smoke {
             // Exercises the soak's code path briefly; the real one is `--soak 600`.
             report.soak = Some(crate::soak::soak(&ctx, 5, 20).await);
+            report.search = Some(search().await);
         }
     }
 

@@ -40,6 +40,7 @@ pub struct Report {
     pub burst: Option<crate::burst::BurstResult>,
     pub soak: Option<crate::soak::SoakResult>,
     pub held: Option<crate::held::HeldResult>,
+    pub search: Option<crate::search::SearchResult>,
     pub mcp_server_cpu_ms: Option<f64>,
     pub fake_upstream_cpu_ms: Option<f64>,
     pub generator_cpu_ms: Option<f64>,
