@@ -197,3 +197,42 @@ async fn a_password_change_revokes_keys_unless_asked_not_to_and_a_reset_always_d
         "{changes}"
     );
 }
+
+/// Keys made before every key had to expire get the default lifetime from the upgrade on
+/// (migration `2026-12-04-000040_keys_expire`), rather than living forever.
+#[tokio::test]
+async fn keys_made_before_expiry_was_required_get_the_default_lifetime() {
+    let (app, [s]) = TestApp::builder().start_as(["veteran"]).await;
+    let _ = created_key(&app, &s.access, "from last year").await;
+    // As such a key was stored before, and the migration not applied yet.
+    let mut db = app.db().await;
+    use diesel_async::RunQueryDsl;
+    diesel::sql_query("UPDATE api_keys SET expires_at = NULL")
+        .execute(&mut db)
+        .await
+        .unwrap();
+    diesel::sql_query(
+        "DELETE FROM __diesel_schema_migrations \
+         WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    // The next server start applies it.
+    let upgraded = TestApp::builder().database(&app.database_url).start().await;
+    let list: Value = upgraded
+        .get_as(&s.access, "/api/keys")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let expires: DateTime<Utc> = list["items"][0]["expires_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("still no expiry: {list}"))
+        .parse()
+        .unwrap();
+    let days = (expires - Utc::now()).num_hours() as f64 / 24.0;
+    assert!((89.9..=90.0).contains(&days), "{list}");
+}
