@@ -54,6 +54,7 @@ mod step_commits;
 mod titles;
 mod tokens;
 mod tools;
+mod upload_cancel;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).

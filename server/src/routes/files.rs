@@ -35,6 +35,9 @@ fn workspace_error(e: WorkspaceError) -> ApiError {
             "file_too_large",
             "the file is larger than a workspace file may be",
         ),
+        e @ WorkspaceError::UploadCancelled => {
+            ApiError::conflict("upload_cancelled", e.to_string())
+        }
         other @ (WorkspaceError::NotText | WorkspaceError::Io(_)) => {
             ApiError::internal(anyhow::anyhow!("{other}"))
         }
@@ -99,7 +102,7 @@ async fn download(
     (status = 201, description = "Created", body = crate::tools::workspace::Written),
     (status = 200, description = "Replaced", body = crate::tools::workspace::Written),
     (status = 400, description = "The path is not a valid workspace path", body = crate::error::ErrorBody),
-    (status = 409, description = "A directory or file is in the way", body = crate::error::ErrorBody),
+    (status = 409, description = "A directory or file is in the way, or the path was deleted while the upload arrived (`upload_cancelled`)", body = crate::error::ErrorBody),
     (status = 413, description = "The file or the workspace quota is too large", body = crate::error::ErrorBody)))]
 async fn upload(
     req: HttpRequest,
@@ -117,6 +120,11 @@ async fn upload(
             1,
         )
     })?;
+    // Registered before the body is read: deleting the path meanwhile cancels this upload.
+    let ticket = state
+        .workspaces
+        .begin_upload(who.id, &path)
+        .map_err(workspace_error)?;
     let limit = usize::try_from(state.workspaces.quota().max_file_bytes).unwrap_or(usize::MAX);
     let declared = req
         .headers()
@@ -152,11 +160,7 @@ async fn upload(
         }
         bytes.extend_from_slice(&chunk);
     }
-    let written = state
-        .workspaces
-        .write(who.id, &path, bytes, true)
-        .await
-        .map_err(workspace_error)?;
+    let written = ticket.write(bytes).await.map_err(workspace_error)?;
     let status = if written.replaced {
         StatusCode::OK
     } else {

@@ -105,6 +105,9 @@ pub enum WorkspaceError {
     /// The file is not valid UTF-8 text.
     #[error("not a text file")]
     NotText,
+    /// The path was deleted while its upload arrived: the upload wrote nothing.
+    #[error("the upload was cancelled: the file was deleted while it arrived")]
+    UploadCancelled,
     /// Unexpected storage failure; details are logged, not shown.
     #[error("workspace storage error")]
     Io(#[source] io::Error),
@@ -112,7 +115,7 @@ pub enum WorkspaceError {
 
 impl WorkspaceError {
     /// Stable snake_case code (`invalid_path`, `not_found`, `already_exists`,
-    /// `quota_exceeded`, `too_large`, `not_text`, `io`).
+    /// `quota_exceeded`, `too_large`, `not_text`, `upload_cancelled`, `io`).
     pub fn code(&self) -> &'static str {
         match self {
             WorkspaceError::InvalidPath(_) => "invalid_path",
@@ -121,6 +124,7 @@ impl WorkspaceError {
             WorkspaceError::QuotaExceeded(_) => "quota_exceeded",
             WorkspaceError::TooLarge => "too_large",
             WorkspaceError::NotText => "not_text",
+            WorkspaceError::UploadCancelled => "upload_cancelled",
             WorkspaceError::Io(_) => "io",
         }
     }
@@ -144,6 +148,9 @@ impl WorkspaceError {
                 quota.max_file_bytes
             )),
             WorkspaceError::NotText => ToolError::Failed(format!("{p} is not a text file")),
+            WorkspaceError::UploadCancelled => {
+                ToolError::Failed(format!("{p} was deleted while it was being written"))
+            }
             WorkspaceError::Io(e) => {
                 tracing::warn!(error = %e, path, "workspace i/o error");
                 ToolError::Failed(format!("storage error while accessing {p}"))
@@ -158,6 +165,8 @@ pub struct WorkspaceStore {
     tmp: Arc<Dir>,
     quota: Quota,
     locks: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>,
+    /// Uploads being received ([`uploads`]).
+    uploads: uploads::InFlight,
 }
 
 impl std::fmt::Debug for WorkspaceStore {
@@ -183,6 +192,7 @@ impl WorkspaceStore {
             tmp: Arc::new(tmp),
             quota,
             locks: Mutex::new(HashMap::new()),
+            uploads: uploads::InFlight::default(),
         })
     }
 
@@ -272,6 +282,8 @@ impl WorkspaceStore {
     /// Delete a file; directories left empty are removed too.
     pub async fn delete(&self, user: Uuid, path: &str) -> Result<(), WorkspaceError> {
         let path = parse(path)?;
+        // Before the lock: an upload of the path still arriving writes nothing.
+        self.uploads.cancel(user, &path);
         let guard = self.user_lock(user).lock_owned().await;
         self.blocking(user, move |dir| {
             let _guard = guard;
@@ -314,3 +326,7 @@ mod tests;
 
 #[path = "workspace_remove.rs"]
 mod remove;
+
+#[path = "workspace_uploads.rs"]
+mod uploads;
+pub use uploads::UploadTicket;
