@@ -12,10 +12,22 @@ use serde_json::{json, Value};
 
 use crate::api_keys::v1_models;
 
-async fn create(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
+/// `POST /api/keys` with `body`.
+pub async fn create(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
     app.post_as(token, "/api/keys")
         .json(&body)
         .send()
+        .await
+        .unwrap()
+}
+
+/// `GET /api/keys`.
+pub async fn listed_keys(app: &TestApp, token: &str) -> Value {
+    app.get_as(token, "/api/keys")
+        .send()
+        .await
+        .unwrap()
+        .json()
         .await
         .unwrap()
 }
@@ -67,14 +79,7 @@ async fn keys_expire_by_default_and_never_past_the_maximum() {
     .await;
     assert_eq!(r.status(), 201);
 
-    let list: Value = app
-        .get_as(&s.access, "/api/keys")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = listed_keys(&app, &s.access).await;
     assert_eq!(
         list["policy"],
         json!({"default_days": 30, "max_days": 60, "reauth_secs": 300})
@@ -220,14 +225,7 @@ async fn keys_made_before_expiry_was_required_get_the_default_lifetime() {
     .unwrap();
     // The next server start applies it.
     let upgraded = TestApp::builder().database(&app.database_url).start().await;
-    let list: Value = upgraded
-        .get_as(&s.access, "/api/keys")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = listed_keys(&upgraded, &s.access).await;
     let expires: DateTime<Utc> = list["items"][0]["expires_at"]
         .as_str()
         .unwrap_or_else(|| panic!("still no expiry: {list}"))

@@ -7,15 +7,8 @@ use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
+use crate::key_lifetime::{create as create_key, listed_keys};
 use crate::openai_sdk::MODEL;
-
-async fn create_key(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
-    app.post_as(token, "/api/keys")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
 
 /// Runs a `/v1` call whose model reads `notes.txt`, then answers; the tools the model was
 /// offered, and the tool result it was given.
@@ -94,14 +87,7 @@ async fn file_tools_on_v1_need_a_key_with_the_files_scope() {
         "{body}"
     );
 
-    let listed: Value = app
-        .get_as(&s.access, "/api/keys")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = listed_keys(&app, &s.access).await;
     let scopes: Vec<&Value> = listed["items"]
         .as_array()
         .unwrap()
