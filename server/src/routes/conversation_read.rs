@@ -58,7 +58,8 @@ pub fn window_of(query: &WindowQuery) -> Result<(Option<i64>, i64), ApiError> {
 #[utoipa::path(get, path = "/api/conversations/{id}", tag = "conversations",
     params(("id" = Uuid, Path), WindowQuery),
     responses((status = 200, description = "The conversation", body = crate::openapi::schemas::ConversationDetail),
-    (status = 400, description = "A cursor this server did not issue", body = crate::error::ErrorBody)))]
+    (status = 400, description = "A cursor this server did not issue", body = crate::error::ErrorBody),
+    (status = 404, description = "No such conversation of yours", body = crate::error::ErrorBody)))]
 pub async fn get(
     state: web::Data<AppState>,
     who: AuthUser,

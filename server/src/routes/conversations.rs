@@ -135,7 +135,10 @@ fn decode_cursor(s: &str) -> Result<conversation::PageCursor, ApiError> {
 /// The caller's conversations: pinned first, then most recently active; archived ones with
 /// `?archived=true`; a search with `?q=`.
 #[utoipa::path(get, path = "/api/conversations", tag = "conversations", params(ListQuery),
-    responses((status = 200, description = "A page", body = crate::openapi::schemas::ConversationPage)))]
+    responses((status = 200, description = "A page", body = crate::openapi::schemas::ConversationPage),
+    (status = 400, description = "A cursor this server did not issue, or a search too long or of too many words", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many searches are running (`too_many_searches`)", body = crate::error::ErrorBody),
+    (status = 503, description = "The database took too long (`database_timeout`) or is unreachable", body = crate::error::ErrorBody)))]
 async fn list(
     state: web::Data<AppState>,
     who: AuthUser,

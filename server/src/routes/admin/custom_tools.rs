@@ -247,7 +247,9 @@ async fn get(
 /// Defines a custom HTTP tool.
 #[utoipa::path(post, path = "/api/admin/tools/custom", tag = "admin", request_body = ToolBody, responses(
     (status = 201, description = "Created", body = crate::openapi::schemas::CustomTool),
-    (status = 409, description = "A tool of that name exists", body = crate::error::ErrorBody)))]
+    (status = 400, description = "An invalid name or definition", body = crate::error::ErrorBody),
+    (status = 409, description = "A tool of that name exists", body = crate::error::ErrorBody),
+    (status = 422, description = "The name holds `__`, reserved for MCP tools (`reserved_name`)", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     admin: AdminUser,
@@ -271,7 +273,9 @@ async fn create(
     request_body = ToolBody, responses(
     (status = 200, description = "Replaced", body = crate::openapi::schemas::CustomTool),
     (status = 201, description = "Created", body = crate::openapi::schemas::CustomTool),
-    (status = 409, description = "A built-in tool has that name", body = crate::error::ErrorBody)))]
+    (status = 400, description = "An invalid name or definition", body = crate::error::ErrorBody),
+    (status = 409, description = "A built-in tool has that name", body = crate::error::ErrorBody),
+    (status = 422, description = "The name holds `__`, reserved for MCP tools (`reserved_name`)", body = crate::error::ErrorBody)))]
 async fn replace(
     state: web::Data<AppState>,
     admin: AdminUser,
