@@ -23,7 +23,11 @@ pub struct Metrics {
     pub model_calls: IntCounterVec,
     pub model_duration: HistogramVec,
     pub model_ttft: HistogramVec,
+    /// `type`: `input` (every prompt token), `output`, and of the input `cache_read` and
+    /// `cache_write` (the cache-hit ratio is cache_read / input).
     pub tokens: IntCounterVec,
+    /// What model calls cost at their model's price, by model and currency.
+    pub model_cost: prometheus::CounterVec,
     pub tool_calls: IntCounterVec,
     pub tool_duration: HistogramVec,
     pub budget_refusals: IntCounter,
@@ -47,6 +51,11 @@ pub struct Metrics {
     pub mcp_server_state: IntGaugeVec,
     /// Tools each MCP server offers models now (within the listing limits).
     pub mcp_tools_offered: IntGaugeVec,
+    /// 1 for each provider breaker's current state (`closed`, `open`, `half_open`), 0 for the
+    /// others; set at each scrape.
+    pub provider_breaker_state: IntGaugeVec,
+    /// Model calls a fallback answered, by the model asked, the one that answered and why.
+    pub model_fallbacks: IntCounterVec,
 }
 
 fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
@@ -135,6 +144,18 @@ impl Metrics {
                 "1 for each MCP server's current state (connecting, connected, degraded, error, disabled)",
                 &["server", "state"],
             )?,
+            provider_breaker_state: gauge(
+                &r,
+                "agentchat_provider_breaker_state",
+                "1 for each provider circuit breaker's current state (closed, open, half_open)",
+                &["provider", "state"],
+            )?,
+            model_fallbacks: counter(
+                &r,
+                "agentchat_model_fallbacks_total",
+                "Model calls moved to a fallback model before their first token, by reason",
+                &["model", "fallback", "reason"],
+            )?,
             mcp_tools_offered: gauge(
                 &r,
                 "agentchat_mcp_tools_offered",
@@ -203,6 +224,17 @@ impl Metrics {
                 "Tokens by model and type",
                 &["model", "type"],
             )?,
+            model_cost: {
+                let c = prometheus::CounterVec::new(
+                    Opts::new(
+                        "agentchat_model_cost_total",
+                        "Cost of model calls at the model's price",
+                    ),
+                    &["model", "currency"],
+                )?;
+                r.register(Box::new(c.clone()))?;
+                c
+            },
             tool_calls: counter(
                 &r,
                 "agentchat_tool_calls_total",

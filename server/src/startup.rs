@@ -66,6 +66,16 @@ impl Application {
             http: settings.tools.http.clone(),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
+        let catalogue = Arc::new(llm::Catalogue::from_settings(&settings, &|kind| {
+            let retries = metrics
+                .upstream_retries
+                .with_label_values(&[provider_label(kind)]);
+            llm::http::RetryHook::new(move || retries.inc())
+        })?);
+        let breakers = Arc::new(llm::breaker::Breakers::new(
+            catalogue.provider_names(),
+            settings.llm.breaker(),
+        ));
         let engine = TurnEngine {
             mcp: mcp.clone(),
             turns: turns.clone(),
@@ -73,12 +83,8 @@ impl Application {
             durable: Arc::new(settings.durable.clone()),
             metrics: metrics.clone(),
             pool: pool.clone(),
-            llm: llm::from_settings(&settings.llm, {
-                let retries = metrics
-                    .upstream_retries
-                    .with_label_values(&[provider_label(settings.llm.provider)]);
-                llm::http::RetryHook::new(move || retries.inc())
-            })?,
+            breakers: breakers.clone(),
+            catalogue,
             tools: tools.clone(),
             settings: Arc::new(settings.llm.clone()),
             clock: clock.clone(),
@@ -124,9 +130,11 @@ impl Application {
                 }
             });
         }
-        // Alive before the first turn can name this process.
+        // Alive before the first turn can name this process; knowing which providers the
+        // other processes found down.
         if let Ok(mut conn) = state.pool.get().await {
             let _ = crate::cluster::heartbeat::heartbeat(&mut conn, liveness.process_id).await;
+            let _ = crate::cluster::breakers::adopt_all(&mut conn, &breakers).await;
         }
         liveness.spawn(state.pool.clone());
         channel::spawn_listener(
@@ -135,6 +143,7 @@ impl Application {
                 turns: state.turns.clone(),
                 mcp: state.mcp.clone(),
                 pool: state.pool.clone(),
+                breakers,
             }),
         );
         state.engine.spawn_sweepers();
@@ -359,6 +368,11 @@ fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
                 Ok(0) => {}
                 Ok(freed) => tracing::warn!(freed, "released budget holds of abandoned turns"),
                 Err(e) => tracing::warn!(error = %e, "sweeping budget holds failed"),
+            }
+            match db::models::budget_money::sweep(&mut conn, clock()).await {
+                Ok(0) => {}
+                Ok(freed) => tracing::warn!(freed, "released money holds of abandoned turns"),
+                Err(e) => tracing::warn!(error = %e, "sweeping money holds failed"),
             }
             if let Err(e) = db::models::idempotency::expire(&mut conn).await {
                 tracing::warn!(error = %e, "forgetting old idempotency keys failed");

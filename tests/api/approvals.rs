@@ -129,10 +129,7 @@ async fn a_user_approval_pauses_the_turn_holding_nothing_and_runs_exactly_the_ap
             "write_file".into(),
             json!({"path": "a.txt", "content": "approved text"}).to_string(),
         )],
-        usage: Some(Usage {
-            input_tokens: 30,
-            output_tokens: 10,
-        }),
+        usage: Some(Usage::new(30, 10)),
     });
     fake.push(Reply::text("written"));
     let conv = app.new_conversation(&alice.access).await;

@@ -14,10 +14,7 @@ fn openai_app(fake: &FakeUpstream) -> AppBuilder<'_> {
 fn answer(text: &str) -> Reply {
     Reply::Text {
         text: text.into(),
-        usage: Some(Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-        }),
+        usage: Some(Usage::new(10, 5)),
     }
 }
 

@@ -24,10 +24,7 @@ fn budgeted(fake: &FakeUpstream) -> AppBuilder<'_> {
 }
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
-    })
+    Some(Usage::new(i, o))
 }
 
 /// Sends one turn; returns the status and, for 200, the finish reason.

@@ -20,10 +20,7 @@ fn openai_app(fake: &FakeUpstream) -> AppBuilder<'_> {
 }
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
-    })
+    Some(Usage::new(i, o))
 }
 
 fn roles(conv: &Value) -> Vec<String> {
@@ -381,7 +378,11 @@ async fn anthropic_round_trip_with_tool_use() {
     assert_eq!(streamed_text(&events), "1024");
     let reqs = fake.requests();
     assert_eq!(reqs[0]["headers"]["x-api-key"], "test-anthropic-key");
-    assert!(reqs[0]["body"]["system"].is_string());
+    // The system prompt goes as a text block carrying the prompt-cache breakpoint.
+    assert_eq!(
+        reqs[0]["body"]["system"][0]["cache_control"]["type"],
+        "ephemeral"
+    );
     let msgs = reqs[1]["body"]["messages"].as_array().unwrap();
     let last = msgs.last().unwrap();
     assert_eq!(last["role"], "user");

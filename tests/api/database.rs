@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use agentchat::db::models::budget::Spend;
 use agentchat::domain::MessageRole;
 use agentchat_tests::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -170,10 +171,12 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
     committing.wait(db).await.unwrap();
     let audit = calculator_audit(user, "storage", conversation);
     let step = turn::Step {
-        settle: Some((hold, 60)),
+        settle: Some((hold, Spend::tokens(60))),
         messages: Vec::new(),
         usage: Vec::new(),
         audit: vec![audit],
+        input: 0,
+        price: None,
         want: 150,
         need: 60,
         now,
@@ -194,9 +197,14 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         conversation_id: Some(conversation),
         message_id: None,
         model: "m".into(),
+        fallback_from: None,
+        fallback_reason: None,
         input_tokens: input,
         output_tokens: 10,
         charged: input + 10,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cost: None,
     };
     let rows = vec![
         message("assistant", "calling"),
@@ -211,7 +219,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
             rows,
             usage_rows: vec![usage(50), usage(60)],
             audit_rows: Vec::new(),
-            settle: Some((second, 70)),
+            settle: Some((second, Spend::tokens(70))),
             end: serde_json::Value::Null,
         },
     )
@@ -293,11 +301,22 @@ async fn a_failed_finish_keeps_nothing_and_can_be_retried() {
         conversation_id: Some(conversation),
         message_id: None,
         model: "m".into(),
+        fallback_from: None,
+        fallback_reason: None,
         input_tokens: 50,
         output_tokens: 10,
         charged: 60,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cost: None,
     };
-    let finish = |rows: Vec<NewMessage>| (rows, vec![usage.clone()], Some((hold.clone(), 60)));
+    let finish = |rows: Vec<NewMessage>| {
+        (
+            rows,
+            vec![usage.clone()],
+            Some((hold.clone(), Spend::tokens(60))),
+        )
+    };
 
     // The second reply row names a conversation that does not exist: the foreign key refuses it.
     let (rows, usage_rows, settle) = finish(vec![
@@ -480,6 +499,7 @@ async fn start_turn(
     use agentchat::db::models::message::NewMessage;
     use agentchat::turn::sql;
     let ask = sql::BudgetAsk {
+        price: None,
         max_output: 100,
         min_output: 10,
         now: chrono::Utc::now(),
@@ -552,10 +572,12 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
     .unwrap();
     let audit = calculator_audit(s.user_id, "steps", conversation);
     let step = turn::Step {
-        settle: Some((hold, 60)),
+        settle: Some((hold, Spend::tokens(60))),
         messages: Vec::new(),
         usage: Vec::new(),
         audit: vec![audit],
+        input: 0,
+        price: None,
         want: 150,
         need: 60,
         now: chrono::Utc::now() + chrono::Duration::days(40),
@@ -637,7 +659,7 @@ async fn finishing_locks_the_conversation_before_the_budget() {
                 rows: Vec::new(),
                 usage_rows: Vec::new(),
                 audit_rows: Vec::new(),
-                settle: Some((hold, 10)),
+                settle: Some((hold, Spend::tokens(10))),
                 end: serde_json::Value::Null,
             },
         )
@@ -824,7 +846,7 @@ async fn a_finish_without_its_claim_stores_nothing() {
             )],
             usage_rows: Vec::new(),
             audit_rows: Vec::new(),
-            settle: Some((hold, 60)),
+            settle: Some((hold, Spend::tokens(60))),
             end: serde_json::Value::Null,
         },
     )

@@ -14,10 +14,7 @@ use serde_json::{json, Value};
 use crate::budget::start_child_with;
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
-    })
+    Some(Usage::new(i, o))
 }
 
 /// Reads a whole SSE response.

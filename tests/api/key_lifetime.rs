@@ -218,7 +218,7 @@ async fn keys_made_before_expiry_was_required_get_the_default_lifetime() {
         .unwrap();
     diesel::sql_query(
         "DELETE FROM __diesel_schema_migrations \
-         WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
+         WHERE version = '20261204000040'",
     )
     .execute(&mut db)
     .await

@@ -124,10 +124,7 @@ fn has_completed(events: &[StreamEvent]) -> bool {
 }
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
-    })
+    Some(Usage::new(i, o))
 }
 
 const LONG_ARGS: &str =
@@ -628,7 +625,10 @@ async fn anthropic_request_shape() {
         .unwrap()
         .starts_with("application/json"));
     let b = &r["body"];
-    assert_eq!(b["system"], "System prompt.");
+    assert_eq!(
+        b["system"],
+        json!([{"type": "text", "text": "System prompt.", "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(b["max_tokens"], 4096);
     assert_eq!(b["stream"], true);
     assert_eq!(
@@ -650,11 +650,12 @@ async fn anthropic_request_shape() {
     );
     assert_eq!(msgs[1]["content"][2]["input"], json!({}));
     assert_eq!(msgs[2]["role"], "user");
+    // The last tool result is the history's cache breakpoint.
     assert_eq!(
         msgs[2]["content"],
         json!([
             {"type": "tool_result", "tool_use_id": "toolu_a", "content": "4"},
-            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "12:00"},
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "12:00", "cache_control": {"type": "ephemeral"}},
         ])
     );
 }

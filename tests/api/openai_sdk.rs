@@ -63,10 +63,7 @@ pub async fn new_key(app: &TestApp, token: &str, name: &str) -> (String, String)
 }
 
 fn usage() -> Option<Usage> {
-    Some(Usage {
-        input_tokens: 11,
-        output_tokens: 5,
-    })
+    Some(Usage::new(11, 5))
 }
 
 fn text(t: &str) -> Reply {

@@ -16,10 +16,7 @@ const ANSWER: &str = "one two three four five six seven eight nine ten eleven tw
                       thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
 
 fn usage(i: u64, o: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens: i,
-        output_tokens: o,
-    })
+    Some(Usage::new(i, o))
 }
 
 /// The answer, streamed a word every `ms` milliseconds.

@@ -22,10 +22,7 @@ fn titling(fake: &FakeUpstream) -> AppBuilder<'_> {
 fn text(t: &str, input: u64, output: u64) -> Reply {
     Reply::Text {
         text: t.into(),
-        usage: Some(Usage {
-            input_tokens: input,
-            output_tokens: output,
-        }),
+        usage: Some(Usage::new(input, output)),
     }
 }
 

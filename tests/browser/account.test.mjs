@@ -95,7 +95,7 @@ test('default model for new chats, and a chat\'s own model and instructions from
   await registerViaUi(page, server.url, 'mona');
   const dialog = await openAccount(page, 'mona');
   const pick = dialog.getByLabel('Default model for new chats');
-  assert.deepEqual(await pick.locator('option').allTextContents(), ['Server default (demo)', 'demo', 'demo-large']);
+  assert.deepEqual(await pick.locator('option').allTextContents(), ['Server default (demo)', 'demo · default · unpriced', 'demo-large · default · unpriced']);
   await pick.selectOption('demo-large');
   await dialog.getByText('Saved.').waitFor();
   await dialog.getByRole('button', { name: 'Close' }).click();

@@ -524,6 +524,7 @@ fn openai_stream(s: &Scripted, model: &str) -> SseScript {
                 "prompt_tokens": u.input_tokens,
                 "completion_tokens": u.output_tokens,
                 "total_tokens": u.input_tokens + u.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens, "audio_tokens": 0},
             },
         });
         format!("data: {v}\n\n")
@@ -657,6 +658,7 @@ fn openai_json(s: &Scripted, model: &str) -> Result<Value, String> {
             "prompt_tokens": u.input_tokens,
             "completion_tokens": u.output_tokens,
             "total_tokens": u.input_tokens + u.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens, "audio_tokens": 0},
         });
     }
     Ok(v)
@@ -678,8 +680,10 @@ fn anthropic_stream(s: &Scripted, model: &str) -> SseScript {
         json!({"type": "message_start", "message": {
             "id": fake_id("msg_"), "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": usage.input_tokens, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "output_tokens": 1},
+            // Anthropic's `input_tokens` leaves out what the cache read or wrote.
+            "usage": {"input_tokens": usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens,
+                      "cache_creation_input_tokens": usage.cache_write_tokens,
+                      "cache_read_input_tokens": usage.cache_read_tokens, "output_tokens": 1},
         }}),
     );
     let ping = anthropic_event("ping", json!({"type": "ping"}));

@@ -568,9 +568,14 @@ pub fn streamed_text(events: &[SseEvent]) -> String {
 impl TestApp {
     /// Creates a conversation and returns its id.
     pub async fn new_conversation(&self, token: &str) -> String {
+        self.create_conversation_with(token, json!({})).await
+    }
+
+    /// `POST /api/conversations` with `body` (e.g. `{"model": ...}`); returns its id.
+    pub async fn create_conversation_with(&self, token: &str, body: Value) -> String {
         let r = self
             .post_as(token, "/api/conversations")
-            .json(&json!({}))
+            .json(&body)
             .send()
             .await
             .unwrap();

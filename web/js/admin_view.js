@@ -1,5 +1,5 @@
-// The admin console: users, roles x tools matrix, custom HTTP tools, MCP servers, approvals,
-// the tool-call audit and the admin audit trail, usage. Each section has its own module
+// The admin console: users, roles x tools (and models) matrix, the model catalogue, custom
+// HTTP tools, MCP servers, approvals, the tool-call audit and the admin audit trail, usage. Each section has its own module
 // where it grew large.
 
 import { h, clear, field, toast } from './dom.js';
@@ -12,12 +12,14 @@ import { renderUsers } from './admin_users.js';
 import { renderAudit } from './admin_audit.js';
 import { renderChanges } from './admin_changes.js';
 import { renderConversation } from './admin_conversation.js';
+import { renderModels, loadCatalogue, modelChecks, modelsToSave } from './admin_models.js';
 
 export { unavailable };
 
 const SECTIONS = [
   ['users', 'Users'],
   ['roles', 'Roles & tools'],
+  ['models', 'Models'],
   ['tools', 'Custom tools'],
   ['mcp', 'MCP servers'],
   ['approvals', 'Approvals'],
@@ -39,7 +41,7 @@ export function renderAdmin(main, section, { id = null, me = null } = {}) {
     h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
   if (reading) { renderConversation(body, id); return; }
   const renderers = {
-    users: (b) => renderUsers(b, me), roles: renderRoles, tools: renderCustomTools, mcp: renderMcpServers,
+    users: (b) => renderUsers(b, me), roles: renderRoles, models: renderModels, tools: renderCustomTools, mcp: renderMcpServers,
     audit: renderAudit, changes: renderChanges, usage: renderUsage, approvals: (b) => renderApprovals(b, unavailable),
   };
   renderers[section](body);
@@ -61,9 +63,10 @@ async function renderRoles(body) {
     unavailable(body, err, 'Role management');
     return;
   }
-  try { tools = await api.get('/api/admin/tools'); } catch { tools = { items: [] }; }
+  let catalogue;
+  [tools, catalogue] = await Promise.all([api.get('/api/admin/tools').catch(() => ({ items: [] })), loadCatalogue()]);
   l.remove();
-  const roleList = (roles.items || []).map((r) => ({ ...r, tools: [...(r.tools || [])], approvals: { ...(r.approvals || {}) }, dirty: false }));
+  const roleList = (roles.items || []).map((r) => ({ ...r, tools: [...(r.tools || [])], approvals: { ...(r.approvals || {}) }, models: [...(r.models || [])], dirty: false }));
   const toolItems = Array.isArray(tools) ? tools : (tools.items || []);
   // Each MCP server also gets a `{server}__*` row: every tool of that server, present and future.
   const servers = [...new Set(toolItems.filter((t) => t.kind === 'mcp').map((t) => `${t.server}__*`))];
@@ -78,7 +81,7 @@ async function renderRoles(body) {
 
   function draw() {
     clear(table);
-    table.append(h('caption', { class: 'visually-hidden' }, 'Tools allowed per role'),
+    table.append(h('caption', { class: 'visually-hidden' }, 'Tools and models allowed per role'),
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Tool'), roleList.map((r) => h('th', { scope: 'col' }, r.name)))));
     const tbody = h('tbody');
     for (const t of toolNames) {
@@ -121,7 +124,25 @@ async function renderRoles(body) {
         sel.addEventListener('change', () => { r.budget_period = sel.value; markDirty(r); });
         return h('td', null, sel);
       }));
-    tbody.append(budgetRow, periodRow);
+    // A money budget in one of the currencies the catalogue prices in (exact decimal text).
+    const currencies = catalogueCurrencies(catalogue);
+    const moneyRow = currencies.length ? h('tr', { class: 'matrix-settings' }, h('th', { scope: 'row' }, 'Money budget', h('span', { class: 'tool-desc' }, 'empty = none; same period')),
+      roleList.map((r) => {
+        const amount = h('input', { type: 'text', inputmode: 'decimal', pattern: '[0-9]+(\\.[0-9]+)?', class: 'num-input', value: r.budget_amount ?? '', placeholder: 'none', 'aria-label': `Money budget for ${r.name}` });
+        const currency = h('select', { 'aria-label': `Budget currency for ${r.name}` }, currencies.map((c) => h('option', { value: c, selected: c === (r.budget_currency || currencies[0]) }, c)));
+        const changed = () => {
+          r.budget_amount = amount.value.trim() === '' ? null : amount.value.trim();
+          r.budget_currency = r.budget_amount === null ? null : currency.value;
+          markDirty(r);
+        };
+        amount.addEventListener('input', changed);
+        currency.addEventListener('change', changed);
+        return h('td', null, h('div', { class: 'inline' }, amount, currency));
+      })) : null;
+    // Which catalogue models the role may use (deny by default; `*` allows all).
+    const modelsRow = catalogue ? h('tr', { class: 'matrix-settings' }, h('th', { scope: 'row' }, 'Models', h('span', { class: 'tool-desc' }, 'none ticked = no chat')),
+      roleList.map((r) => h('td', null, modelChecks(r, catalogue, () => markDirty(r))))) : null;
+    tbody.append(modelsRow, budgetRow, moneyRow, periodRow);
     table.append(tbody);
   }
   draw();
@@ -133,6 +154,13 @@ async function renderRoles(body) {
     for (const r of roleList.filter((x) => x.dirty)) {
       try {
         const b = { tools: r.tools, token_budget: r.token_budget ?? null, budget_period: r.budget_period || 'month', approvals: r.approvals || {} };
+        // Without the catalogue the role keeps its models (the field is absent).
+        if (catalogue) b.models = modelsToSave(r, catalogue);
+        // Sent only when the page could offer currencies (the field absent keeps it).
+        if (catalogueCurrencies(catalogue).length) {
+          b.budget_amount = r.budget_amount ?? null;
+          if (b.budget_amount !== null) b.budget_currency = r.budget_currency;
+        }
         await api.put(`/api/admin/roles/${encodeURIComponent(r.name)}`, b);
         r.dirty = false;
       } catch (e) {
@@ -151,18 +179,24 @@ async function renderRoles(body) {
     ev.preventDefault();
     const name = newRole.input.value.trim().toLowerCase();
     if (!name || roleList.some((r) => r.name === name)) { newRole.input.focus(); return; }
-    roleList.push({ name, tools: [], approvals: {}, token_budget: null, budget_period: 'month', dirty: true });
+    roleList.push({ name, tools: [], approvals: {}, models: [], token_budget: null, budget_amount: null, budget_currency: null, budget_period: 'month', dirty: true });
     newRole.input.value = '';
     markDirty(roleList[roleList.length - 1]);
     draw();
   });
 
   body.append(h('div', { class: 'card' },
-    h('h2', null, 'Tool allowlist and budgets'),
-    h('p', { class: 'muted' }, 'Tick the tools each role may use, and choose who must approve each call: nobody, the person chatting (user) or an admin. Changes apply to the next turn of every user with that role.'),
+    h('h2', null, 'Tool allowlist, models and budgets'),
+    h('p', { class: 'muted' }, 'Tick the tools each role may use, and choose who must approve each call: nobody, the person chatting (user) or an admin; then the models it may chat with. Changes apply to the next turn of every user with that role.'),
     wrap,
     h('div', { class: 'form-actions' }, saveBtn, status),
     addForm));
+}
+
+/** The currencies some model of the catalogue is priced in (a money budget must use one). */
+function catalogueCurrencies(catalogue) {
+  const all = (catalogue?.models || []).flatMap((m) => (m.prices || []).map((p) => p.currency));
+  return [...new Set(all)].sort();
 }
 
 // ---------------- custom tools ----------------

@@ -13,6 +13,7 @@ import { showPending } from './approval_card.js';
 import { runTurn } from './live_turn.js';
 import { Attachments } from './attachments.js';
 import { settingsButton } from './conversation_settings.js';
+import { modelLabel } from './model_label.js';
 import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
 import { emptyState } from './chat_empty.js';
 import { sendRefusalText } from './send_refusal.js';
@@ -127,7 +128,7 @@ export class ChatView {
     if (models && Array.isArray(models.models) && models.models.length > 1) {
       const mine = this.appState.me?.preferences?.default_model; // the account's, while offered
       const start = models.models.includes(mine) ? mine : models.default;
-      for (const m of models.models) this.modelSelect.append(h('option', { value: m, selected: m === start }, m));
+      for (const m of models.models) this.modelSelect.append(h('option', { value: m, selected: m === start }, modelLabel(m, models)));
       this.modelWrap.hidden = false;
     }
     if (window.matchMedia('(min-width: 1280px)').matches) this.files.openIfAvailable();

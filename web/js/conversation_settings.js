@@ -4,6 +4,7 @@
 
 import { h, uid, icon } from './dom.js';
 import * as api from './api.js';
+import { modelLabel } from './model_label.js';
 
 /** Longest per-chat instructions the server accepts, in characters. */
 export const MAX_SYSTEM_PROMPT = 4000;
@@ -40,7 +41,7 @@ function openSettings(conv, models, onSaved) {
   const choices = offered.length ? offered : [conv.model || models?.default].filter(Boolean);
   const current = conv.model || models?.default || '';
   const select = h('select', { id: modelId, name: 'model' },
-    choices.map((m) => h('option', { value: m, selected: m === current }, m)));
+    choices.map((m) => h('option', { value: m, selected: m === current }, modelLabel(m, models))));
   if (current && !choices.includes(current)) {
     select.prepend(h('option', { value: '', selected: true, disabled: true }, `${current} (no longer offered)`));
   }

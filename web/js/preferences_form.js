@@ -5,6 +5,7 @@
 import { h, uid } from './dom.js';
 import * as api from './api.js';
 import { THEMES, applyTheme } from './theme.js';
+import { modelLabel } from './model_label.js';
 
 /** The preferences section; `me` is updated in place as changes are saved. */
 export function preferencesSection(me, models) {
@@ -44,7 +45,7 @@ export function preferencesSection(me, models) {
   const serverDefault = models?.default;
   const select = h('select', { id: modelId, class: 'default-model' },
     h('option', { value: '' }, serverDefault ? `Server default (${serverDefault})` : 'Server default'),
-    (models?.models || []).map((m) => h('option', { value: m, selected: prefs.default_model === m }, m)));
+    (models?.models || []).map((m) => h('option', { value: m, selected: prefs.default_model === m }, modelLabel(m, models))));
   const offered = !prefs.default_model || (models?.models || []).includes(prefs.default_model);
   const gone = offered ? null
     : h('p', { class: 'small form-info' }, `Your default model "${prefs.default_model}" is no longer offered; new chats use the server's default.`);

@@ -60,6 +60,8 @@ pub enum Signal {
     Changed(Uuid),
     /// The admin API added, changed or deleted an MCP server: every process re-reads them.
     McpServersChanged,
+    /// A provider's circuit breaker opened or closed: every process re-reads them.
+    BreakersChanged,
 }
 
 impl Signal {
@@ -69,6 +71,7 @@ impl Signal {
             Self::Follow(id) => format!("follow:{id}"),
             Self::Changed(id) => format!("changed:{id}"),
             Self::McpServersChanged => "mcp".to_owned(),
+            Self::BreakersChanged => "breakers".to_owned(),
         }
     }
 
@@ -76,8 +79,10 @@ impl Signal {
         if let Some(stop) = Stop::parse(payload) {
             return Some(Self::Stop(stop));
         }
-        if payload == "mcp" {
-            return Some(Self::McpServersChanged);
+        match payload {
+            "mcp" => return Some(Self::McpServersChanged),
+            "breakers" => return Some(Self::BreakersChanged),
+            _ => {}
         }
         let (kind, id) = payload.split_once(':')?;
         let id = Uuid::parse_str(id).ok()?;
@@ -173,6 +178,7 @@ mod tests {
             Signal::Follow(id),
             Signal::Changed(id),
             Signal::McpServersChanged,
+            Signal::BreakersChanged,
         ] {
             assert_eq!(Signal::parse(&signal.payload()), Some(signal));
         }

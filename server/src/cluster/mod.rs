@@ -4,6 +4,7 @@
 //! each process's heartbeat ([`liveness`]). It knows nothing of what a turn does.
 
 pub mod active;
+pub mod breakers;
 pub mod channel;
 pub mod control;
 pub mod heartbeat;

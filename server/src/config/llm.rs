@@ -14,7 +14,7 @@ You can call tools that run on the server; use them when they help, and answer c
 When a tool returns an error, read it and correct your call or explain the problem.";
 
 /// Which upstream speaks for the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, DeepSeek, ...).
@@ -26,6 +26,11 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// The vendor's base URL.
+    pub fn vendor_base_url(self) -> &'static str {
+        self.vendor_defaults().0
+    }
+
     /// The vendor's base URL and default model.
     fn vendor_defaults(self) -> (&'static str, &'static str) {
         match self {
@@ -89,6 +94,15 @@ pub struct LlmSettings {
     /// Title new conversations with one short model call after their first answer (charged
     /// to the user's budget); off: they keep the first words of their first message.
     pub auto_titles: bool,
+    /// A provider's breaker stays open this long before one probe call may try.
+    #[serde(rename = "breaker_cooldown_secs", with = "secs")]
+    pub breaker_cooldown: Duration,
+    /// Share of failed calls in the last minute that opens a provider's breaker.
+    pub breaker_failure_rate_percent: u32,
+    /// Consecutive failures that open a provider's breaker.
+    pub breaker_failures: u32,
+    /// Calls in the last minute before the failure rate counts.
+    pub breaker_min_calls: u32,
 }
 
 impl Default for LlmSettings {
@@ -98,6 +112,17 @@ impl Default for LlmSettings {
 }
 
 impl LlmSettings {
+    /// When providers' circuit breakers open and for how long.
+    pub fn breaker(&self) -> crate::llm::breaker::BreakerSettings {
+        crate::llm::breaker::BreakerSettings {
+            failures: self.breaker_failures,
+            failure_rate: f64::from(self.breaker_failure_rate_percent) / 100.0,
+            min_calls: self.breaker_min_calls,
+            window: Duration::from_secs(60),
+            cooldown: self.breaker_cooldown,
+        }
+    }
+
     /// The defaults with `provider`'s base URL and model filled in.
     pub fn defaults_for(provider: ProviderKind) -> Self {
         let mut l = Self {
@@ -133,6 +158,10 @@ impl LlmSettings {
             demo_delay: Duration::ZERO,
             capture_content: false,
             auto_titles: true,
+            breaker_cooldown: Duration::from_secs(30),
+            breaker_failure_rate_percent: 50,
+            breaker_failures: 5,
+            breaker_min_calls: 10,
         }
     }
 
@@ -167,7 +196,31 @@ impl LlmSettings {
                 format!("`{}` is not a valid URL", self.base_url),
             ));
         }
-        let ranges: [(&str, u64, u64, u64); 8] = [
+        let ranges: [(&str, u64, u64, u64); 12] = [
+            (
+                "llm.breaker_cooldown_secs",
+                self.breaker_cooldown.as_secs(),
+                1,
+                3_600,
+            ),
+            (
+                "llm.breaker_failure_rate_percent",
+                self.breaker_failure_rate_percent.into(),
+                1,
+                100,
+            ),
+            (
+                "llm.breaker_failures",
+                self.breaker_failures.into(),
+                1,
+                1_000,
+            ),
+            (
+                "llm.breaker_min_calls",
+                self.breaker_min_calls.into(),
+                1,
+                10_000,
+            ),
             ("llm.max_iterations", self.max_iterations.into(), 1, 100),
             (
                 "llm.max_output_tokens",

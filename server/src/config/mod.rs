@@ -5,6 +5,7 @@
 //! report shows them.
 
 mod auth;
+pub mod catalogue;
 mod database;
 mod durable;
 pub mod env;
@@ -24,6 +25,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
+pub use catalogue::{ModelConfig, PriceConfig, ProviderConfig};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use durable::DurableSettings;
 pub use llm::{LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
@@ -60,6 +62,10 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// The model and the agent loop.
     pub llm: LlmSettings,
+    /// Upstream endpoints of the model catalogue (`[[providers]]`); none: `[llm]`'s.
+    pub providers: Vec<ProviderConfig>,
+    /// The catalogue's models (`[[models]]`); none: `llm.models` on the `[llm]` provider.
+    pub models: Vec<ModelConfig>,
     /// Built-in tools: workspaces and HTTP fetching.
     pub tools: ToolSettings,
     /// Logs, metrics, trace export.
@@ -90,6 +96,8 @@ impl Default for Settings {
             database: DatabaseSettings::default(),
             auth: AuthSettings::default(),
             llm: LlmSettings::default(),
+            providers: Vec::new(),
+            models: Vec::new(),
             tools: ToolSettings::default(),
             telemetry: TelemetrySettings::default(),
             security: crate::security::SecuritySettings::default(),
@@ -199,6 +207,7 @@ impl Settings {
         self.database.validate()?;
         self.auth.validate()?;
         self.llm.validate()?;
+        catalogue::validate(&self.llm, &self.providers, &self.models)?;
         self.tools.validate()?;
         self.telemetry.validate()?;
         self.security.validate()?;

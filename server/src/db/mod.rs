@@ -25,7 +25,7 @@ use crate::shard::{self, Sharded};
 
 pub use error::DbError;
 
-/// The migrations in `migrations/`, compiled into the binary.
+/// The migrations in `migrations/`, compiled into the binary (touch this file when adding one).
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
 
 /// Key of the advisory lock that serialises migrations across replicas.

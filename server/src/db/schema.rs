@@ -17,6 +17,9 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         approvals -> Jsonb,
+        models -> Array<Text>,
+        budget_amount -> Nullable<Numeric>,
+        budget_currency -> Nullable<Text>,
     }
 }
 
@@ -159,6 +162,12 @@ diesel::table! {
         output_tokens -> Int8,
         charged -> Int8,
         created_at -> Timestamptz,
+        cache_read_tokens -> Int8,
+        cache_write_tokens -> Int8,
+        cost -> Nullable<Numeric>,
+        currency -> Nullable<Text>,
+        fallback_from -> Nullable<Text>,
+        fallback_reason -> Nullable<Text>,
     }
 }
 
@@ -328,5 +337,14 @@ diesel::table! {
         username -> Text,
         deleted_at -> Timestamptz,
         deleted_by -> Nullable<Uuid>,
+    }
+}
+
+diesel::table! {
+    provider_breakers (provider) {
+        provider -> Text,
+        open_until -> Nullable<Timestamptz>,
+        reason -> Nullable<Text>,
+        updated_at -> Timestamptz,
     }
 }

@@ -4,6 +4,7 @@
 
 mod attachment;
 mod key_scopes;
+pub mod pricing;
 mod states;
 pub mod text;
 pub mod tokens;

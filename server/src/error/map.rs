@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 
-use super::{ApiError, BudgetDetails};
+use super::{ApiError, BudgetDetails, MoneyBudgetDetails};
 use crate::auth::AuthError;
 use crate::db::models::user::Rejection;
 use crate::db::{DbError, PoolError};
@@ -91,6 +91,10 @@ impl From<TurnError> for ApiError {
             TurnError::NotFound(what) => ApiError::not_found(what),
             TurnError::Account(r) => r.into(),
             TurnError::ConversationFull { .. } => ApiError::conflict("conversation_full", message),
+            TurnError::ModelNotAllowed { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "model_not_allowed", message)
+            }
+            TurnError::ModelUnavailable(_) => ApiError::conflict("model_unavailable", message),
             TurnError::Busy => ApiError::conflict(
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",
@@ -101,6 +105,10 @@ impl From<TurnError> for ApiError {
                  decide it (or wait for it to expire) before sending a new message",
             ),
             TurnError::BudgetExhausted(shortfall) => budget_exhausted(&shortfall),
+            TurnError::MoneyExhausted(shortfall) => money_exhausted(&shortfall),
+            TurnError::ModelUnpriced { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "model_unpriced", message)
+            }
             TurnError::BudgetInUse => ApiError::too_many(
                 "budget_in_use",
                 "replies already in progress hold the rest of your token budget; try again when they finish",
@@ -157,6 +165,46 @@ fn budget_exhausted(s: &BudgetShortfall) -> ApiError {
         u64::try_from(wait).unwrap_or(3600),
     )
     .with_details(details)
+}
+
+fn resets_phrase(resets_at: Option<chrono::DateTime<chrono::Utc>>) -> (String, u64) {
+    let when = match resets_at {
+        Some(t) => format!(
+            "it resets at {}",
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => "ask an admin to raise it".to_owned(),
+    };
+    let wait = resets_at
+        .map(|t| (t - chrono::Utc::now()).num_seconds().max(1))
+        .unwrap_or(3600);
+    (when, u64::try_from(wait).unwrap_or(3600))
+}
+
+fn money_exhausted(s: &crate::turn::error::MoneyShortfall) -> ApiError {
+    let (when, wait) = resets_phrase(s.resets_at);
+    let message = if s.left <= rust_decimal::Decimal::ZERO {
+        format!(
+            "your money budget of {} {} is used up; {when}",
+            s.limit.normalize(),
+            s.currency
+        )
+    } else {
+        format!(
+            "this message may cost up to {} {cur} and your budget has {} {cur} left; {when}",
+            s.need.normalize(),
+            s.left.normalize(),
+            cur = s.currency
+        )
+    };
+    let details = MoneyBudgetDetails {
+        currency: s.currency.clone(),
+        needed: s.need.normalize().to_string(),
+        remaining: s.left.normalize().to_string(),
+        limit: s.limit.normalize().to_string(),
+        resets_at: s.resets_at,
+    };
+    ApiError::too_many("budget_exhausted", message, wait).with_details(details)
 }
 
 #[cfg(test)]

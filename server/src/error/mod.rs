@@ -50,6 +50,18 @@ pub struct BudgetDetails {
     pub resets_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// The `details` of a `budget_exhausted` refusal by a money budget (amounts as exact
+/// decimal strings).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MoneyBudgetDetails {
+    pub currency: String,
+    /// The most the refused message could cost (its input and the least useful output).
+    pub needed: String,
+    pub remaining: String,
+    pub limit: String,
+    pub resets_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 impl ApiError {
     /// A client error with its own code and message.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {

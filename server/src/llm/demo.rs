@@ -58,10 +58,7 @@ impl DemoProvider {
                 StreamEvent::Completed {
                     finish_reason: FinishReason::Stop,
                     tool_calls: Vec::new(),
-                    usage: Some(Usage {
-                        input_tokens,
-                        output_tokens: estimate_tokens(&title),
-                    }),
+                    usage: Some(Usage::new(input_tokens, estimate_tokens(&title))),
                     response_model: Some(DEMO_MODEL.to_string()),
                 },
             ];
@@ -84,10 +81,7 @@ impl DemoProvider {
                             name: name.to_string(),
                             arguments,
                         }],
-                        usage: Some(Usage {
-                            input_tokens,
-                            output_tokens,
-                        }),
+                        usage: Some(Usage::new(input_tokens, output_tokens)),
                         response_model: Some(DEMO_MODEL.to_string()),
                     },
                 ]
@@ -101,10 +95,7 @@ impl DemoProvider {
                 events.push(StreamEvent::Completed {
                     finish_reason: FinishReason::Stop,
                     tool_calls: Vec::new(),
-                    usage: Some(Usage {
-                        input_tokens,
-                        output_tokens: estimate_tokens(&text),
-                    }),
+                    usage: Some(Usage::new(input_tokens, estimate_tokens(&text))),
                     response_model: Some(DEMO_MODEL.to_string()),
                 });
                 events

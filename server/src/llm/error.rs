@@ -31,6 +31,10 @@ pub enum LlmError {
     /// The stream ended before the provider signalled completion.
     #[error("upstream stream ended before the message was complete")]
     StreamEndedEarly,
+    /// The provider's circuit breaker is open (it failed repeatedly) and no fallback could
+    /// answer; the payload names the provider.
+    #[error("provider `{0}` is unavailable (its circuit breaker is open)")]
+    CircuitOpen(String),
     /// The provider is misconfigured (bad base URL, unbuildable client, ...).
     #[error("LLM provider misconfigured: {0}")]
     Config(String),
@@ -46,6 +50,7 @@ impl LlmError {
             LlmError::Connect(_) => "upstream_unreachable",
             LlmError::Malformed(_) => "upstream_malformed",
             LlmError::StreamEndedEarly => "upstream_incomplete",
+            LlmError::CircuitOpen(_) => "upstream_unavailable",
             LlmError::Config(_) => "upstream_misconfigured",
         }
     }
@@ -57,7 +62,10 @@ impl LlmError {
             LlmError::Upstream { status, .. } => *status == 408 || *status >= 500,
             LlmError::Timeout(which) => *which == "connect",
             LlmError::Connect(_) => true,
-            LlmError::Malformed(_) | LlmError::StreamEndedEarly | LlmError::Config(_) => false,
+            LlmError::Malformed(_)
+            | LlmError::StreamEndedEarly
+            | LlmError::CircuitOpen(_)
+            | LlmError::Config(_) => false,
         }
     }
 }

@@ -8,6 +8,8 @@
 
 pub mod anthropic;
 pub mod attachment_note;
+pub mod breaker;
+pub mod catalogue;
 pub mod demo;
 mod demo_attachments;
 mod demo_phrasing;
@@ -21,9 +23,10 @@ mod user_text;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use catalogue::{Catalogue, CatalogueModel};
 pub use error::LlmError;
 pub use http::HttpSettings;
-pub use provider::from_settings;
+pub use provider::{from_entry, from_settings};
 
 /// Who authored a message in a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -173,13 +176,45 @@ impl ChatRequest {
     }
 }
 
-/// Token usage of one model call.
+/// Token usage of one model call, normalised across providers: `input_tokens` counts every
+/// prompt token (OpenAI's `prompt_tokens` already does; Anthropic's `input_tokens` leaves the
+/// cache out, so its cache fields are added), and the cache counts say how many of them were
+/// read from or written to the provider's prompt cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens (for Anthropic including cache reads/writes).
+    /// Every prompt token, cached or not.
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, those served from the prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Input and output without cache detail.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            ..Self::default()
+        }
+    }
+
+    /// The tokens by how they are charged (uncached input is what the cache did not cover).
+    pub fn counts(&self) -> crate::domain::pricing::TokenCounts {
+        let cache_read = self.cache_read_tokens.min(self.input_tokens);
+        let cache_write = self.cache_write_tokens.min(self.input_tokens - cache_read);
+        crate::domain::pricing::TokenCounts {
+            input: self.input_tokens - cache_read - cache_write,
+            cache_read,
+            cache_write,
+            output: self.output_tokens,
+        }
+    }
 }
 
 /// Why the model stopped generating.

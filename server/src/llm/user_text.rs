@@ -22,6 +22,9 @@ impl LlmError {
             LlmError::Malformed(_) | LlmError::StreamEndedEarly => {
                 "the model's answer was cut off or garbled; try again"
             }
+            LlmError::CircuitOpen(_) => {
+                "the model provider is failing and was taken out of service for a while; try again later or pick another model"
+            }
             LlmError::Config(_) => {
                 "the model provider is not configured correctly; tell an administrator"
             }

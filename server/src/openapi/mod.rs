@@ -70,6 +70,7 @@ use common::CommonResponses;
         routes::admin::roles::list,
         routes::admin::roles::put,
         routes::admin::tools::list,
+        routes::admin::models::list,
         routes::admin::custom_tools::list,
         routes::admin::custom_tools::create,
         routes::admin::custom_tools::get,

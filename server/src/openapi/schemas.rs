@@ -29,6 +29,8 @@ pub struct Readiness {
     pub status: String,
     /// `ok` or `unreachable`.
     pub database: String,
+    /// Each model provider's circuit breaker state, by provider name.
+    pub providers: std::collections::HashMap<String, crate::llm::breaker::BreakerState>,
     /// Present when not ready.
     pub error: Option<ErrorDetail<'static>>,
 }
@@ -51,17 +53,6 @@ pub struct Me {
     pub tools: Vec<String>,
     pub budget: budget::Status,
     pub preferences: crate::db::models::preferences::Preferences,
-}
-
-/// `GET /api/models`.
-#[derive(ToSchema)]
-pub struct Models {
-    /// The model a conversation uses when it names none.
-    pub default: String,
-    /// `openai`, `anthropic` or `demo`.
-    pub provider: String,
-    /// The models a conversation may pick.
-    pub models: Vec<String>,
 }
 
 /// A page of conversations, most recently active first.

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::conversation_export::export;
 use super::conversation_read;
+use super::model_access::RoleModels;
 use crate::auth::AuthUser;
 use crate::db::{self, models::conversation, models::preferences};
 use crate::error::ApiError;
@@ -194,6 +195,7 @@ async fn list(
 #[utoipa::path(post, path = "/api/conversations", tag = "conversations",
     request_body(content = Option<CreateBody>, description = "Empty: default title and model"), responses(
     (status = 201, description = "Created", body = crate::db::models::conversation::Conversation),
+    (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
@@ -201,9 +203,6 @@ async fn create(
     JsonOrDefault(body): JsonOrDefault<CreateBody>,
 ) -> Result<HttpResponse, ApiError> {
     let title = body.title.as_deref().map(clean_title).transpose()?;
-    if let Some(m) = body.model.as_deref() {
-        super::preferences::offered(&state, m)?;
-    }
     let system_prompt = body
         .system_prompt
         .as_deref()
@@ -211,16 +210,27 @@ async fn create(
         .transpose()?
         .flatten();
     let mut conn = db::conn(&state.pool).await?;
+    let access = RoleModels::of(&mut conn, &who.role).await?;
+    let catalogue = &state.engine.catalogue;
+    // Named explicitly: kept even when it is the default today.
+    let explicit = body.model.is_some();
     let model = match body.model {
-        Some(m) => Some(m),
-        // The caller's default, while this server still offers it.
-        None => preferences::find(&mut conn, who.id)
-            .await?
-            .and_then(|p| p.default_model)
-            .filter(|m| state.settings.llm.models.contains(m)),
+        Some(m) => {
+            access.check(catalogue, &m)?;
+            m
+        }
+        // The caller's default while it is offered and allowed, else the role's first.
+        None => {
+            let preferred = preferences::find(&mut conn, who.id)
+                .await?
+                .and_then(|p| p.default_model);
+            access.pick(catalogue, preferred.as_deref())?
+        }
     };
+    // A conversation that names no model of its own follows the server's default.
+    let named = (explicit || model != catalogue.default_model()).then_some(model);
     let mut created =
-        conversation::create(&mut conn, who.id, title.as_deref(), model.as_deref()).await?;
+        conversation::create(&mut conn, who.id, title.as_deref(), named.as_deref()).await?;
     if system_prompt.is_some() {
         let changes = conversation::Changes {
             system_prompt: Some(system_prompt),
@@ -237,6 +247,7 @@ async fn create(
 #[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
     request_body = PatchBody,
     responses((status = 200, description = "Changed", body = crate::db::models::conversation::Conversation),
+    (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
@@ -255,9 +266,6 @@ async fn update(
             "send at least one of title, pinned, archived, model, system_prompt",
         ));
     }
-    if let Some(m) = body.model.as_deref() {
-        super::preferences::offered(&state, m)?;
-    }
     let title = body.title.as_deref().map(clean_title).transpose()?;
     let changes = conversation::Changes {
         // A title the user chose is never replaced by a generated one.
@@ -275,6 +283,11 @@ async fn update(
             .map(Option::flatten),
     };
     let mut conn = db::conn(&state.pool).await?;
+    if let Some(m) = changes.model.as_deref() {
+        RoleModels::of(&mut conn, &who.role)
+            .await?
+            .check(&state.engine.catalogue, m)?;
+    }
     let conv = conversation::update_owned(&mut conn, *id, who.id, &changes)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;

@@ -43,7 +43,8 @@ struct MessageBody {
     params(("id" = Uuid, Path)), request_body = MessageBody, responses(
     (status = 200, description = "The turn's events as they happen, or its summary",
         content((crate::openapi::schemas::SseEvent = "text/event-stream"), (crate::openapi::schemas::TurnSummary = "application/json"))),
-    (status = 409, description = "A turn already runs in this conversation, a call waits for approval, or the conversation is full (`conversation_full`)", body = crate::error::ErrorBody),
+    (status = 403, description = "The caller's role may not use the conversation's model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
+    (status = 409, description = "A turn already runs in this conversation, a call waits for approval, the conversation is full (`conversation_full`), or its model is no longer served (`model_unavailable`)", body = crate::error::ErrorBody),
     (status = 422, description = "An attachment is not a file of the caller's workspace, or there are too many", body = crate::error::ErrorBody),
     (status = 429, description = "The token budget is used up or held by running turns", body = crate::error::ErrorBody)))]
 async fn post_message(

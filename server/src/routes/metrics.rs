@@ -43,6 +43,14 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         }
     }
     let m = &state.metrics;
+    for (provider, breaker) in state.engine.breakers.all() {
+        let now = breaker.state();
+        for s in crate::llm::breaker::BreakerState::ALL {
+            m.provider_breaker_state
+                .with_label_values(&[provider, s.as_str()])
+                .set(i64::from(s == now));
+        }
+    }
     for (i, shard) in state.pool.status().iter().enumerate() {
         let label = i.to_string();
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);

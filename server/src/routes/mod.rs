@@ -15,6 +15,7 @@ pub mod keys;
 pub mod me;
 pub mod messages;
 pub mod metrics;
+pub(crate) mod model_access;
 pub mod models;
 pub mod oidc;
 pub mod openai;

@@ -4,6 +4,7 @@
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Deserializer};
 
+use super::model_access::RoleModels;
 use crate::auth::AuthUser;
 use crate::db::{self, models::preferences};
 use crate::error::ApiError;
@@ -50,22 +51,6 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
-/// 422 unless `model` is one this server offers now.
-pub fn offered(state: &AppState, model: &str) -> Result<(), ApiError> {
-    if state.settings.llm.models.iter().any(|known| known == model) {
-        return Ok(());
-    }
-    // Bounded: an unknown name is not echoed whole.
-    let shown: String = model.chars().take(80).collect();
-    Err(ApiError::unprocessable(
-        "unknown_model",
-        format!(
-            "`{shown}` is not offered here (it may have been removed); pick one of: {}",
-            state.settings.llm.models.join(", ")
-        ),
-    ))
-}
-
 /// The caller's preferences.
 #[utoipa::path(get, path = "/api/me/preferences", tag = "me",
     responses((status = 200, description = "The caller's preferences", body = crate::db::models::preferences::Preferences)))]
@@ -82,6 +67,7 @@ pub async fn get(state: web::Data<AppState>, who: AuthUser) -> Result<HttpRespon
     responses(
         (status = 200, description = "Changed", body = crate::db::models::preferences::Preferences),
         (status = 400, description = "Nothing to change, or an unknown theme", body = crate::error::ErrorBody),
+        (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
         (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 pub async fn update(
     state: web::Data<AppState>,
@@ -94,14 +80,16 @@ pub async fn update(
             "send at least one of theme, default_model",
         ));
     }
+    let mut conn = db::conn(&state.pool).await?;
     if let Some(Some(model)) = &body.default_model {
-        offered(&state, model)?;
+        RoleModels::of(&mut conn, &who.role)
+            .await?
+            .check(&state.engine.catalogue, model)?;
     }
     let changes = preferences::PreferenceChanges {
         theme: body.theme.map(|t| t.as_str().to_owned()),
         default_model: body.default_model,
     };
-    let mut conn = db::conn(&state.pool).await?;
     let prefs = preferences::update(&mut conn, who.id, &changes)
         .await?
         .ok_or_else(|| ApiError::unauthorized("this account no longer exists"))?;

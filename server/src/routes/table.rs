@@ -81,6 +81,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/api/admin/conversations/{id}", Admin),
     r("GET", "/api/admin/roles", Admin),
     r("PUT", "/api/admin/roles/{name}", Admin),
+    r("GET", "/api/admin/models", Admin),
     r("GET", "/api/admin/tools", Admin),
     r("GET", "/api/admin/tools/custom", Admin),
     r("POST", "/api/admin/tools/custom", Admin),

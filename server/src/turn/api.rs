@@ -102,6 +102,8 @@ impl TurnEngine {
 
     /// The input builder of an API turn: the server's system prompt, then the request's
     /// messages as they came (the stored history is not read back).
+    // The builder's signature is `prepare_turn`'s bound, spelled out.
+    #[allow(clippy::type_complexity)]
     fn api_input(
         &self,
         input: Vec<ChatMessage>,
@@ -109,6 +111,7 @@ impl TurnEngine {
         key_scopes: Option<KeyScopes>,
     ) -> impl FnOnce(
         &Conversation,
+        &llm::CatalogueModel,
         &[Message],
         &[String],
         &[CustomToolRow],
@@ -124,7 +127,7 @@ impl TurnEngine {
                     + llm::estimate_tokens(&t.parameters.to_string())
             })
             .sum();
-        move |_conversation, _history, allowed, custom| {
+        move |_conversation, _model, _history, allowed, custom| {
             let mut all = Vec::with_capacity(input.len() + 1);
             all.push(ChatMessage::system(agent.settings.system_prompt.clone()));
             all.extend(input);

@@ -17,7 +17,7 @@ use crate::budget::Clock;
 use crate::config::LlmSettings;
 use crate::db;
 use crate::db::models::budget::Hold;
-use crate::llm::{self, ChatMessage, LlmProvider};
+use crate::llm::{self, ChatMessage};
 use crate::tools::Registry;
 
 use super::pending_start::PendingStart;
@@ -30,7 +30,10 @@ pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
 #[derive(Clone)]
 pub struct TurnEngine {
     pub(crate) pool: db::Pool,
-    pub(crate) llm: Arc<dyn LlmProvider>,
+    /// Every model users may pick, with the client that serves it.
+    pub(crate) catalogue: Arc<llm::Catalogue>,
+    /// Each provider's circuit breaker (checked in memory before every model call).
+    pub(crate) breakers: Arc<llm::breaker::Breakers>,
     pub(crate) tools: Registry,
     pub(crate) settings: Arc<LlmSettings>,
     pub(crate) clock: Clock,
@@ -58,6 +61,8 @@ pub(crate) struct PreparedTurn {
     pub conversation_id: Uuid,
     pub user_message_id: Uuid,
     pub model: String,
+    /// The model's price in force when the turn started (none: unpriced).
+    pub price: Option<crate::domain::pricing::Price>,
     pub input: Vec<ChatMessage>,
     /// The role as the start's commit found it (tools, approval policy); each step's commit
     /// reads it again.

@@ -26,6 +26,15 @@ pub enum TurnError {
     /// The conversation holds `llm.max_conversation_messages` messages already.
     #[error("this conversation has reached {max} messages, the most one may hold; start a new conversation")]
     ConversationFull { max: u32 },
+    /// The user's role may not use the conversation's model.
+    #[error("the role `{role}` may not use the model `{model}`")]
+    ModelNotAllowed { model: String, role: String },
+    /// The catalogue no longer offers the conversation's model.
+    #[error("the model `{0}` is no longer offered; pick another model for this conversation")]
+    ModelUnavailable(String),
+    /// The user's role has a money budget and the model has no price in its currency.
+    #[error("the model `{model}` has no price in {currency}, so your money budget cannot pay for it; pick a priced model")]
+    ModelUnpriced { model: String, currency: String },
     /// A reply is already being generated in the conversation.
     #[error("a reply is already being generated in this conversation")]
     Busy,
@@ -35,6 +44,9 @@ pub enum TurnError {
     /// Too little budget is left for the message.
     #[error("the token budget cannot cover this message")]
     BudgetExhausted(BudgetShortfall),
+    /// Too little of the money budget is left for the message.
+    #[error("the money budget cannot cover this message")]
+    MoneyExhausted(MoneyShortfall),
     /// Turns already running hold the rest of the budget.
     #[error("running turns hold the rest of the token budget")]
     BudgetInUse,
@@ -69,6 +81,17 @@ pub struct BudgetShortfall {
     pub left: i64,
     pub limit: Option<i64>,
     /// When the period ends (none for a `total` budget).
+    pub resets_at: Option<DateTime<Utc>>,
+}
+
+/// What a refused message needed of a money budget and what was left.
+#[derive(Debug, Clone)]
+pub struct MoneyShortfall {
+    /// The message's least useful cost at the model's price.
+    pub need: rust_decimal::Decimal,
+    pub left: rust_decimal::Decimal,
+    pub limit: rust_decimal::Decimal,
+    pub currency: String,
     pub resets_at: Option<DateTime<Utc>>,
 }
 

@@ -53,7 +53,14 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> 
     )?;
     Ok(TurnEngine {
         pool: crate::db::build_pool(&settings.database).unwrap(),
-        llm: Arc::new(Scripted(Mutex::new(scripts))),
+        catalogue: Arc::new(crate::llm::Catalogue::single(
+            Arc::new(Scripted(Mutex::new(scripts))),
+            &settings.llm,
+        )),
+        breakers: Arc::new(crate::llm::breaker::Breakers::new(
+            ["default"],
+            settings.llm.breaker(),
+        )),
         tools: Registry::new(),
         settings: Arc::new(settings.llm.clone()),
         clock: crate::budget::system_clock(),
@@ -74,7 +81,7 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> 
 
 fn request() -> ChatRequest {
     ChatRequest {
-        model: "m".into(),
+        model: "demo".into(),
         messages: Vec::new(),
         tools: Vec::new(),
         tool_choice: ToolChoice::Auto,
@@ -99,6 +106,7 @@ fn prepared(agent: &TurnEngine) -> PreparedTurn {
         period: crate::budget::Period::Month,
         period_start: chrono::Utc::now(),
         amount: 1000,
+        money: None,
     };
     PreparedTurn {
         turn_id: Uuid::new_v4(),
@@ -106,7 +114,8 @@ fn prepared(agent: &TurnEngine) -> PreparedTurn {
         username: "u".into(),
         conversation_id: Uuid::new_v4(),
         user_message_id: Uuid::new_v4(),
-        model: "m".into(),
+        model: agent.settings.model.clone(),
+        price: None,
         input: Vec::new(),
         role: Default::default(),
         tools: agent.tools.clone(),
@@ -127,8 +136,16 @@ async fn text_is_forwarded_and_missing_usage_is_counted_locally() -> std::io::Re
     ]])?;
     let tx = crate::turn::turn_log::TurnLog::new(Uuid::nil());
     let outcome = a
-        .call_model(request(), 321, None, &tx, &TurnControl::default())
-        .await;
+        .call_model(
+            request(),
+            321,
+            None,
+            &tx,
+            &TurnControl::default(),
+            Default::default(),
+        )
+        .await
+        .outcome;
     let ModelOutcome::Completed { text, usage, .. } = outcome else {
         panic!("not completed");
     };
@@ -168,7 +185,10 @@ async fn a_stopped_call_keeps_what_was_streamed_and_says_why() -> std::io::Resul
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         stopper.stop(StopReason::Shutdown);
     });
-    let outcome = a.call_model(request(), 10, None, &tx, &control).await;
+    let outcome = a
+        .call_model(request(), 10, None, &tx, &control, Default::default())
+        .await
+        .outcome;
     let ModelOutcome::Stopped { text, reason } = outcome else {
         panic!("not stopped");
     };

@@ -38,6 +38,7 @@ mod ending;
 mod engine;
 pub mod error;
 mod events;
+mod fallback;
 mod follow;
 mod limits;
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! One model call: streamed, forwarded as text deltas, stopped by the turn's control, with its
-//! span and metrics.
+//! One model call to one catalogue model: streamed, forwarded as text deltas, stopped by the
+//! turn's control, with its span and metrics. Which model is called, and what happens when it
+//! fails before its first token, is [`crate::turn::fallback`]'s business.
 
 use std::time::Instant;
 
@@ -7,7 +8,8 @@ use futures_util::StreamExt;
 use tracing::Instrument;
 
 use crate::cluster::control::{StopReason, TurnControl};
-use crate::llm::{self, ChatRequest, LlmError, StreamEvent};
+use crate::domain::pricing::Price;
+use crate::llm::{self, CatalogueModel, ChatRequest, LlmError, StreamEvent};
 use crate::turn::engine::TurnEngine;
 use crate::turn::events::TurnEvent;
 use crate::turn::pending_start::PendingStart;
@@ -28,32 +30,62 @@ pub(super) enum ModelOutcome {
     Failed {
         text: String,
         error: LlmError,
+        /// The model had begun its answer (text or a tool call) before it failed: nothing
+        /// is retried on a fallback then.
+        streamed: bool,
     },
     /// The turn's start did not commit; the call was dropped unread.
     Unstored(diesel::result::Error),
 }
 
+/// One model call as the chain of fallbacks makes it ([`crate::turn::fallback`]).
+pub(super) struct Attempt<'a> {
+    /// The catalogue model called.
+    pub model: &'a CatalogueModel,
+    /// The request as its provider reads it (upstream id, output cap).
+    pub request: ChatRequest,
+    /// The model's price in force (none: unpriced).
+    pub price: Option<Price>,
+    /// The model the turn asked for, when this call is its fallback, and why.
+    pub fallback_from: Option<(&'a str, &'a str)>,
+}
+
 impl TurnEngine {
     /// One model call inside a `chat {model}` client span, with its metrics.
-    pub(super) async fn call_model(
+    pub(super) async fn attempt(
         &self,
-        request: ChatRequest,
+        call: Attempt<'_>,
         input_estimate: u64,
         start: Option<PendingStart>,
         events: &crate::turn::turn_log::EventSink,
         control: &TurnControl,
     ) -> ModelOutcome {
-        let provider = self.llm.provider_name();
-        let model = request.model.clone();
+        let Attempt {
+            model: route,
+            request,
+            price,
+            fallback_from,
+        } = call;
+        let model = route.name.clone();
+        let provider = route.client.provider_name();
+        let upstream_model = request.model.clone();
         let span = tracing::info_span!(
             "chat",
-            otel.name = %format!("chat {model}"),
+            otel.name = %format!("chat {upstream_model}"),
             otel.kind = "client",
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = provider,
-            gen_ai.request.model = %model,
+            gen_ai.request.model = %upstream_model,
+            agentchat.model = %model,
+            agentchat.model.provider = %route.provider,
+            agentchat.model.fallback_from = fallback_from.map(|(from, _)| from),
+            agentchat.model.fallback_reason = fallback_from.map(|(_, why)| why),
             gen_ai.request.max_tokens = request.max_tokens,
-            server.address = self.llm.server_address().unwrap_or_default(),
+            server.address = route.client.server_address().unwrap_or_default(),
+            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
+            agentchat.cost = tracing::field::Empty,
+            agentchat.cost.currency = tracing::field::Empty,
             gen_ai.response.model = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
@@ -64,7 +96,14 @@ impl TurnEngine {
         let started = Instant::now();
         let first = std::sync::OnceLock::new();
         let outcome = self
-            .stream_model(request, input_estimate, start, events, control, &first)
+            .stream_model(
+                (&route.client, request),
+                input_estimate,
+                start,
+                events,
+                control,
+                &first,
+            )
             .instrument(span.clone())
             .await;
         let m = &self.metrics;
@@ -83,12 +122,34 @@ impl TurnEngine {
                 span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
                 span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                 span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                span.record(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    usage.cache_read_tokens,
+                );
+                span.record(
+                    "gen_ai.usage.cache_creation.input_tokens",
+                    usage.cache_write_tokens,
+                );
                 m.tokens
                     .with_label_values(&[&model, "input"])
                     .inc_by(usage.input_tokens);
                 m.tokens
                     .with_label_values(&[&model, "output"])
                     .inc_by(usage.output_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "cache_read"])
+                    .inc_by(usage.cache_read_tokens);
+                m.tokens
+                    .with_label_values(&[&model, "cache_write"])
+                    .inc_by(usage.cache_write_tokens);
+                if let Some(price) = &price {
+                    let cost = price.cost(&usage.counts());
+                    span.record("agentchat.cost", cost.to_string());
+                    span.record("agentchat.cost.currency", price.currency.as_str());
+                    m.model_cost
+                        .with_label_values(&[&model, &price.currency])
+                        .inc_by(rust_decimal::prelude::ToPrimitive::to_f64(&cost).unwrap_or(0.0));
+                }
                 "ok"
             }
             ModelOutcome::Stopped { .. } | ModelOutcome::Unstored(_) => "cancelled",
@@ -122,7 +183,7 @@ impl TurnEngine {
     /// opens while the turn's start commits, and reads nothing before the commit succeeded.
     async fn stream_model(
         &self,
-        request: ChatRequest,
+        (client, request): (&std::sync::Arc<dyn crate::llm::LlmProvider>, ChatRequest),
         input_estimate: u64,
         start: Option<PendingStart>,
         events: &crate::turn::turn_log::EventSink,
@@ -135,7 +196,7 @@ impl TurnEngine {
         };
         let open = async {
             tokio::select! {
-                r = self.llm.stream_chat(request) => Some(r),
+                r = client.stream_chat(request) => Some(r),
                 _ = control.token.cancelled() => None,
             }
         };
@@ -160,10 +221,12 @@ impl TurnEngine {
                 return ModelOutcome::Failed {
                     text: String::new(),
                     error,
+                    streamed: false,
                 }
             }
         };
         let mut text = String::new();
+        let mut streamed = false;
         loop {
             let next = tokio::select! {
                 biased;
@@ -173,10 +236,11 @@ impl TurnEngine {
             let _ = first.set(Instant::now());
             match next {
                 Some(Ok(StreamEvent::TextDelta(delta))) => {
+                    streamed = true;
                     text.push_str(&delta);
                     let _ = events.send(TurnEvent::TextDelta { text: delta }).await;
                 }
-                Some(Ok(StreamEvent::ToolCallStart { .. })) => {}
+                Some(Ok(StreamEvent::ToolCallStart { .. })) => streamed = true,
                 Some(Ok(StreamEvent::Completed {
                     tool_calls,
                     usage,
@@ -200,10 +264,7 @@ impl TurnEngine {
                             },
                             ..u
                         },
-                        _ => llm::Usage {
-                            input_tokens: input_estimate,
-                            output_tokens: local_output(),
-                        },
+                        _ => llm::Usage::new(input_estimate, local_output()),
                     };
                     return ModelOutcome::Completed {
                         text,
@@ -213,11 +274,18 @@ impl TurnEngine {
                         finish_reason,
                     };
                 }
-                Some(Err(error)) => return ModelOutcome::Failed { text, error },
+                Some(Err(error)) => {
+                    return ModelOutcome::Failed {
+                        text,
+                        error,
+                        streamed,
+                    }
+                }
                 None => {
                     return ModelOutcome::Failed {
                         text,
                         error: LlmError::StreamEndedEarly,
+                        streamed,
                     }
                 }
             }

@@ -19,6 +19,7 @@ use crate::turn::context::StoredToolCall;
 use crate::turn::ending::{final_event, unsaved, Ending};
 use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::events::{FinishReason, TurnEvent};
+use crate::turn::fallback::{CallPolicy, ModelCall};
 use crate::turn::model_call::ModelOutcome;
 use crate::turn::pending_start::PendingStart;
 use crate::turn::record::{clamp_i64, incomplete_assistant, millis, TurnRecord};
@@ -144,6 +145,17 @@ impl TurnEngine {
             if let Ok(mut o) = turn.outstanding.lock() {
                 *o = Some(hold.clone());
             }
+            // The role as this step's commit read it: an admin's revocation stops the turn
+            // before its next call (the reservation is released with the ending).
+            if !crate::llm::catalogue::allows(&role.models, &turn.model) {
+                return Ending::Failed {
+                    code: "model_not_allowed".into(),
+                    message: format!(
+                        "the role `{}` may no longer use the model `{}`",
+                        role.name, turn.model
+                    ),
+                };
+            }
             let request = ChatRequest {
                 model: turn.model.clone(),
                 messages: messages.clone(),
@@ -158,8 +170,19 @@ impl TurnEngine {
             let input_estimate = Self::count_input(&messages, &role.tools, &turn.tools);
             events.begin_step(iteration);
             let started = Instant::now();
-            let outcome = self
-                .call_model(request, input_estimate, start.take(), events, control)
+            let policy = CallPolicy {
+                role_models: &role.models,
+                money: hold.money.as_ref(),
+            };
+            let ModelCall { outcome, answered } = self
+                .call_model(
+                    request,
+                    input_estimate,
+                    start.take(),
+                    events,
+                    control,
+                    policy,
+                )
                 .await;
             let elapsed = millis(started.elapsed());
             let (text, calls, usage, model) = match outcome {
@@ -173,20 +196,27 @@ impl TurnEngine {
                 ModelOutcome::Stopped { text, reason } => {
                     // Charged for what was generated: never zero, never the whole hold.
                     let output = llm::estimate_tokens(&text);
-                    let m = incomplete_assistant(turn, text, reason.status_reason(), elapsed);
-                    record.account(turn, hold, m.id, input_estimate, output);
+                    let m = incomplete_assistant(
+                        turn,
+                        &answered,
+                        text,
+                        reason.status_reason(),
+                        elapsed,
+                    );
+                    let usage = llm::Usage::new(input_estimate, output);
+                    record.account(turn, hold, m.id, usage, &answered);
                     record.last_assistant = Some(m.id);
                     record.messages.push(m);
                     return Ending::Finished(FinishReason::Cancelled);
                 }
-                ModelOutcome::Failed { text, error } => {
+                ModelOutcome::Failed { text, error, .. } => {
                     let (input, output) = if text.is_empty() {
                         (0, 0)
                     } else {
                         (input_estimate, llm::estimate_tokens(&text))
                     };
-                    let m = incomplete_assistant(turn, text, error.code(), elapsed);
-                    record.account(turn, hold, m.id, input, output);
+                    let m = incomplete_assistant(turn, &answered, text, error.code(), elapsed);
+                    record.account(turn, hold, m.id, llm::Usage::new(input, output), &answered);
                     record.last_assistant = Some(m.id);
                     record.messages.push(m);
                     return Ending::Failed {
@@ -212,13 +242,7 @@ impl TurnEngine {
             let stored_calls: Vec<StoredToolCall> =
                 calls.iter().map(StoredToolCall::from_call).collect();
             let assistant_id = Uuid::new_v4();
-            record.account(
-                turn,
-                hold,
-                assistant_id,
-                usage.input_tokens,
-                usage.output_tokens,
-            );
+            record.account(turn, hold, assistant_id, usage, &answered);
             record.last_assistant = Some(assistant_id);
             record.messages.push(NewMessage {
                 id: assistant_id,
@@ -231,7 +255,7 @@ impl TurnEngine {
                 attachments: None,
                 status: MessageStatus::Complete,
                 status_reason: None,
-                model: model.or_else(|| Some(turn.model.clone())),
+                model: model.or_else(|| Some(answered.model.clone())),
                 input_tokens: Some(clamp_i64(usage.input_tokens)),
                 output_tokens: Some(clamp_i64(usage.output_tokens)),
                 duration_ms: Some(elapsed),

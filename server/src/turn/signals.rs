@@ -1,5 +1,5 @@
 //! What the cluster channel's signals do in this process: stop turns, wake followers,
-//! re-read the MCP servers ([`crate::cluster::channel`]).
+//! re-read the MCP servers and the providers' breakers ([`crate::cluster::channel`]).
 
 use crate::cluster::channel::{Signal, Stop, Subscriber};
 use crate::cluster::StopReason;
@@ -11,6 +11,8 @@ pub struct Listeners {
     pub turns: super::engine::RunningTurns,
     pub mcp: McpManager,
     pub pool: crate::db::Pool,
+    /// Providers' circuit breakers, which other processes open and close too.
+    pub breakers: std::sync::Arc<crate::llm::breaker::Breakers>,
 }
 
 /// Acts on what a notification says, for this process's turns, followers and MCP servers.
@@ -30,6 +32,9 @@ fn apply(to: &Listeners, signal: Signal) {
         Signal::McpServersChanged => {
             let (mcp, pool) = (to.mcp.clone(), to.pool.clone());
             tokio::spawn(async move { sync_mcp(&mcp, &pool).await });
+        }
+        Signal::BreakersChanged => {
+            crate::cluster::breakers::spawn_adopt(to.pool.clone(), to.breakers.clone());
         }
     }
 }
@@ -53,5 +58,6 @@ impl Subscriber for Listeners {
 
     fn reconnected(&self) {
         apply(self, Signal::McpServersChanged);
+        apply(self, Signal::BreakersChanged);
     }
 }

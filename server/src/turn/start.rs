@@ -101,15 +101,18 @@ impl TurnEngine {
         user_message.attachments = attachments::to_row(attachments);
         // What the model reads: the text, then the note naming the attached files.
         let content = attachments::model_text(content, attachments);
+        // The conversation's model is known once the start's reads are back; until then the
+        // widest model bounds how much history is read.
         let history_room = context::history_room(
             &self.settings.system_prompt,
             &content,
-            self.settings.context_window_tokens,
-            u64::from(self.settings.max_output_tokens),
+            self.catalogue.largest_context_window(),
+            0,
         );
         let build = {
             let agent = self.clone();
             move |conversation: &crate::db::models::conversation::Conversation,
+                  model: &crate::llm::CatalogueModel,
                   history: &[crate::db::models::message::Message],
                   allowed: &[String],
                   custom: &[CustomToolRow]| {
@@ -121,8 +124,8 @@ impl TurnEngine {
                     &system,
                     history,
                     &content,
-                    agent.settings.context_window_tokens,
-                    u64::from(agent.settings.max_output_tokens),
+                    model.context_window,
+                    u64::from(model.max_output),
                 );
                 let tools = agent.registry_with(custom);
                 let estimate = agent.estimate_input(&input, allowed, &tools);
@@ -159,6 +162,7 @@ impl TurnEngine {
     where
         F: FnOnce(
             &crate::db::models::conversation::Conversation,
+            &crate::llm::CatalogueModel,
             &[crate::db::models::message::Message],
             &[String],
             &[CustomToolRow],
@@ -169,8 +173,10 @@ impl TurnEngine {
         let user_message_id = user_message.id;
         // A turn is named by the message that started it: any process finds it from its id.
         let turn_id = user_message_id;
-        let max_output = i64::from(self.settings.max_output_tokens);
+        // Capped to the conversation's model once it is known (`Opened::cap_output`).
+        let max_output = i64::from(self.catalogue.largest_max_output());
         let ask = turn_db::BudgetAsk {
+            price: None,
             max_output,
             min_output: max_output.min(budget::MIN_USEFUL_OUTPUT),
             now: (self.clock)(),
@@ -195,10 +201,30 @@ impl TurnEngine {
             history_room,
         )
         .await?;
+        // Named by a refusal of the money budget.
+        let mut model_name = String::new();
         let started = match opened {
-            Ok(opened) => {
+            Ok(mut opened) => {
+                let model = match self.model_allowed(&opened.conversation, &opened.role) {
+                    Ok(model) => model,
+                    Err(refused) => {
+                        opened.abort().await?;
+                        return Err(refused);
+                    }
+                };
+                opened.cap_output(i64::from(model.max_output));
+                model_name.clone_from(&model.name);
+                let price = match priced_for(&opened, &model) {
+                    Ok(price) => price,
+                    Err(refused) => {
+                        opened.abort().await?;
+                        return Err(refused);
+                    }
+                };
+                opened.price_calls_at(price);
                 let (built, estimate) = build(
                     &opened.conversation,
+                    &model,
                     &opened.history,
                     &opened.role.tools,
                     &opened.custom_tools,
@@ -206,11 +232,11 @@ impl TurnEngine {
                 opened
                     .reserve(estimate)
                     .await?
-                    .map(|started| (started, built))
+                    .map(|started| (started, (built, model)))
             }
             Err(refusal) => Err(refusal),
         };
-        let (started, (input, tools)) = match started {
+        let (started, ((input, tools), model)) = match started {
             Ok(started) => started,
             Err(turn_db::Refusal::Rejected(r)) => return Err(r.into()),
             Err(turn_db::Refusal::NotFound) => return Err(TurnError::NotFound("conversation")),
@@ -222,7 +248,7 @@ impl TurnEngine {
             }
             Err(turn_db::Refusal::Budget(refusal)) => {
                 self.metrics.budget_refusals.inc();
-                return Err(refusal_error(refusal));
+                return Err(refusal_error(*refusal, &model_name));
             }
         };
         let turn_db::Started {
@@ -235,11 +261,12 @@ impl TurnEngine {
             ..
         } = started;
         let wants_title = conversation.title_auto;
-        let model = conversation
-            .model
-            .filter(|m| self.settings.models.contains(m))
-            .unwrap_or_else(|| self.settings.model.clone());
-        let max_tokens = clamp_output(hold.amount - input_estimate, max_output);
+        let max_tokens = clamp_output(
+            hold.output_room(input_estimate),
+            i64::from(model.max_output),
+        );
+        let price = model.price_at(chrono::Utc::now());
+        let model = model.name.clone();
         Ok(PreparedTurn {
             turn_id,
             user_id: token.user_id,
@@ -247,6 +274,7 @@ impl TurnEngine {
             conversation_id,
             user_message_id,
             model,
+            price,
             input,
             role,
             tools,
@@ -260,6 +288,41 @@ impl TurnEngine {
             client_tools,
             wants_title,
         })
+    }
+
+    /// The conversation's model (the catalogue's default when it names none), if the
+    /// catalogue still offers it and the user's role may use it.
+    pub(crate) fn model_allowed(
+        &self,
+        conversation: &crate::db::models::conversation::Conversation,
+        role: &crate::turn::sql::RoleNow,
+    ) -> Result<std::sync::Arc<crate::llm::CatalogueModel>, TurnError> {
+        let name = conversation
+            .model
+            .as_deref()
+            .unwrap_or(self.catalogue.default_model());
+        let Some(model) = self.catalogue.get(name) else {
+            return Err(TurnError::ModelUnavailable(name.to_owned()));
+        };
+        if !crate::llm::catalogue::allows(&role.models, name) {
+            return Err(TurnError::ModelNotAllowed {
+                model: name.to_owned(),
+                role: role.name.clone(),
+            });
+        }
+        Ok(model.clone())
+    }
+
+    /// The output cap and context window of the model named `name` (`[llm]`'s when the
+    /// catalogue no longer has it).
+    pub(crate) fn limits_of(&self, name: &str) -> (u64, u32) {
+        self.catalogue.get(name).map_or(
+            (
+                self.settings.context_window_tokens,
+                self.settings.max_output_tokens,
+            ),
+            |m| (m.context_window, m.max_output),
+        )
     }
 
     /// The built-in tools plus the tools of the MCP servers that are up plus the
@@ -319,8 +382,27 @@ async fn busy_error(
 
 pub(crate) use crate::turn::limits::clamp_output;
 
+/// The model's price in force; under a money budget the model must have one in the budget's
+/// currency (never a guessed price).
+fn priced_for(
+    opened: &turn_db::Opened<'_>,
+    model: &crate::llm::CatalogueModel,
+) -> Result<Option<crate::domain::pricing::Price>, TurnError> {
+    let price = model.price_at(chrono::Utc::now());
+    match opened.money_budget() {
+        Some(budget) if price.as_ref().is_none_or(|p| p.currency != budget.currency) => {
+            Err(TurnError::ModelUnpriced {
+                model: model.name.clone(),
+                currency: budget.currency.clone(),
+            })
+        }
+        _ => Ok(price),
+    }
+}
+
 /// A refused reservation: too little left, or held by other turns.
-pub(crate) fn refusal_error(refusal: Reserve) -> TurnError {
+pub(crate) fn refusal_error(refusal: Reserve, model: &str) -> TurnError {
+    use crate::db::models::budget_money::MoneyRefusal;
     match refusal {
         Reserve::Exhausted {
             resets_at,
@@ -333,6 +415,24 @@ pub(crate) fn refusal_error(refusal: Reserve) -> TurnError {
             limit,
             resets_at,
         }),
-        _ => TurnError::BudgetInUse,
+        Reserve::Money(MoneyRefusal::Exhausted {
+            resets_at,
+            need,
+            left,
+            limit,
+        }) => TurnError::MoneyExhausted(crate::turn::error::MoneyShortfall {
+            need,
+            left,
+            limit: limit.amount,
+            currency: limit.currency,
+            resets_at,
+        }),
+        Reserve::Money(MoneyRefusal::Unpriced) => TurnError::ModelUnpriced {
+            model: model.to_owned(),
+            currency: String::from("your budget's currency"),
+        },
+        Reserve::Granted(_)
+        | Reserve::HeldByOthers
+        | Reserve::Money(MoneyRefusal::HeldByOthers) => TurnError::BudgetInUse,
     }
 }

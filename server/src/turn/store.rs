@@ -39,12 +39,14 @@ impl TurnEngine {
         record: &mut TurnRecord,
     ) -> Result<Option<((Hold, u32), turn::RoleNow)>, Ending> {
         let estimate = self.estimate_input(messages, allowed, &turn.tools);
-        let max_output = i64::from(self.settings.max_output_tokens);
+        let max_output = i64::from(self.limits_of(&turn.model).1);
         let step = turn::Step {
             settle: record.pending.clone(),
             messages: record.messages.clone(),
             usage: record.usage.clone(),
             audit: record.audit.clone(),
+            input: estimate,
+            price: turn.price.clone(),
             want: estimate + max_output,
             need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
             now: (self.clock)(),
@@ -81,7 +83,7 @@ impl TurnEngine {
         }
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
-                let cap = crate::turn::limits::clamp_output(hold.amount - estimate, max_output);
+                let cap = crate::turn::limits::clamp_output(hold.output_room(estimate), max_output);
                 Ok(Some(((hold, cap), next.role)))
             }
             Ok(_) => {
@@ -190,7 +192,7 @@ impl TurnEngine {
         &self,
         turn_id: Uuid,
         conversation_id: Uuid,
-        hold: Option<(Hold, i64)>,
+        hold: Option<(Hold, crate::db::models::budget::Spend)>,
         usage: Vec<crate::db::models::usage::NewUsage>,
     ) {
         let agent = self.clone();

@@ -36,7 +36,7 @@ impl TurnEngine {
             otel.name = "invoke_agent",
             otel.kind = "internal",
             gen_ai.operation.name = "invoke_agent",
-            gen_ai.provider.name = self.llm.provider_name(),
+            gen_ai.provider.name = self.catalogue.provider_name_of(&prepared.model),
             gen_ai.request.model = %prepared.model,
             gen_ai.conversation.id = %prepared.conversation_id,
         );
@@ -61,7 +61,7 @@ impl TurnEngine {
             otel.name = "invoke_agent",
             otel.kind = "internal",
             gen_ai.operation.name = "invoke_agent",
-            gen_ai.provider.name = self.llm.provider_name(),
+            gen_ai.provider.name = tracing::field::Empty,
             gen_ai.conversation.id = %resume.conversation_id,
             resumed = true,
         );

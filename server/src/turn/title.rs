@@ -98,10 +98,16 @@ impl TurnEngine {
             .iter()
             .map(crate::turn::context::cost)
             .sum();
-        let want = budget::with_margin(estimate) + i64::from(title::TITLE_MAX_TOKENS);
+        let input = budget::with_margin(estimate);
+        let want = input + i64::from(title::TITLE_MAX_TOKENS);
         let ask = ReserveAsk {
             user_id,
             limit: budget_db::limit_for(&mut conn, user_id).await?,
+            input,
+            price: self
+                .catalogue
+                .get(model)
+                .and_then(|m| m.price_at(chrono::Utc::now())),
             want,
             need: want,
             now: (self.clock)(),
@@ -142,8 +148,9 @@ impl TurnEngine {
         estimate: u64,
     ) -> Result<Made, llm::LlmError> {
         let model = request.model.clone();
-        let provider = self.llm.provider_name();
-        let mut stream = self.llm.stream_chat(request).await?;
+        let (route, request) = self.catalogue.route(request)?;
+        let provider = route.client.provider_name();
+        let mut stream = route.client.stream_chat(request).await?;
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             match event? {
@@ -191,20 +198,34 @@ impl TurnEngine {
         } else {
             actual
         };
+        let cost = self
+            .catalogue
+            .get(model)
+            .and_then(|m| m.price_at(chrono::Utc::now()))
+            .map(|p| (p.cost(&llm::Usage::new(input, output).counts()), p.currency));
+        let spend = budget_db::Spend {
+            tokens: actual,
+            cost: cost.as_ref().map_or(rust_decimal::Decimal::ZERO, |c| c.0),
+        };
         let row = NewUsage {
             user_id: hold.user_id,
             conversation_id: Some(conversation_id),
             message_id: None,
             model: model.to_owned(),
+            fallback_from: None,
+            fallback_reason: None,
             input_tokens: i64::try_from(input).unwrap_or(i64::MAX),
             output_tokens: i64::try_from(output).unwrap_or(i64::MAX),
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
             charged,
+            cost,
         };
         let new_title = made.and_then(|m| title::clean(&m.text));
         let mut conn = self.pool.get().await?;
         conn.transaction::<_, diesel::result::Error, _>(|conn| {
             async move {
-                budget_db::settle(conn, &hold, actual).await?;
+                budget_db::settle(conn, &hold, spend).await?;
                 if actual > 0 {
                     usage::insert_many(conn, std::slice::from_ref(&row)).await?;
                 }

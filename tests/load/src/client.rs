@@ -134,12 +134,34 @@ impl Api {
     }
 
     pub async fn create_conversation(&self, token: &str, title: &str) -> anyhow::Result<String> {
+        self.create_conversation_on(token, title, None).await
+    }
+
+    /// Creates a conversation; with `model`, on that catalogue model (checked: the answer
+    /// must name it).
+    pub async fn create_conversation_on(
+        &self,
+        token: &str,
+        title: &str,
+        model: Option<&str>,
+    ) -> anyhow::Result<String> {
+        let body = match model {
+            Some(m) => json!({"title": title, "model": m}),
+            None => json!({"title": title}),
+        };
         let rb = self
             .http
             .post(format!("{}/api/conversations", self.base))
             .bearer_auth(token)
-            .json(&json!({"title": title}));
+            .json(&body);
         let v = self.json(rb, "create conversation").await?;
+        if let Some(m) = model {
+            let got = v.get("model").and_then(Value::as_str);
+            anyhow::ensure!(
+                got == Some(m),
+                "create conversation on {m}: the server answered model {got:?}"
+            );
+        }
         v.get("id")
             .and_then(Value::as_str)
             .map(str::to_owned)

@@ -19,11 +19,13 @@
 //! * `size`  characters per delta
 //!
 //! Control: `POST /control/release` finishes all held streams; `GET /control/stats` reports
-//! `{active, served}`.
+//! `{active, served, models}` (`models`: requests served by the `model` they named, so a kit
+//! running two instances behind two catalogue providers can tell which model reached which).
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -110,7 +112,12 @@ struct Shared {
     release: watch::Sender<u64>,
     active: AtomicU64,
     served: AtomicU64,
+    /// Requests by the `model` they named (at most [`MAX_MODELS`] names, then `other`).
+    by_model: Mutex<BTreeMap<String, u64>>,
 }
+
+/// Most distinct model names `by_model` keeps.
+const MAX_MODELS: usize = 64;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -138,6 +145,7 @@ pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
         release,
         active: AtomicU64::new(0),
         served: AtomicU64::new(0),
+        by_model: Mutex::new(BTreeMap::new()),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -181,9 +189,15 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             ));
         }
         (Method::GET, "/control/stats") => {
+            let models = shared
+                .by_model
+                .lock()
+                .map(|m| m.clone())
+                .unwrap_or_default();
             let body = json!({
                 "active": shared.active.load(Ordering::Relaxed),
                 "served": shared.served.load(Ordering::Relaxed),
+                "models": models,
             });
             return Ok(full(StatusCode::OK, "application/json", body.to_string()));
         }
@@ -232,6 +246,16 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(16);
     let release = shared.release.subscribe();
     shared.served.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut m) = shared.by_model.lock() {
+        let name = body.get("model").and_then(Value::as_str).unwrap_or("");
+        if let Some(n) = m.get_mut(name) {
+            *n += 1;
+        } else if m.len() < MAX_MODELS {
+            m.insert(name.to_owned(), 1);
+        } else {
+            *m.entry("other".to_owned()).or_insert(0) += 1;
+        }
+    }
     shared.active.fetch_add(1, Ordering::Relaxed);
     let s2 = shared.clone();
     tokio::spawn(async move {

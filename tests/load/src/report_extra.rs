@@ -50,6 +50,7 @@ pub fn failures(r: &Report) -> Vec<String> {
         }
     }
     out.extend(crate::search::failures(r));
+    out.extend(crate::report_catalogue::failures(r));
     out
 }
 
@@ -57,6 +58,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     mcp(r, s);
     commits(r, s);
     crate::report_v1::markdown(r, s);
+    crate::report_catalogue::markdown(r, s);
     burst(r, s);
     crate::report_held::markdown(r, s);
     soak(r, s);

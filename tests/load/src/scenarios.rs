@@ -38,6 +38,11 @@ pub enum Route {
     /// `POST /v1/chat/completions` (streamed) with the user's personal API key: every call
     /// is stored as a new conversation.
     V1,
+    /// As `Native`, on the kit's catalogue conversations: each created with a `model` of the
+    /// server's catalogue, alternately `fast-a` (provider `a`, the first fake upstream) and
+    /// `fast-b` (provider `b`, the second), so the server routes turns to both providers
+    /// ([`crate::catalogue`]).
+    Catalogue,
 }
 
 /// Every scenario, in report order.
@@ -69,6 +74,12 @@ pub const SCENARIOS: &[ScenarioDef] = &[
         name: V1_NAME,
         directive: |d| d,
         route: Route::V1,
+    },
+    ScenarioDef {
+        key: crate::catalogue::KEY,
+        name: crate::catalogue::NAME,
+        directive: |d| d,
+        route: Route::Catalogue,
     },
 ];
 

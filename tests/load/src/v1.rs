@@ -198,7 +198,7 @@ impl crate::bench::Ctx {
         opened: Option<Arc<AtomicU64>>,
     ) -> Outcome {
         match route {
-            crate::scenarios::Route::Native => {
+            crate::scenarios::Route::Native | crate::scenarios::Route::Catalogue => {
                 self.api
                     .turn(
                         &self.tokens[conv.user],

@@ -1,5 +1,6 @@
 //! Token budgets in Postgres: reserve before a model call with one conditional statement,
-//! settle to the real usage after it, sweep holds a crashed process left behind.
+//! settle to the real usage after it, sweep holds a crashed process left behind. A money
+//! budget ([`super::budget_money`]) is reserved and settled with it, in the same round trips.
 //! Invariant: `spent + reserved <= limit` whenever a reservation is granted, and a
 //! settlement charges at most what was reserved, so `spent <= limit`.
 
@@ -10,17 +11,26 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
+use rust_decimal::Decimal;
 use uuid::Uuid;
 
+use super::budget_money::{self, Attempt, MoneyHold, MoneyLimit, MoneyRefusal};
+pub use super::budget_tokens::unlimited_hold;
+use super::budget_tokens::{
+    reserve_tokens_after, settle_tokens, totals, try_reserve_tokens, Granted,
+};
 use crate::budget::Period;
 use crate::db::prepared::sql;
+use crate::domain::pricing::Price;
 
-/// A user's effective budget: the user's override, else the role's.
-#[derive(Debug, Clone, Copy)]
+/// A user's effective budget: the user's token override, else the role's; the role's money cap.
+#[derive(Debug, Clone)]
 pub struct Limit {
     /// `None`: unlimited.
     pub tokens: Option<i64>,
     pub period: Period,
+    /// `None`: no money budget.
+    pub money: Option<MoneyLimit>,
 }
 
 impl Limit {
@@ -30,7 +40,16 @@ impl Limit {
         Self {
             tokens,
             period: Period::parse(period).unwrap_or(Period::Month),
+            money: None,
         }
+    }
+
+    /// With the role's money columns (both set, or no money budget).
+    pub fn with_money(mut self, amount: Option<Decimal>, currency: Option<String>) -> Self {
+        self.money = amount
+            .zip(currency)
+            .map(|(amount, currency)| MoneyLimit { amount, currency });
+        self
     }
 }
 
@@ -43,11 +62,39 @@ pub struct Hold {
     pub period: Period,
     pub period_start: DateTime<Utc>,
     pub amount: i64,
+    /// The money held with the tokens, when a money budget applies.
+    pub money: Option<MoneyHold>,
 }
 
 impl Hold {
     pub fn is_limited(&self) -> bool {
         !self.id.is_nil()
+    }
+
+    /// Output tokens the hold leaves for a call of `input` tokens in: what the tokens and the
+    /// money held both pay for.
+    pub fn output_room(&self, input: i64) -> i64 {
+        let tokens = self.amount - input;
+        self.money
+            .as_ref()
+            .map_or(tokens, |m| tokens.min(m.output_room))
+    }
+}
+
+/// What one model call really used, as the budgets charge it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spend {
+    pub tokens: i64,
+    /// At the model's price (zero when unpriced: no money budget applied).
+    pub cost: Decimal,
+}
+
+impl Spend {
+    pub fn tokens(tokens: i64) -> Self {
+        Self {
+            tokens,
+            cost: Decimal::ZERO,
+        }
     }
 }
 
@@ -66,6 +113,8 @@ pub enum Reserve {
     },
     /// Enough is left, but in-flight turns hold it right now.
     HeldByOthers,
+    /// The money budget refused (used up, held by others, or the model is unpriced).
+    Money(MoneyRefusal),
 }
 
 /// Spending in the current period.
@@ -77,6 +126,8 @@ pub struct Status {
     pub reserved: i64,
     pub period: Period,
     pub resets_at: Option<DateTime<Utc>>,
+    /// The money budget in the same period (null: none).
+    pub money: Option<budget_money::MoneyStatus>,
 }
 
 #[derive(QueryableByName)]
@@ -85,25 +136,16 @@ struct LimitRow {
     tokens: Option<i64>,
     #[diesel(sql_type = Text)]
     period: String,
-}
-
-#[derive(QueryableByName)]
-struct Granted {
-    #[diesel(sql_type = BigInt)]
-    amount: i64,
-}
-
-#[derive(QueryableByName)]
-struct Totals {
-    #[diesel(sql_type = BigInt)]
-    spent: i64,
-    #[diesel(sql_type = BigInt)]
-    reserved: i64,
+    #[diesel(sql_type = Nullable<diesel::sql_types::Numeric>)]
+    amount: Option<Decimal>,
+    #[diesel(sql_type = Nullable<Text>)]
+    currency: Option<String>,
 }
 
 pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::QueryResult<Limit> {
     let row: Option<LimitRow> = sql(
-        "SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period \
+        "SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period, \
+                r.budget_amount AS amount, r.budget_currency AS currency \
          FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1",
     )
     .bind::<SqlUuid, _>(user_id)
@@ -111,20 +153,25 @@ pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::Q
     .await
     .optional_row()?;
     Ok(match row {
-        Some(r) => Limit::from_columns(r.tokens, &r.period),
+        Some(r) => Limit::from_columns(r.tokens, &r.period).with_money(r.amount, r.currency),
         None => Limit {
             tokens: Some(0),
             period: Period::Month,
+            money: None,
         },
     })
 }
 
 /// What one model call asks of the user's budget.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ReserveAsk {
     pub user_id: Uuid,
     /// The user's rule, read in the same transaction.
     pub limit: Limit,
+    /// The call's estimated input tokens (part of `want` and `need`).
+    pub input: i64,
+    /// The model's price in force, which a money budget reserves at.
+    pub price: Option<Price>,
     /// Tokens to hold if that much is left.
     pub want: i64,
     /// The least worth holding.
@@ -138,7 +185,8 @@ pub struct ReserveAsk {
     pub turn_id: Option<Uuid>,
 }
 
-/// Holds up to `want` tokens (at least `need`) for one model call.
+/// Holds up to `want` tokens (at least `need`) for one model call, and its cost in money
+/// when a money budget applies.
 pub async fn reserve(
     conn: &mut AsyncPgConnection,
     ask: &ReserveAsk,
@@ -147,149 +195,73 @@ pub async fn reserve(
     reserve_after(conn, ask, first).await
 }
 
-/// The common case in one statement: lock the period row, grant min(want, what is left) if
-/// at least `need` is left, record the hold. The future does not borrow the connection, so
-/// it can be pipelined with other statements of the transaction. `None` means no grant: the
-/// period row does not exist yet or too little is left; [`reserve_after`] tells which.
+/// The first try of both budgets, sent together.
+#[derive(Debug)]
+pub struct FirstTry {
+    tokens: Option<Hold>,
+    money: Attempt,
+}
+
+/// The common case in one round trip: the token statement ([`try_reserve_tokens`]) and the
+/// money one ([`budget_money::try_reserve`]), pipelinable like each of them.
 pub fn try_reserve(
     conn: &mut AsyncPgConnection,
     ask: &ReserveAsk,
-) -> BoxFuture<'static, diesel::QueryResult<Option<Hold>>> {
-    let start = ask.limit.period.start(ask.now);
-    let Some(tokens) = ask.limit.tokens else {
-        return future::ready(Ok(Some(unlimited_hold(ask)))).boxed();
-    };
-    let hold_id = Uuid::new_v4();
-    let expires =
-        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
-    let (user_id, period) = (ask.user_id, ask.limit.period);
-    sql("WITH cur AS ( \
-             SELECT user_id, period, period_start, LEAST($4, $5 - spent - reserved) AS g \
-             FROM budget_periods WHERE user_id = $1 AND period = $2 AND period_start = $3 \
-             FOR UPDATE), \
-         upd AS ( \
-             UPDATE budget_periods b SET reserved = b.reserved + cur.g, updated_at = now() \
-             FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
-               AND b.period_start = cur.period_start AND cur.g >= $6 \
-             RETURNING cur.g AS g) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
-         SELECT $7, $1, $2, $3, g, $8, $9, $10 FROM upd RETURNING amount")
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<Text, _>(period_name(period))
-    .bind::<Timestamptz, _>(start)
-    .bind::<BigInt, _>(ask.want)
-    .bind::<BigInt, _>(tokens)
-    .bind::<BigInt, _>(ask.need)
-    .bind::<SqlUuid, _>(hold_id)
-    .bind::<Timestamptz, _>(expires)
-    .bind::<SqlUuid, _>(ask.process_id)
-    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
-    .get_result::<Granted>(conn)
-    .map(move |r| {
-        r.optional_row().map(|g| {
-            g.map(|g| Hold {
-                id: hold_id,
-                user_id,
-                period,
-                period_start: start,
-                amount: g.amount,
-            })
-        })
-    })
+) -> BoxFuture<'static, diesel::QueryResult<FirstTry>> {
+    future::try_join(
+        try_reserve_tokens(conn, ask),
+        budget_money::try_reserve(conn, ask),
+    )
+    .map(|r| r.map(|(tokens, money)| FirstTry { tokens, money }))
     .boxed()
 }
 
-/// The grant of an unlimited budget: nothing is held; the settlement records the usage.
-pub fn unlimited_hold(ask: &ReserveAsk) -> Hold {
-    Hold {
-        id: Uuid::nil(),
-        user_id: ask.user_id,
-        period: ask.limit.period,
-        period_start: ask.limit.period.start(ask.now),
-        amount: ask.want,
-    }
-}
-
-/// Finishes a reservation after [`try_reserve`]: a grant stands; without one, creates the
-/// period row if it was missing (first call of a period) and tries once more, else says
-/// whether the budget is used up or held by other running turns.
+/// Finishes both reservations after [`try_reserve`]. A grant of one budget that the other
+/// refuses is given back, so a refused call holds nothing.
 pub async fn reserve_after(
     conn: &mut AsyncPgConnection,
     ask: &ReserveAsk,
-    first: Option<Hold>,
+    first: FirstTry,
 ) -> diesel::QueryResult<Reserve> {
-    if let Some(hold) = first {
-        return Ok(Reserve::Granted(hold));
-    }
-    let Some(tokens) = ask.limit.tokens else {
-        return Ok(Reserve::HeldByOthers);
-    };
-    let start = ask.limit.period.start(ask.now);
-    let mut current = totals(conn, ask.user_id, ask.limit.period, start).await?;
-    if current.is_none() {
-        ensure_row(conn, ask.user_id, ask.limit.period, start).await?;
-    }
-    // Try once more when enough looks free: the period's row may have been created by a
-    // concurrent turn since the first try (the first turns of every new period race for
-    // it), or holds may have been released.
-    let free = |t: &Option<Totals>| t.as_ref().map_or(tokens, |t| tokens - t.spent - t.reserved);
-    if free(&current) >= ask.need {
-        if let Some(hold) = try_reserve(conn, ask).await? {
-            return Ok(Reserve::Granted(hold));
+    let tokens = reserve_tokens_after(conn, ask, first.tokens).await?;
+    let money = match (&tokens, first.money) {
+        // Refused anyway: no second try for money.
+        (Reserve::Granted(_), money) => budget_money::reserve_after(conn, ask, money).await?,
+        (_, Attempt::Granted(m)) => {
+            budget_money::settle(conn, &m, Decimal::ZERO).await?;
+            Ok(None)
         }
-        current = totals(conn, ask.user_id, ask.limit.period, start).await?;
-    }
-    let spent = current.as_ref().map_or(0, |t| t.spent);
-    if tokens - spent < ask.need {
-        // What is free right now, as `GET /api/me` counts it (running turns' holds are taken).
-        let held = current.as_ref().map_or(0, |t| t.reserved);
-        Ok(Reserve::Exhausted {
-            resets_at: ask.limit.period.resets_at(ask.now),
-            need: ask.need,
-            left: (tokens - spent - held).max(0),
-            limit: Some(tokens),
-        })
-    } else {
-        Ok(Reserve::HeldByOthers)
-    }
+        (_, _) => Ok(None),
+    };
+    Ok(match (tokens, money) {
+        (Reserve::Granted(mut hold), Ok(money)) => {
+            hold.money = money;
+            Reserve::Granted(hold)
+        }
+        (Reserve::Granted(hold), Err(refusal)) => {
+            if hold.is_limited() {
+                settle_tokens(conn, &hold, 0).await?;
+            }
+            Reserve::Money(refusal)
+        }
+        (refused, _) => refused,
+    })
 }
 
-/// Charges a call's real usage: at most its hold, which is released. Unlimited users have
-/// no hold; their usage is added to the period row (created if needed). Pipelinable like
-/// [`try_reserve`].
+/// Charges a call's real usage to both budgets: at most its holds, which are released.
+/// Returns the tokens charged. Pipelinable like [`try_reserve`].
 pub fn settle(
     conn: &mut AsyncPgConnection,
     hold: &Hold,
-    actual: i64,
+    spend: Spend,
 ) -> BoxFuture<'static, diesel::QueryResult<i64>> {
-    let actual = actual.max(0);
-    if !hold.is_limited() {
-        return sql(
-            "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
-             VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (user_id, period, period_start) \
-             DO UPDATE SET spent = b.spent + EXCLUDED.spent, updated_at = now()",
-        )
-        .bind::<SqlUuid, _>(hold.user_id)
-        .bind::<Text, _>(period_name(hold.period))
-        .bind::<Timestamptz, _>(hold.period_start)
-        .bind::<BigInt, _>(actual)
-        .execute(conn)
-        .map(move |r| r.map(|_| actual))
-        .boxed();
+    let tokens = settle_tokens(conn, hold, spend.tokens);
+    match &hold.money {
+        None => tokens,
+        Some(money) => future::try_join(tokens, budget_money::settle(conn, money, spend.cost))
+            .map(|r| r.map(|(charged, ())| charged))
+            .boxed(),
     }
-    sql(
-        "WITH h AS (DELETE FROM budget_holds WHERE id = $1 RETURNING user_id, period, period_start, amount) \
-         UPDATE budget_periods b \
-            SET spent = b.spent + LEAST($2, h.amount), reserved = b.reserved - h.amount, updated_at = now() \
-           FROM h WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start \
-         RETURNING LEAST($2, h.amount) AS amount",
-    )
-    .bind::<SqlUuid, _>(hold.id)
-    .bind::<BigInt, _>(actual)
-    .get_result::<Granted>(conn)
-    .map(|r| r.optional_row().map(|c| c.map_or(0, |c| c.amount)))
-    .boxed()
 }
 
 /// Frees holds whose time ran out (their process died), and turns' holds whose turn no
@@ -325,7 +297,12 @@ pub async fn status(
     let limit = limit_for(conn, user_id).await?;
     let start = limit.period.start(now);
     let t = totals(conn, user_id, limit.period, start).await?;
+    let money = match &limit.money {
+        Some(m) => Some(budget_money::status(conn, user_id, limit.period, m, now).await?),
+        None => None,
+    };
     Ok(Status {
+        money,
         limit: limit.tokens,
         used: t.as_ref().map_or(0, |t| t.spent),
         reserved: t.map_or(0, |t| t.reserved),
@@ -334,41 +311,7 @@ pub async fn status(
     })
 }
 
-async fn ensure_row(
-    conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-    period: Period,
-    start: DateTime<Utc>,
-) -> diesel::QueryResult<()> {
-    sql(
-        "INSERT INTO budget_periods (user_id, period, period_start) VALUES ($1, $2, $3) \
-         ON CONFLICT DO NOTHING",
-    )
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<Text, _>(period_name(period))
-    .bind::<Timestamptz, _>(start)
-    .execute(conn)
-    .await
-    .map(|_| ())
-}
-
-async fn totals(
-    conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-    period: Period,
-    start: DateTime<Utc>,
-) -> diesel::QueryResult<Option<Totals>> {
-    sql("SELECT spent, reserved FROM budget_periods \
-         WHERE user_id = $1 AND period = $2 AND period_start = $3")
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<Text, _>(period_name(period))
-    .bind::<Timestamptz, _>(start)
-    .get_result(conn)
-    .await
-    .optional_row()
-}
-
-fn period_name(p: Period) -> &'static str {
+pub(super) fn period_name(p: Period) -> &'static str {
     match p {
         Period::Day => "day",
         Period::Week => "week",

@@ -136,7 +136,7 @@ pub fn resize(
 pub fn fitted(
     early: EarlyHold,
     user_id: Uuid,
-    limit: Limit,
+    limit: &Limit,
     now: DateTime<Utc>,
     amount: i64,
 ) -> Hold {
@@ -146,5 +146,6 @@ pub fn fitted(
         period: limit.period,
         period_start: limit.period.start(now),
         amount,
+        money: None,
     }
 }

@@ -5,6 +5,8 @@ pub mod api_key;
 pub mod audit;
 pub mod budget;
 pub mod budget_early;
+pub mod budget_money;
+mod budget_tokens;
 pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;

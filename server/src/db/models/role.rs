@@ -24,6 +24,26 @@ pub struct Role {
     /// Tool (or `{server}__*`) -> who confirms its calls: `none`, `user` or `admin`.
     #[schema(value_type = Object)]
     pub approvals: serde_json::Value,
+    /// Catalogue models the role may use (`*`: all); none: no chat at all.
+    pub models: Vec<String>,
+    /// Most the role's users may spend per period, an exact decimal string (null: no money
+    /// budget), in `budget_currency`.
+    #[schema(value_type = Option<String>)]
+    #[serde(serialize_with = "crate::domain::pricing::decimal_text::option")]
+    pub budget_amount: Option<rust_decimal::Decimal>,
+    pub budget_currency: Option<String>,
+}
+
+/// What a role allows and how much it may spend: the fields an admin writes.
+#[derive(Debug, Clone)]
+pub struct RoleRules {
+    pub tools: Vec<String>,
+    pub token_budget: Option<i64>,
+    pub budget_period: String,
+    pub approvals: serde_json::Value,
+    pub models: Vec<String>,
+    /// Amount and currency per period.
+    pub money: Option<(rust_decimal::Decimal, String)>,
 }
 
 pub async fn find(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<Role>> {
@@ -49,32 +69,30 @@ pub async fn list(conn: &mut AsyncPgConnection) -> QueryResult<Vec<Role>> {
         .await
 }
 
-/// Creates or replaces a role's allowlist and budget defaults.
+/// Creates or replaces a role's allowlists and budget defaults.
 pub async fn upsert(
     conn: &mut AsyncPgConnection,
     name: &str,
-    tools: &[String],
-    token_budget: Option<i64>,
-    budget_period: &str,
-    approvals: &serde_json::Value,
+    rules: &RoleRules,
 ) -> QueryResult<Role> {
+    let (amount, currency) = match &rules.money {
+        Some((a, c)) => (Some(*a), Some(c.as_str())),
+        None => (None, None),
+    };
+    let values = (
+        dsl::tools.eq(&rules.tools),
+        dsl::token_budget.eq(rules.token_budget),
+        dsl::budget_period.eq(&rules.budget_period),
+        dsl::approvals.eq(&rules.approvals),
+        dsl::models.eq(&rules.models),
+        dsl::budget_amount.eq(amount),
+        dsl::budget_currency.eq(currency),
+    );
     diesel::insert_into(dsl::roles)
-        .values((
-            dsl::name.eq(name),
-            dsl::tools.eq(tools),
-            dsl::token_budget.eq(token_budget),
-            dsl::budget_period.eq(budget_period),
-            dsl::approvals.eq(approvals),
-        ))
+        .values((dsl::name.eq(name), values))
         .on_conflict(dsl::name)
         .do_update()
-        .set((
-            dsl::tools.eq(tools),
-            dsl::token_budget.eq(token_budget),
-            dsl::budget_period.eq(budget_period),
-            dsl::approvals.eq(approvals),
-            dsl::updated_at.eq(diesel::dsl::now),
-        ))
+        .set((values, dsl::updated_at.eq(diesel::dsl::now)))
         .returning(Role::as_returning())
         .get_result(conn)
         .await

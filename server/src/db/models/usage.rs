@@ -3,9 +3,10 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Nullable, Numeric, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{self, BoxFuture, FutureExt};
+use rust_decimal::Decimal;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -16,10 +17,21 @@ pub struct NewUsage {
     pub user_id: Uuid,
     pub conversation_id: Option<Uuid>,
     pub message_id: Option<Uuid>,
+    /// The catalogue model that answered.
     pub model: String,
+    /// When a fallback answered: the model asked for, and why it did not answer.
+    pub fallback_from: Option<String>,
+    pub fallback_reason: Option<String>,
+    /// Every prompt token, cached or not.
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// Of the input, read from / written to the provider's prompt cache.
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    /// Tokens charged to the token budget.
     pub charged: i64,
+    /// What the call cost at the model's price, and in what currency (none: unpriced).
+    pub cost: Option<(Decimal, String)>,
 }
 
 /// Inserts the rows with one statement of fixed text (prepared once per connection); the
@@ -33,12 +45,19 @@ pub fn insert_many(
     }
     sql(
         "INSERT INTO usage_records (user_id, conversation_id, message_id, model, input_tokens, \
-                                    output_tokens, charged) \
-         SELECT user_id, conversation_id, message_id, model, input_tokens, output_tokens, charged \
+                                    output_tokens, charged, cache_read_tokens, \
+                                    cache_write_tokens, cost, currency, fallback_from, \
+                                    fallback_reason) \
+         SELECT user_id, conversation_id, message_id, model, input_tokens, output_tokens, charged, \
+                cache_read_tokens, cache_write_tokens, cost, currency, fallback_from, \
+                fallback_reason \
          FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int8[], $6::int8[], \
-                     $7::int8[]) \
+                     $7::int8[], $8::int8[], $9::int8[], $10::numeric[], $11::text[], \
+                     $12::text[], $13::text[]) \
               WITH ORDINALITY AS r (user_id, conversation_id, message_id, model, input_tokens, \
-                                    output_tokens, charged, n) \
+                                    output_tokens, charged, cache_read_tokens, \
+                                    cache_write_tokens, cost, currency, fallback_from, \
+                                    fallback_reason, n) \
          ORDER BY n",
     )
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.user_id))
@@ -48,6 +67,12 @@ pub fn insert_many(
     .bind::<Array<BigInt>, _>(column(rows, |r| r.input_tokens))
     .bind::<Array<BigInt>, _>(column(rows, |r| r.output_tokens))
     .bind::<Array<BigInt>, _>(column(rows, |r| r.charged))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_read_tokens))
+    .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_write_tokens))
+    .bind::<Array<Nullable<Numeric>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.0)))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.1.clone())))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_from.clone()))
+    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_reason.clone()))
     .execute(conn)
     .map(|r| r.map(|_| ()))
     .boxed()
@@ -68,6 +93,17 @@ pub struct UserModelUsage {
     pub output_tokens: i64,
     #[diesel(sql_type = BigInt)]
     pub calls: i64,
+    /// Of the input, what the provider's prompt cache read and wrote.
+    #[diesel(sql_type = BigInt)]
+    pub cache_read_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    pub cache_write_tokens: i64,
+    /// What the priced calls cost (null: none was priced), exact, as a decimal string.
+    #[diesel(sql_type = Nullable<Numeric>)]
+    #[schema(value_type = Option<String>)]
+    pub cost: Option<Decimal>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub currency: Option<String>,
 }
 
 /// Tokens per user and model between `from` (inclusive) and `to` (exclusive, open if None);
@@ -81,11 +117,14 @@ pub async fn by_user_and_model(
         "SELECT r.user_id, \
                 COALESCE(u.username, d.username || ' (deleted)', 'deleted user') AS username, \
                 r.model, sum(r.input_tokens)::BIGINT AS input_tokens, \
-                sum(r.output_tokens)::BIGINT AS output_tokens, count(*)::BIGINT AS calls \
+                sum(r.output_tokens)::BIGINT AS output_tokens, count(*)::BIGINT AS calls, \
+                sum(r.cache_read_tokens)::BIGINT AS cache_read_tokens, \
+                sum(r.cache_write_tokens)::BIGINT AS cache_write_tokens, \
+                sum(r.cost) AS cost, r.currency \
          FROM usage_records r LEFT JOIN users u ON u.id = r.user_id \
               LEFT JOIN deleted_users d ON d.id = r.user_id \
          WHERE r.created_at >= $1 AND ($2::timestamptz IS NULL OR r.created_at < $2) \
-         GROUP BY r.user_id, 2, r.model ORDER BY 2, r.model",
+         GROUP BY r.user_id, 2, r.model, r.currency ORDER BY 2, r.model, r.currency",
     )
     .bind::<Timestamptz, _>(from)
     .bind::<Nullable<Timestamptz>, _>(to)

@@ -110,6 +110,7 @@ fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
                 vec![wire::Block::ToolResult {
                     tool_use_id: m.tool_call_id.clone().unwrap_or_default(),
                     content: m.content.clone(),
+                    cache_control: None,
                 }],
             ),
         };
@@ -127,16 +128,19 @@ fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
     for turn in &mut turns {
         turn.content.sort_by_key(|b| !b.is_tool_result());
     }
-    let tools = (!req.tools.is_empty()).then(|| {
+    let mut tools: Option<Vec<wire::Tool>> = (!req.tools.is_empty()).then(|| {
         req.tools
             .iter()
             .map(|t| wire::Tool {
                 name: t.name.clone(),
                 description: t.description.clone(),
                 input_schema: t.parameters.clone(),
+                cache_control: None,
             })
             .collect()
     });
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    let system = place_cache_breakpoints(system, tools.as_deref_mut(), &mut turns);
     let tool_choice = tools.as_ref().map(|_| match &req.tool_choice {
         ToolChoice::Auto => wire::ToolChoice::Auto,
         ToolChoice::None => wire::ToolChoice::None,
@@ -146,12 +150,45 @@ fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
     wire::MessagesRequest {
         model: req.model.clone(),
         max_tokens: req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        system,
         messages: turns,
         tools,
         tool_choice,
         temperature: req.temperature,
         stream: streaming.then_some(true),
+    }
+}
+
+/// Marks what a turn re-sends on every model call as cacheable: tools and system prompt
+/// (Anthropic caches in the order tools, system, messages, so the system prompt's breakpoint
+/// covers the tool specs; without a system prompt the last tool carries it), and the last
+/// tool result, so that the next step of a tool loop reads the history from the cache.
+/// Three breakpoints of the four allowed.
+fn place_cache_breakpoints(
+    system: Option<String>,
+    tools: Option<&mut [wire::Tool]>,
+    turns: &mut [wire::Message],
+) -> Option<wire::System> {
+    if let Some(wire::Block::ToolResult { cache_control, .. }) = turns
+        .iter_mut()
+        .flat_map(|t| t.content.iter_mut())
+        .rev()
+        .find(|b| b.is_tool_result())
+    {
+        *cache_control = Some(wire::CacheControl::ephemeral());
+    }
+    match system {
+        Some(text) => Some(wire::System::Blocks(vec![wire::SystemBlock {
+            kind: "text".to_owned(),
+            text,
+            cache_control: Some(wire::CacheControl::ephemeral()),
+        }])),
+        None => {
+            if let Some(last) = tools.and_then(|t| t.last_mut()) {
+                last.cache_control = Some(wire::CacheControl::ephemeral());
+            }
+            None
+        }
     }
 }
 

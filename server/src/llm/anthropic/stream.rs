@@ -79,6 +79,8 @@ pub(super) fn parse_message(v: serde_json::Value) -> Result<Vec<StreamEvent>, Ll
     let usage = m.usage.map(|u| Usage {
         input_tokens: u.total_input().unwrap_or(0),
         output_tokens: u.output_tokens.unwrap_or(0),
+        cache_read_tokens: u.cache_read_input_tokens.unwrap_or(0),
+        cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
     });
     let finish_reason = m
         .stop_reason
@@ -113,6 +115,8 @@ pub struct MessageDecoder {
     stop_reason: Option<FinishReason>,
     pub(super) input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
     model: Option<String>,
 }
 
@@ -152,6 +156,17 @@ impl MessageDecoder {
         if let Some(i) = u.total_input() {
             self.input_tokens = Some(i);
         }
+        self.note_cache(&u);
+    }
+
+    /// A usage object that reports cache counts replaces the ones known so far.
+    fn note_cache(&mut self, u: &wire::Usage) {
+        if let Some(r) = u.cache_read_input_tokens {
+            self.cache_read_tokens = r;
+        }
+        if let Some(w) = u.cache_creation_input_tokens {
+            self.cache_write_tokens = w;
+        }
     }
 
     fn finish(&mut self, out: &mut VecDeque<StreamEvent>) {
@@ -174,6 +189,8 @@ impl MessageDecoder {
             (i, o) => Some(Usage {
                 input_tokens: i.unwrap_or(0),
                 output_tokens: o.unwrap_or(0),
+                cache_read_tokens: self.cache_read_tokens,
+                cache_write_tokens: self.cache_write_tokens,
             }),
         };
         out.push_back(StreamEvent::Completed {
@@ -213,6 +230,7 @@ impl SseDecoder for MessageDecoder {
                 if let Some(u) = message.usage {
                     self.input_tokens = u.total_input();
                     self.output_tokens = u.output_tokens;
+                    self.note_cache(&u);
                 }
             }
             wire::StreamEvent::ContentBlockStart {

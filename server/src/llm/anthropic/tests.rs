@@ -44,7 +44,12 @@ fn body_merges_and_orders_blocks() {
     });
     req.tool_choice = ToolChoice::Required;
     let body = serde_json::to_value(build_body(&req, true)).unwrap();
-    assert_eq!(body["system"], "sys A");
+    // The system prompt is a cache breakpoint (it covers the tool specs before it).
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "sys A", "cache_control": {"type": "ephemeral"}}])
+    );
+    assert!(body["tools"][0].get("cache_control").is_none());
     assert_eq!(body["max_tokens"], 4096);
     let msgs = body["messages"].as_array().cloned().unwrap_or_default();
     assert_eq!(msgs.len(), 3);

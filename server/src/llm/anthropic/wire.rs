@@ -12,7 +12,7 @@ pub struct MessagesRequest {
     pub model: String,
     pub max_tokens: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<String>,
+    pub system: Option<System>,
     pub messages: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Tool>>,
@@ -22,6 +22,54 @@ pub struct MessagesRequest {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+}
+
+/// `system`: a string, or text blocks (which may carry a cache breakpoint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum System {
+    Text(String),
+    Blocks(Vec<SystemBlock>),
+}
+
+impl System {
+    /// The instructions as one text.
+    pub fn text(&self) -> String {
+        match self {
+            System::Text(t) => t.clone(),
+            System::Blocks(b) => b
+                .iter()
+                .map(|b| b.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        }
+    }
+}
+
+/// A text block of `system`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemBlock {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// A prompt-cache breakpoint: the prefix up to and including this block is cached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheControl {
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+impl CacheControl {
+    /// The 5-minute cache, the only kind every model supports.
+    pub fn ephemeral() -> Self {
+        Self {
+            kind: "ephemeral".to_owned(),
+        }
+    }
 }
 
 /// One turn: `user` or `assistant`, with its blocks.
@@ -49,6 +97,8 @@ pub enum Block {
     ToolResult {
         tool_use_id: String,
         content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
     },
     /// Thinking, citations and block types to come.
     #[serde(other)]
@@ -68,6 +118,8 @@ pub struct Tool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
 }
 
 /// `tool_choice`.

@@ -30,9 +30,12 @@ fn normalize_finish(reason: FinishReason, has_tool_calls: bool) -> FinishReason 
 }
 
 fn usage(u: wire::Usage) -> Usage {
+    // `prompt_tokens` already includes the cached ones.
     Usage {
         input_tokens: u.prompt_tokens,
         output_tokens: u.completion_tokens,
+        cache_read_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+        cache_write_tokens: 0,
     }
 }
 

@@ -8,6 +8,7 @@ mod csv;
 pub mod custom_tools;
 pub mod keys;
 pub mod mcp_servers;
+pub mod models;
 pub mod roles;
 pub mod tools;
 pub mod usage;
@@ -28,6 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(custom_tools::configure)
             .configure(keys::configure)
             .configure(mcp_servers::configure)
+            .configure(models::configure)
             .configure(roles::configure)
             .configure(tools::configure)
             .configure(usage::configure),

@@ -1,5 +1,5 @@
-//! `/api/admin/roles`: tool allowlists and budget defaults per role. New roles allow
-//! nothing until an admin lists tools; changes apply to the next model call.
+//! `/api/admin/roles`: tool and model allowlists and budget defaults per role. New roles
+//! allow nothing until an admin lists tools and models; changes apply to the next model call.
 
 use actix_web::{web, HttpResponse};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -34,7 +34,20 @@ struct RoleBody {
     /// `user` for an MCP tool not annotated read-only.
     #[schema(value_type = Option<Object>)]
     approvals: Option<std::collections::BTreeMap<String, String>>,
+    /// Catalogue models the role may use; `*` allows every model. Absent: keep the role's
+    /// (none for a new role: deny by default, like tools).
+    models: Option<Vec<String>>,
+    /// Most a user of the role may spend per period, as an exact decimal string
+    /// (`"25.00"`), in `budget_currency`. Absent: keep; null: no money budget.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    budget_amount: Option<Option<String>>,
+    /// ISO 4217 code of the money budget; must be the catalogue's price currency.
+    budget_currency: Option<String>,
 }
+
+/// Most models a role may list.
+const MAX_ROLE_MODELS: usize = 500;
 
 /// Most entries in a role's approval map.
 const MAX_APPROVAL_ENTRIES: usize = 500;
@@ -52,7 +65,8 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
     request_body = RoleBody, responses(
     (status = 200, description = "Replaced", body = crate::db::models::role::Role),
     (status = 201, description = "Created", body = crate::db::models::role::Role),
-    (status = 422, description = "A tool does not exist", body = crate::error::ErrorBody)))]
+    (status = 400, description = "Invalid name, period, budget, approvals or model list", body = crate::error::ErrorBody),
+    (status = 422, description = "A tool or model does not exist, or the money budget's currency is not the catalogue's", body = crate::error::ErrorBody)))]
 async fn put(
     state: web::Data<AppState>,
     admin: AdminUser,
@@ -122,6 +136,27 @@ async fn put(
             }
         }
     }
+    if let Some(models) = &body.models {
+        let catalogue = &state.engine.catalogue;
+        if models.len() > MAX_ROLE_MODELS {
+            return Err(ApiError::bad_request(
+                "invalid_models",
+                format!("a role may list at most {MAX_ROLE_MODELS} models"),
+            ));
+        }
+        let unknown = models.iter().find(|m| {
+            m.as_str() != crate::llm::catalogue::ALL_MODELS && catalogue.get(m).is_none()
+        });
+        if let Some(unknown) = unknown {
+            return Err(ApiError::unprocessable(
+                "unknown_model",
+                format!(
+                    "no model named `{}`; see GET /api/admin/models",
+                    crate::tools::truncate_chars(unknown, 64)
+                ),
+            ));
+        }
+    }
     let period = body.budget_period.as_deref().unwrap_or("month");
     if Period::parse(period).is_none() {
         return Err(ApiError::bad_request(
@@ -154,11 +189,35 @@ async fn put(
         (None, Some(r)) => r.approvals.clone(),
         (None, None) => json!({}),
     };
+    let models = match (&body.models, &existing) {
+        (Some(m), _) => {
+            let mut m = m.clone();
+            m.sort();
+            m.dedup();
+            m
+        }
+        (None, Some(r)) => r.models.clone(),
+        (None, None) => Vec::new(),
+    };
+    let money = match &body.budget_amount {
+        Some(amount) => money_budget(amount.as_deref(), body.budget_currency.as_deref(), &state)?,
+        None => existing
+            .as_ref()
+            .and_then(|r| r.budget_amount.zip(r.budget_currency.clone())),
+    };
+    let rules = role::RoleRules {
+        tools,
+        token_budget: budget,
+        budget_period: period,
+        approvals,
+        models,
+        money,
+    };
     let (who, before) = (&admin.0, existing.clone());
     let saved = conn
         .transaction(|conn| {
             async move {
-                let saved = role::upsert(conn, &name, &tools, budget, &period, &approvals).await?;
+                let saved = role::upsert(conn, &name, &rules).await?;
                 let kind = if before.is_some() {
                     "role.update"
                 } else {
@@ -180,4 +239,61 @@ async fn put(
         actix_web::http::StatusCode::CREATED
     };
     Ok(HttpResponse::build(status).json(saved))
+}
+
+/// Largest money budget per period (fits `NUMERIC(20,9)` with room to add usage).
+const MAX_BUDGET_AMOUNT: i64 = 1_000_000_000;
+
+/// A role's money budget from its body: an exact decimal of at most 9 places, in the
+/// currency the catalogue prices in (a budget in another currency could never be charged).
+fn money_budget(
+    amount: Option<&str>,
+    currency: Option<&str>,
+    state: &AppState,
+) -> Result<Option<(rust_decimal::Decimal, String)>, ApiError> {
+    let Some(amount) = amount else {
+        return Ok(None);
+    };
+    let invalid = || {
+        ApiError::bad_request(
+            "invalid_budget",
+            format!(
+                "budget_amount must be a decimal string such as \"25.00\" from 0 to \
+                 {MAX_BUDGET_AMOUNT}, with at most 9 decimal places, or null"
+            ),
+        )
+    };
+    if amount.len() > 40 {
+        return Err(invalid());
+    }
+    let value = rust_decimal::Decimal::from_str_exact(amount.trim()).map_err(|_| invalid())?;
+    if value.is_sign_negative()
+        || value.scale() > crate::domain::pricing::COST_SCALE
+        || value > rust_decimal::Decimal::from(MAX_BUDGET_AMOUNT)
+    {
+        return Err(invalid());
+    }
+    let Some(currency) = currency else {
+        return Err(ApiError::bad_request(
+            "invalid_budget",
+            "a budget_amount needs its budget_currency (e.g. \"USD\")",
+        ));
+    };
+    if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
+        return Err(ApiError::bad_request(
+            "invalid_budget",
+            "budget_currency must be a three-letter ISO 4217 code such as USD",
+        ));
+    }
+    let priced = state.engine.catalogue.currencies();
+    if !priced.is_empty() && !priced.contains(&currency) {
+        return Err(ApiError::unprocessable(
+            "currency_mismatch",
+            format!(
+                "models are priced in {}; a budget in {currency} could never be charged",
+                priced.join(", ")
+            ),
+        ));
+    }
+    Ok(Some((value.normalize(), currency.to_owned())))
 }

@@ -9,6 +9,7 @@ use crate::auth::ApiCaller;
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::llm::openai::wire;
+use crate::routes::model_access::RoleModels;
 use crate::state::AppState;
 use crate::turn::TurnError;
 
@@ -26,13 +27,16 @@ async fn models(
     state: web::Data<AppState>,
     caller: Result<ApiCaller, ApiError>,
 ) -> Result<HttpResponse, OpenAiError> {
-    caller?;
-    let llm = &state.settings.llm;
-    let mut ids = vec![llm.model.clone()];
-    ids.extend(llm.models.iter().filter(|m| **m != llm.model).cloned());
+    let caller = caller?;
+    let mut conn = crate::db::conn(&state.pool).await.map_err(ApiError::from)?;
+    let access = RoleModels::of(&mut conn, &caller.role)
+        .await
+        .map_err(ApiError::from)?;
+    drop(conn);
     Ok(HttpResponse::Ok().json(wire::ModelList {
         object: "list".into(),
-        data: ids
+        data: access
+            .allowed_names(&state.engine.catalogue)
             .into_iter()
             .map(|id| wire::Model {
                 id,
@@ -54,6 +58,7 @@ async fn models(
         content((crate::openapi::openai::OpenAiCompletion = "application/json"), (crate::openapi::schemas::SseEvent = "text/event-stream"))),
     (status = 400, description = "Invalid request", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 401, description = "No valid API key or access token", body = crate::openapi::openai::OpenAiErrorBody),
+    (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 404, description = "Unknown model", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 429, description = "Token budget used up (`insufficient_quota`, with `Retry-After`) or held by running turns", body = crate::openapi::openai::OpenAiErrorBody),
     (status = 502, description = "The model failed mid-turn", body = crate::openapi::openai::OpenAiErrorBody),
@@ -68,7 +73,7 @@ async fn chat_completions(
     // A key taken from the cache is checked by the turn's start; an answer given before
     // that checks it first, so a revoked key gets its 401 whatever else is wrong.
     let translated = match body {
-        Ok(Json(body)) => request::translate(body, &state.settings.llm),
+        Ok(Json(body)) => request::translate(body, &state.settings.llm, &state.engine.catalogue),
         Err(e) => Err(e.into()),
     };
     let (mut turn, answer) = match translated {

@@ -35,6 +35,7 @@ pub struct Answer {
 pub fn translate(
     req: wire::ChatCompletionRequest,
     settings: &LlmSettings,
+    catalogue: &crate::llm::Catalogue,
 ) -> Result<(ApiTurn, Answer), OpenAiError> {
     if req.n.is_some_and(|n| n != 1) {
         return Err(OpenAiError::invalid(
@@ -43,9 +44,11 @@ pub fn translate(
             "only n = 1 is supported",
         ));
     }
-    if !settings.models.contains(&req.model) && req.model != settings.model {
+    // Whether the caller's role may use it is the turn start's to say (403), with the role
+    // as that commit reads it.
+    let Some(model) = catalogue.get(&req.model) else {
         return Err(OpenAiError::unknown_model(&req.model));
-    }
+    };
     if req.messages.is_empty() || req.messages.len() > MAX_MESSAGES {
         return Err(OpenAiError::invalid(
             "messages",
@@ -114,9 +117,9 @@ pub fn translate(
             "the last message must be from the user or a tool",
         )
     })?;
-    let window = settings
-        .context_window_tokens
-        .saturating_sub(u64::from(settings.max_output_tokens));
+    let window = model
+        .context_window
+        .saturating_sub(u64::from(model.max_output));
     let size: u64 = std::iter::once(ChatMessage::system(settings.system_prompt.clone()))
         .chain(input.iter().cloned())
         .map(|m| message_tokens(&m))

@@ -139,20 +139,17 @@ impl TurnEngine {
         }
         let mut history = history;
         history.extend(results.iter().map(as_stored));
-        let max_output = u64::from(self.settings.max_output_tokens);
-        turn.input = context::assemble_resumed(
-            &system,
-            &history,
-            self.settings.context_window_tokens,
-            max_output,
-        );
+        let (window, max_output) = self.limits_of(&turn.model);
+        turn.input = context::assemble_resumed(&system, &history, window, u64::from(max_output));
         let estimate = self.estimate_input(&turn.input, &turn.role.tools, &turn.tools);
-        let max_output = i64::from(self.settings.max_output_tokens);
+        let max_output = i64::from(max_output);
         let step = turn_db::Step {
             settle: None,
             messages: results.clone(),
             usage: Vec::new(),
             audit: audit.clone(),
+            input: estimate,
+            price: turn.price.clone(),
             want: estimate + max_output,
             need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
             now: (self.clock)(),
@@ -183,7 +180,7 @@ impl TurnEngine {
         self.announce(&events);
         match next.reserve {
             Ok(Reserve::Granted(hold)) => {
-                let cap = crate::turn::limits::clamp_output(hold.amount - estimate, max_output);
+                let cap = crate::turn::limits::clamp_output(hold.output_room(estimate), max_output);
                 if let Ok(mut o) = turn.outstanding.lock() {
                     *o = Some(hold.clone());
                 }
@@ -230,17 +227,24 @@ impl TurnEngine {
             .map(|r| RoleNow {
                 approvals: crate::tools::approval::from_json(&r.approvals),
                 tools: r.tools,
+                models: r.models,
+                name: r.name,
             })
             .unwrap_or_default();
         let conversation =
             conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
         let custom = custom_tool::list(&mut conn).await?;
         let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
+        let model = conversation
+            .as_ref()
+            .and_then(|c| c.model.clone())
+            .unwrap_or_else(|| self.catalogue.default_model().to_owned());
+        let (window, max_output) = self.limits_of(&model);
         let room = context::history_room(
             &self.settings.system_prompt,
             "",
-            self.settings.context_window_tokens,
-            u64::from(self.settings.max_output_tokens),
+            window,
+            u64::from(max_output),
         );
         let history = message::list_recent(&mut conn, resume.conversation_id, room).await?;
         // The turn goes on in the step that paused: its ids continue the stored ones.
@@ -262,17 +266,18 @@ impl TurnEngine {
                 .and_then(|c| c.system_prompt.as_deref()),
         );
         let wants_title = conversation.as_ref().is_some_and(|c| c.title_auto);
-        let model = conversation
-            .and_then(|c| c.model)
-            .filter(|m| self.settings.models.contains(m))
-            .unwrap_or_else(|| self.settings.model.clone());
         let placeholder = Hold {
             id: Uuid::nil(),
             user_id: resume.user_id,
             period: crate::budget::Period::Total,
             period_start: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
             amount: 0,
+            money: None,
         };
+        let price = self
+            .catalogue
+            .get(&model)
+            .and_then(|m| m.price_at(chrono::Utc::now()));
         let turn = PreparedTurn {
             turn_id: resume.turn_id,
             user_id: resume.user_id,
@@ -280,6 +285,7 @@ impl TurnEngine {
             conversation_id: resume.conversation_id,
             user_message_id,
             model,
+            price,
             input: Vec::new(),
             role: role_now,
             tools: crate::turn::api::within_scopes(self.registry_with(&custom), key_scopes),

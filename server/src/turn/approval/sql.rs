@@ -117,7 +117,10 @@ pub struct Pause {
     pub messages: Vec<crate::db::models::message::NewMessage>,
     pub usage: Vec<crate::db::models::usage::NewUsage>,
     pub audit: Vec<crate::db::models::audit::NewAudit>,
-    pub settle: Option<(crate::db::models::budget::Hold, i64)>,
+    pub settle: Option<(
+        crate::db::models::budget::Hold,
+        crate::db::models::budget::Spend,
+    )>,
     pub approvals: Vec<NewApproval>,
 }
 

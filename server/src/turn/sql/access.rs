@@ -17,6 +17,10 @@ use crate::tools::approval::{self, ApprovalMap};
 /// calls of the model call that follows that commit.
 #[derive(Debug, Clone, Default)]
 pub struct RoleNow {
+    /// The role's name (refusals name it).
+    pub name: String,
+    /// Models the role may use (`*`: all).
+    pub models: Vec<String>,
     /// Tools the role allows.
     pub tools: Vec<String>,
     /// Which of them wait for a person's decision.
@@ -32,15 +36,19 @@ pub(super) struct Access {
     disabled: bool,
     pub(super) token_version: i32,
     tools: Vec<String>,
+    models: Vec<String>,
     approvals: serde_json::Value,
     user_budget: Option<i64>,
     role_budget: Option<i64>,
     budget_period: String,
+    budget_amount: Option<rust_decimal::Decimal>,
+    budget_currency: Option<String>,
 }
 
 impl Access {
     pub(super) fn limit(&self) -> Limit {
         Limit::from_columns(self.user_budget.or(self.role_budget), &self.budget_period)
+            .with_money(self.budget_amount, self.budget_currency.clone())
     }
 
     pub(super) fn account(&self) -> AuthState {
@@ -56,6 +64,8 @@ impl Access {
         RoleNow {
             approvals: approval::from_json(&self.approvals),
             tools: self.tools,
+            models: self.models,
+            name: self.role,
         }
     }
 }
@@ -73,10 +83,13 @@ pub(super) fn access(
             users::disabled,
             users::token_version,
             roles::tools,
+            roles::models,
             roles::approvals,
             users::token_budget,
             roles::token_budget,
             roles::budget_period,
+            roles::budget_amount,
+            roles::budget_currency,
         ))
         .first::<Access>(conn)
         .map(|r| r.optional())

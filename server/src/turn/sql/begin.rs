@@ -268,6 +268,27 @@ pub async fn open(
 }
 
 impl Opened<'_> {
+    /// Lowers the output the first call reserves room for (the conversation's model's cap).
+    pub fn cap_output(&mut self, max_output: i64) {
+        self.ask.max_output = self.ask.max_output.min(max_output);
+        self.ask.min_output = self.ask.min_output.min(self.ask.max_output);
+    }
+
+    /// The price the first call is reserved at (a money budget needs it).
+    pub fn price_calls_at(&mut self, price: Option<crate::domain::pricing::Price>) {
+        self.ask.price = price;
+    }
+
+    /// The money budget the user's role sets, if any.
+    pub fn money_budget(&self) -> Option<&crate::db::models::budget_money::MoneyLimit> {
+        self.limit.money.as_ref()
+    }
+
+    /// Rolls the start back: nothing of it is stored.
+    pub async fn abort(self) -> QueryResult<()> {
+        abort_with(self.tx, Ok(())).await
+    }
+
     /// Reserves budget for a first call of `input_estimate` tokens in, stores the user
     /// message, and leaves the COMMIT to [`Started::committing`]; nothing is kept when the
     /// budget refuses.
@@ -290,6 +311,8 @@ impl Opened<'_> {
         let reserve_ask = ReserveAsk {
             user_id,
             limit,
+            input: input_estimate,
+            price: ask.price,
             want: input_estimate + ask.max_output,
             need: input_estimate + ask.min_output,
             now: ask.now,
@@ -331,16 +354,19 @@ impl Opened<'_> {
                     .boxed()
             }
         };
+        // A money budget is reserved exactly, with the tokens, before anything is committed.
+        let money = reserve_ask.limit.money.is_some();
         let (hold, committing) = match early {
-            _ if reserve_ask.limit.tokens.is_none() => (
+            _ if !money && reserve_ask.limit.tokens.is_none() => (
                 budget::unlimited_hold(&reserve_ask),
                 tx.commit_later(insert),
             ),
             // Enough was left: keep what the exact reservation would have granted.
-            Some(early) if early.amount >= reserve_ask.need => {
+            Some(early) if !money && early.amount >= reserve_ask.need => {
                 let amount = early.amount.min(reserve_ask.want);
                 let fit = budget_early::resize(tx.conn(), early, user_id, amount);
-                let hold = budget_early::fitted(early, user_id, limit, ask.now, amount);
+                let hold =
+                    budget_early::fitted(early, user_id, &reserve_ask.limit, ask.now, amount);
                 let store = futures_util::future::try_join(insert, fit).map(|r| r.map(drop));
                 (hold, tx.commit_later(store.boxed()))
             }
@@ -364,7 +390,9 @@ impl Opened<'_> {
                 // The rollback undoes the claim and the user message if the budget refuses.
                 match budget::reserve_after(tx.conn(), &reserve_ask, first).await {
                     Ok(Reserve::Granted(hold)) => (hold, tx.commit_later(ready_ok())),
-                    Ok(refused) => return abort_with(tx, Ok(Err(Refusal::Budget(refused)))).await,
+                    Ok(refused) => {
+                        return abort_with(tx, Ok(Err(Refusal::Budget(Box::new(refused))))).await
+                    }
                     Err(e) => return abort_with(tx, Err(e)).await,
                 }
             }

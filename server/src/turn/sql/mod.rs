@@ -81,8 +81,10 @@ pub struct NewConversation {
 }
 
 /// Budget wanted for the first model call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BudgetAsk {
+    /// The conversation's model's price (set once the model is known).
+    pub price: Option<crate::domain::pricing::Price>,
     /// Output cap the model would get with room to spare.
     pub max_output: i64,
     /// Smallest output worth calling the model for.
@@ -128,7 +130,7 @@ pub enum Refusal {
     /// The conversation holds `llm.max_conversation_messages` already.
     Full,
     /// The budget does not cover the first call.
-    Budget(Reserve),
+    Budget(Box<Reserve>),
     /// The token no longer admits its bearer.
     Rejected(Rejection),
 }

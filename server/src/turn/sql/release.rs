@@ -8,7 +8,7 @@ use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
 use crate::db::models::audit::{self, NewAudit};
-use crate::db::models::budget::{self, Hold};
+use crate::db::models::budget::{self, Hold, Spend};
 use crate::db::models::message::{self, NewMessage};
 use crate::db::models::usage::{self, NewUsage};
 use crate::db::pipelined::Pipelined;
@@ -21,7 +21,7 @@ pub struct Finish {
     pub rows: Vec<NewMessage>,
     pub usage_rows: Vec<NewUsage>,
     pub audit_rows: Vec<NewAudit>,
-    pub settle: Option<(Hold, i64)>,
+    pub settle: Option<(Hold, Spend)>,
     /// The turn's final event, for clients re-attaching after the end.
     pub end: serde_json::Value,
 }
@@ -91,7 +91,7 @@ pub async fn release_with(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
-    settle: Option<(Hold, i64)>,
+    settle: Option<(Hold, Spend)>,
     usage_rows: &[NewUsage],
     end: serde_json::Value,
 ) -> QueryResult<()> {
@@ -121,7 +121,7 @@ pub async fn abandon(
     // Conversation row first, then the budget row, as everywhere.
     let released = release(tx.conn(), conversation_id, turn_id);
     let settled = match &hold {
-        Some(h) => budget::settle(tx.conn(), h, 0),
+        Some(h) => budget::settle(tx.conn(), h, Spend::default()),
         None => futures_util::future::ready(Ok(0)).boxed(),
     };
     let work = futures_util::future::try_join(released, settled);

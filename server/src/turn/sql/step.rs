@@ -10,7 +10,7 @@ use futures_util::future::FutureExt;
 use uuid::Uuid;
 
 use crate::db::models::audit::{self, NewAudit};
-use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk};
+use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk, Spend};
 use crate::db::models::message::{self, NewMessage};
 use crate::db::models::usage::{self, NewUsage};
 use crate::db::pipelined::Pipelined;
@@ -20,13 +20,17 @@ use crate::turn::sql::access::{access, RoleNow};
 /// Between two model calls of a turn: the finished step and the next call's ask.
 #[derive(Debug)]
 pub struct Step {
-    pub settle: Option<(Hold, i64)>,
+    pub settle: Option<(Hold, Spend)>,
     /// The step's messages (the model's, with its tool calls, then their results).
     pub messages: Vec<NewMessage>,
     /// Usage rows of the step's model call.
     pub usage: Vec<NewUsage>,
     /// Audit rows of the tool calls since the last commit.
     pub audit: Vec<NewAudit>,
+    /// The next call's estimated input tokens (part of `want` and `need`).
+    pub input: i64,
+    /// The model's price, which a money budget reserves at.
+    pub price: Option<crate::domain::pricing::Price>,
     pub want: i64,
     pub need: i64,
     pub now: DateTime<Utc>,
@@ -92,6 +96,8 @@ pub async fn next_call(
     let reserve_ask = ReserveAsk {
         user_id,
         limit: access.limit(),
+        input: step.input,
+        price: step.price.clone(),
         want: step.want,
         need: step.need,
         now: step.now,

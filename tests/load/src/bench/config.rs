@@ -62,6 +62,16 @@ fn list(v: &str) -> anyhow::Result<Vec<usize>> {
 }
 
 impl Config {
+    /// Whether the catalogue scenario runs (a benchmark run that selects it): only then does
+    /// the server get a model catalogue instead of the legacy `[llm]` settings.
+    pub fn catalogue(&self) -> bool {
+        self.held == 0
+            && self.soak_secs.is_none()
+            && !self.search
+            && (self.scenarios.is_empty()
+                || self.scenarios.iter().any(|k| k == crate::catalogue::KEY))
+    }
+
     pub fn from_args(args: &[String]) -> anyhow::Result<Self> {
         let smoke = args.iter().any(|a| a == "--smoke");
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::Config;
 use crate::client::Api;
 use crate::fake::Directive;
+use crate::scenarios::Route;
 
 pub(crate) fn log(msg: impl AsRef<str>) {
     eprintln!("[load] {}", msg.as_ref());
@@ -18,19 +19,28 @@ pub(crate) struct Conv {
     pub(crate) id: String,
 }
 
+/// Conversations free for a turn (one turn per conversation at a time).
+pub(crate) type Pool = Arc<Mutex<std::collections::VecDeque<Conv>>>;
+
 /// Everything a phase needs.
 pub(crate) struct Ctx {
     pub(crate) cfg: Config,
     pub(crate) api: Api,
     pub(crate) direct_http: reqwest::Client,
     pub(crate) fake_base: String,
+    /// The second fake upstream (provider `b` of the catalogue scenario).
+    pub(crate) fake_b_base: String,
     /// The kit's MCP server, and the kit's own session to it (the MCP baseline).
     pub(crate) mcp_base: String,
     pub(crate) mcp_direct: Option<crate::mcp::DirectSession>,
     pub(crate) tokens: Arc<Vec<String>>,
     /// One personal API key per user (same order as `tokens`), for `/v1` turns.
     pub(crate) keys: Arc<Vec<String>>,
-    pub(crate) pool: Arc<Mutex<std::collections::VecDeque<Conv>>>,
+    /// Conversations that name no model (the server's default).
+    pub(crate) pool: Pool,
+    /// The catalogue scenario's conversations, alternating `fast-a` and `fast-b` (empty
+    /// unless that scenario runs).
+    pub(crate) catalogue_pool: Pool,
     pub(crate) server_pid: u32,
     pub(crate) db: String,
 }
@@ -39,7 +49,24 @@ impl Ctx {
     pub(crate) fn take(&self) -> Option<Conv> {
         self.pool.lock().ok()?.pop_front()
     }
-    pub(crate) fn give(pool: &Arc<Mutex<std::collections::VecDeque<Conv>>>, c: Conv) {
+    /// The conversations turns of `route` run on.
+    pub(crate) fn pool_for(&self, route: Route) -> &Pool {
+        match route {
+            Route::Catalogue => &self.catalogue_pool,
+            Route::Native | Route::V1 => &self.pool,
+        }
+    }
+    pub(crate) fn take_for(&self, route: Route) -> Option<Conv> {
+        self.pool_for(route).lock().ok()?.pop_front()
+    }
+    /// The fake upstreams a direct baseline of `route` alternates between: the turns'.
+    pub(crate) fn fake_bases_for(&self, route: Route) -> Vec<String> {
+        match route {
+            Route::Catalogue => vec![self.fake_base.clone(), self.fake_b_base.clone()],
+            Route::Native | Route::V1 => vec![self.fake_base.clone()],
+        }
+    }
+    pub(crate) fn give(pool: &Pool, c: Conv) {
         if let Ok(mut p) = pool.lock() {
             p.push_back(c);
         }

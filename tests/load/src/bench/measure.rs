@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::Ctx;
 use crate::client::{self, Outcome};
 use crate::fake::Directive;
+use crate::scenarios::Route;
 use crate::stats::{count_errors, Dist};
 use crate::sys;
 
@@ -67,6 +68,9 @@ pub struct Phase {
     pub server_rss_mib_after: Option<f64>,
     /// MCP scenario: the MCP call through the server against the direct session.
     pub mcp: Option<crate::scenarios::McpPhase>,
+    /// Catalogue scenario: model calls each fake upstream served during the phase, by the
+    /// model id they named (`upstream 1: fake-a`, …; the direct baseline's name `fake`).
+    pub upstream_calls: Option<BTreeMap<String, u64>>,
 }
 
 pub(super) fn finish_phase(
@@ -125,15 +129,17 @@ pub(super) fn finish_phase(
 }
 
 /// Fires direct requests at the fake upstream at `rate`/s until `stop` (the baseline measured
-/// under the same machine load as the phase).
+/// under the same machine load as the phase); for the catalogue scenario alternately at its
+/// two fake upstreams, as its turns go.
 pub(super) fn spawn_direct(
     ctx: &Ctx,
+    route: Route,
     d: Directive,
     rate: f64,
     until: Instant,
 ) -> JoinHandle<Vec<Outcome>> {
     let http = ctx.direct_http.clone();
-    let base = ctx.fake_base.clone();
+    let bases = ctx.fake_bases_for(route);
     let content = format!("baseline {}", d.render());
     tokio::spawn(async move {
         let mut handles = Vec::new();
@@ -148,7 +154,8 @@ pub(super) fn spawn_direct(
                 break;
             }
             tokio::time::sleep_until(at).await;
-            let (http, base, content) = (http.clone(), base.clone(), content.clone());
+            let base = bases[i as usize % bases.len()].clone();
+            let (http, content) = (http.clone(), content.clone());
             handles.push(tokio::spawn(async move {
                 client::direct_turn(&http, &base, &content, d.tool, at, Duration::from_secs(60))
                     .await

@@ -72,6 +72,8 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         db,
         fake_pid,
         fake_base,
+        fake_b_pid,
+        fake_b_base,
         mcp_pid,
         mcp_base,
         server_pid,
@@ -81,6 +83,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         tokens,
         keys,
         convs,
+        catalogue_convs,
     } = seed::seed(&cfg, &api, &db).await?;
     report.checkpoint_before = seed::checkpoint(&cfg);
     report.setup_secs = t_start.elapsed().as_secs_f64();
@@ -97,16 +100,19 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         api,
         direct_http,
         fake_base,
+        fake_b_base,
         mcp_base,
         mcp_direct: Some(mcp_direct),
         tokens,
         keys: Arc::new(keys),
         pool: Arc::new(Mutex::new(convs.into_iter().collect())),
+        catalogue_pool: Arc::new(Mutex::new(catalogue_convs.into_iter().collect())),
         server_pid,
         db,
     });
     let gen_ticks0 = sys::cpu_ticks(std::process::id()).unwrap_or(0);
     let fake_ticks0 = sys::cpu_ticks(fake_pid).unwrap_or(0);
+    let fake_b_ticks0 = fake_b_pid.and_then(sys::cpu_ticks).unwrap_or(0);
 
     models::warm_up(&ctx).await;
 
@@ -139,8 +145,16 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     report.generator_cpu_ms = sys::cpu_ticks(std::process::id())
         .map(|t| t.saturating_sub(gen_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
     report.mcp_server_cpu_ms = sys::cpu_ticks(mcp_pid).map(|t| t as f64 * 1000.0 / sys::CLK_TCK);
-    report.fake_upstream_cpu_ms = sys::cpu_ticks(fake_pid)
-        .map(|t| t.saturating_sub(fake_ticks0) as f64 * 1000.0 / sys::CLK_TCK);
+    report.fake_upstream_cpu_ms = sys::cpu_ticks(fake_pid).map(|t| {
+        // Both fake upstreams when the catalogue scenario runs a second one.
+        let b = fake_b_pid
+            .and_then(sys::cpu_ticks)
+            .map_or(0, |t| t.saturating_sub(fake_b_ticks0));
+        (t.saturating_sub(fake_ticks0) + b) as f64 * 1000.0 / sys::CLK_TCK
+    });
+    if cfg.catalogue() {
+        report.catalogue_usage = Some(crate::catalogue::usage(&ctx));
+    }
     report.machine.loadavg_end = sys::loadavg();
     report.wall_secs = t_start.elapsed().as_secs_f64();
 

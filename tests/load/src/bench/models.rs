@@ -1,6 +1,7 @@
 //! The load models: closed (fixed concurrency, turns back to back) and open (arrivals at a
 //! fixed rate), and the unreported warm-up run before the measured phases.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,9 +23,10 @@ pub(super) async fn closed(
     conc: usize,
     secs: f64,
 ) -> Phase {
+    let calls0 = upstream_calls(ctx, route).await;
     let before = sample(ctx, false);
     let deadline = before.at + Duration::from_secs_f64(secs);
-    let direct = spawn_direct(ctx, d, ctx.cfg.direct_rate, deadline);
+    let direct = spawn_direct(ctx, route, d, ctx.cfg.direct_rate, deadline);
     let mcp = match d.mcp {
         true => crate::scenarios::McpWatch::start(ctx, deadline).await,
         false => None,
@@ -37,7 +39,7 @@ pub(super) async fn closed(
         workers.push(tokio::spawn(async move {
             let mut outs = Vec::new();
             while Instant::now() < deadline {
-                let Some(conv) = ctx.take() else {
+                let Some(conv) = ctx.take_for(route) else {
                     outs.push(Outcome {
                         error: Some("no_free_conversation".into()),
                         ..Default::default()
@@ -49,7 +51,7 @@ pub(super) async fn closed(
                 let o = ctx
                     .run_turn(route, &conv, &content, t0, ctx.turn_timeout(), None)
                     .await;
-                Ctx::give(&ctx.pool, conv);
+                Ctx::give(ctx.pool_for(route), conv);
                 let failed = !o.ok;
                 outs.push(o);
                 if failed {
@@ -77,6 +79,7 @@ pub(super) async fn closed(
         model: "closed".into(),
         concurrency: Some(conc),
         mcp,
+        upstream_calls: upstream_calls_since(ctx, calls0).await,
         ..Default::default()
     };
     finish_phase(ctx, p, &outs, &direct, &before, &after, deadline)
@@ -100,9 +103,10 @@ pub(super) async fn open(
         ));
         tokio::time::sleep(Duration::from_secs(ctx.cfg.stats_wait_secs)).await;
     }
+    let calls0 = upstream_calls(ctx, route).await;
     let before = sample(ctx, pg_counters);
     let deadline = before.at + Duration::from_secs_f64(secs);
-    let direct = spawn_direct(ctx, d, ctx.cfg.direct_rate, deadline);
+    let direct = spawn_direct(ctx, route, d, ctx.cfg.direct_rate, deadline);
     let mcp = match d.mcp {
         true => crate::scenarios::McpWatch::start(ctx, deadline).await,
         false => None,
@@ -118,7 +122,7 @@ pub(super) async fn open(
             break;
         }
         tokio::time::sleep_until(at).await;
-        let Some(conv) = ctx.take() else {
+        let Some(conv) = ctx.take_for(route) else {
             dropped.push(Outcome {
                 error: Some("no_free_conversation".into()),
                 ..Default::default()
@@ -131,7 +135,7 @@ pub(super) async fn open(
             let o = ctx2
                 .run_turn(route, &conv, &content, at, ctx2.turn_timeout(), None)
                 .await;
-            Ctx::give(&ctx2.pool, conv);
+            Ctx::give(ctx2.pool_for(route), conv);
             o
         }));
     }
@@ -160,6 +164,7 @@ pub(super) async fn open(
         model: "open".into(),
         rate_per_s: Some(rate),
         mcp,
+        upstream_calls: upstream_calls_since(ctx, calls0).await,
         ..Default::default()
     };
     let mut p = finish_phase(ctx, p, &outs, &direct, &before, &after, deadline);
@@ -170,13 +175,31 @@ pub(super) async fn open(
     p
 }
 
+/// The catalogue scenario's model calls at each fake upstream so far (`None` for others).
+async fn upstream_calls(ctx: &Ctx, route: Route) -> Option<BTreeMap<String, u64>> {
+    match route {
+        Route::Catalogue => Some(crate::catalogue::upstream_calls(ctx).await),
+        Route::Native | Route::V1 => None,
+    }
+}
+
+async fn upstream_calls_since(
+    ctx: &Ctx,
+    before: Option<BTreeMap<String, u64>>,
+) -> Option<BTreeMap<String, u64>> {
+    let before = before?;
+    let after = crate::catalogue::upstream_calls(ctx).await;
+    Some(crate::catalogue::calls_since(&before, &after))
+}
+
 /// Warms up (connection pools, caches), not reported. The held run's demo model answers
-/// one word a delay: no warm-up there.
+/// one word a delay: no warm-up there. The catalogue's conversations warm up too when that
+/// scenario runs (its providers have connection pools of their own).
 pub(super) async fn warm_up(ctx: &Arc<Ctx>) {
-    let warm_routes: &[Route] = if ctx.cfg.held == 0 {
-        &[Route::Native, Route::V1]
-    } else {
-        &[]
+    let warm_routes: &[Route] = match (ctx.cfg.held == 0, ctx.cfg.catalogue()) {
+        (false, _) => &[],
+        (true, false) => &[Route::Native, Route::V1],
+        (true, true) => &[Route::Native, Route::V1, Route::Catalogue],
     };
     if !warm_routes.is_empty() {
         log("warm-up");

@@ -30,6 +30,8 @@ pub(super) struct Seeded {
     /// One personal API key per user (same order as `tokens`).
     pub(super) keys: Vec<String>,
     pub(super) convs: Vec<Conv>,
+    /// The catalogue scenario's, alternating its two models (none unless it runs).
+    pub(super) catalogue_convs: Vec<Conv>,
 }
 
 pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Seeded> {
@@ -98,6 +100,36 @@ pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Se
     for h in hs {
         all.push(h.await??);
     }
+    // The catalogue scenario's own conversations, alternating its models: as many as its
+    // closed-model sweep can keep busy (twice the highest level) and more.
+    let mut catalogue_convs = Vec::new();
+    if cfg.catalogue() {
+        let n = (cfg.levels.iter().max().copied().unwrap_or(1) * 2 + 64).max(256);
+        log(format!(
+            "creating {n} catalogue conversations ({})",
+            crate::catalogue::MODELS.map(|m| m.0).join(" / ")
+        ));
+        let mut hs = Vec::new();
+        for i in 0..n {
+            let (api, tokens, sem) = (api.clone(), tokens.clone(), sem.clone());
+            hs.push(tokio::spawn(async move {
+                let _p = sem.acquire().await;
+                // Pairs of consecutive conversations share a user: every user has both.
+                let user = (i / 2) % tokens.len();
+                let model = crate::catalogue::model_of(i);
+                api.create_conversation_on(
+                    &tokens[user],
+                    &format!("load catalogue {i}"),
+                    Some(model),
+                )
+                .await
+                .map(|id| Conv { user, id })
+            }));
+        }
+        for h in hs {
+            catalogue_convs.push(h.await??);
+        }
+    }
     if cfg.history > 0 {
         let t = Instant::now();
         sys::psql_in(&cfg.pg_host, &cfg.pg_port, db, &history_sql(cfg.history))?;
@@ -112,6 +144,7 @@ pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Se
         tokens,
         keys,
         convs: all,
+        catalogue_convs,
     })
 }
 

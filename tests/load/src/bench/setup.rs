@@ -16,6 +16,7 @@ use crate::sys;
 /// Child processes and the database, torn down on drop whatever happens.
 pub(super) struct Procs {
     fake: Option<Child>,
+    fake_b: Option<Child>,
     mcp: Option<Child>,
     server: Option<Child>,
     db: String,
@@ -26,9 +27,14 @@ pub(super) struct Procs {
 
 impl Drop for Procs {
     fn drop(&mut self) {
-        for c in [self.server.take(), self.fake.take(), self.mcp.take()]
-            .into_iter()
-            .flatten()
+        for c in [
+            self.server.take(),
+            self.fake.take(),
+            self.fake_b.take(),
+            self.mcp.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             let mut c = c;
             let _ = c.kill();
@@ -118,6 +124,9 @@ pub(super) struct Started {
     pub(super) db: String,
     pub(super) fake_pid: u32,
     pub(super) fake_base: String,
+    /// The second fake upstream, when the catalogue scenario runs (else the base is empty).
+    pub(super) fake_b_pid: Option<u32>,
+    pub(super) fake_b_base: String,
     pub(super) mcp_pid: u32,
     pub(super) mcp_base: String,
     pub(super) server_pid: u32,
@@ -129,6 +138,7 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
     let db = format!("agentchat_load_{}", rand_suffix());
     let mut procs = Procs {
         fake: None,
+        fake_b: None,
         mcp: None,
         server: None,
         db: db.clone(),
@@ -143,6 +153,18 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
     procs.fake = Some(fake);
     let fake_base = format!("http://127.0.0.1:{fake_port}");
     log(format!("fake upstream on {fake_base}"));
+    // A second one, provider `b` of the catalogue scenario (only when that scenario runs).
+    let catalogue = cfg.catalogue();
+    let (mut fake_b_pid, mut fake_b_base) = (None, String::new());
+    if catalogue {
+        let (fake_b, port) = spawn_helper("fake-upstream").await?;
+        fake_b_pid = Some(fake_b.id());
+        procs.fake_b = Some(fake_b);
+        fake_b_base = format!("http://127.0.0.1:{port}");
+        log(format!(
+            "second fake upstream on {fake_b_base}; the server gets a model catalogue (3 providers)"
+        ));
+    }
     let (mcp_child, mcp_port) = spawn_helper("mcp-server").await?;
     let mcp_pid = mcp_child.id();
     procs.mcp = Some(mcp_child);
@@ -158,7 +180,18 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
     let port = free_port()?;
     let base = format!("http://127.0.0.1:{port}");
     let server_log = std::fs::File::create(cfg.out_dir.join("server.log"))?;
-    let server = Command::new(&cfg.server_bin)
+    let mut command = Command::new(&cfg.server_bin);
+    if catalogue {
+        // `[[providers]]` + `[[models]]` (the `[llm]` provider is then not used; its limits
+        // and `llm.model`, the default, still are). See `crate::catalogue`.
+        command
+            .env(
+                "AGENTCHAT_PROVIDERS",
+                crate::catalogue::providers_env(&fake_base, &fake_b_base),
+            )
+            .env("AGENTCHAT_MODELS", crate::catalogue::models_env());
+    }
+    let server = command
         .env(
             "DATABASE_URL",
             format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port),
@@ -171,7 +204,11 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
         .env("AGENTCHAT_LLM_BASE_URL", format!("{fake_base}/v1"))
         .env(
             "AGENTCHAT_LLM_MODEL",
-            if cfg.held > 0 { "demo" } else { "fake" },
+            if cfg.held > 0 {
+                "demo"
+            } else {
+                crate::catalogue::DEFAULT_MODEL
+            },
         )
         .env("AGENTCHAT_DEMO_DELAY_MS", cfg.demo_delay_ms.to_string())
         // One model call per turn, as the kit counts them (no background title calls).
@@ -239,6 +276,8 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
         db,
         fake_pid,
         fake_base,
+        fake_b_pid,
+        fake_b_base,
         mcp_pid,
         mcp_base,
         server_pid,

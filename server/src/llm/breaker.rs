@@ -1,0 +1,384 @@
+//! Circuit breakers, one per provider endpoint: after enough failures a provider is skipped
+//! (its models' calls go straight to their fallbacks) until a cool-down passes; then one
+//! probe call decides whether it closes again. Checks are in memory; opening and closing
+//! are shared with the other processes through Postgres ([`crate::turn::breaker_sync`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::LlmError;
+
+/// When a breaker opens and how long it stays open.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open it.
+    pub failures: u32,
+    /// Share of failed calls in the window (0–1) that opens it, once `min_calls` were made.
+    pub failure_rate: f64,
+    pub min_calls: u32,
+    /// How far back the failure rate looks.
+    pub window: Duration,
+    /// How long it stays open before one probe call may try.
+    pub cooldown: Duration,
+}
+
+/// A breaker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerState {
+    /// Calls go through.
+    Closed,
+    /// Calls are refused until the cool-down passes.
+    Open,
+    /// The cool-down passed: one probe call is let through.
+    HalfOpen,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open => "open",
+            Self::HalfOpen => "half_open",
+        }
+    }
+
+    pub const ALL: [Self; 3] = [Self::Closed, Self::Open, Self::HalfOpen];
+}
+
+/// What a breaker says to one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Go ahead.
+    Pass,
+    /// Go ahead as the half-open probe: this call's outcome opens or closes the breaker.
+    Probe,
+    /// Skip this provider.
+    Refused,
+}
+
+/// A change another process should hear of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition {
+    Opened {
+        until: DateTime<Utc>,
+        reason: String,
+    },
+    Closed,
+}
+
+/// A breaker as the admin view and `/readyz` show it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BreakerView {
+    pub state: BreakerState,
+    pub consecutive_failures: u32,
+    /// While open: when a probe may try again.
+    pub open_until: Option<DateTime<Utc>>,
+    /// Why it last opened (the provider's error code and message, cut short).
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    consecutive: u32,
+    /// Outcomes in the window: (when, failed).
+    recent: VecDeque<(Instant, bool)>,
+    /// Open until then (monotonic and wall-clock).
+    open_until: Option<(Instant, DateTime<Utc>)>,
+    probing: bool,
+    last_error: Option<String>,
+}
+
+/// One provider endpoint's breaker.
+#[derive(Debug)]
+pub struct Breaker {
+    settings: BreakerSettings,
+    inner: Mutex<Inner>,
+}
+
+impl Breaker {
+    pub fn new(settings: BreakerSettings) -> Self {
+        Self {
+            settings,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn state_of(inner: &Inner, now: Instant) -> BreakerState {
+        match inner.open_until {
+            Some((until, _)) if now < until => BreakerState::Open,
+            Some(_) => BreakerState::HalfOpen,
+            None => BreakerState::Closed,
+        }
+    }
+
+    pub fn state(&self) -> BreakerState {
+        self.inner
+            .lock()
+            .map(|i| Self::state_of(&i, Instant::now()))
+            .unwrap_or(BreakerState::Closed)
+    }
+
+    /// Whether a call may go to this provider now.
+    pub fn admit(&self) -> Admission {
+        let Ok(mut inner) = self.inner.lock() else {
+            return Admission::Pass;
+        };
+        match Self::state_of(&inner, Instant::now()) {
+            BreakerState::Closed => Admission::Pass,
+            BreakerState::Open => Admission::Refused,
+            BreakerState::HalfOpen if inner.probing => Admission::Refused,
+            BreakerState::HalfOpen => {
+                inner.probing = true;
+                Admission::Probe
+            }
+        }
+    }
+
+    /// A probe that ended without an outcome (cancelled): the next call may probe.
+    pub fn abandon_probe(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.probing = false;
+        }
+    }
+
+    /// Records a call that got its first token (or a complete answer).
+    pub fn succeeded(&self) -> Option<Transition> {
+        let mut inner = self.inner.lock().ok()?;
+        let now = Instant::now();
+        let was_open = inner.open_until.is_some();
+        inner.consecutive = 0;
+        inner.probing = false;
+        inner.open_until = None;
+        self.push(&mut inner, now, false);
+        was_open.then_some(Transition::Closed)
+    }
+
+    /// Records a call that failed before its first token with an error that says the
+    /// endpoint is unwell ([`counts_against`]).
+    pub fn failed(&self, error: &LlmError) -> Option<Transition> {
+        let mut inner = self.inner.lock().ok()?;
+        let now = Instant::now();
+        inner.consecutive = inner.consecutive.saturating_add(1);
+        self.push(&mut inner, now, true);
+        let reason = super::truncate_chars(&format!("{}: {error}", error.code()), 200);
+        inner.last_error = Some(reason.clone());
+        let probe_failed = std::mem::take(&mut inner.probing);
+        let (total, failed) = inner.recent.iter().fold((0u32, 0u32), |(t, f), (_, bad)| {
+            (t + 1, f + u32::from(*bad))
+        });
+        let rate_tripped = total >= self.settings.min_calls.max(1)
+            && f64::from(failed) / f64::from(total) >= self.settings.failure_rate;
+        let already_open = Self::state_of(&inner, now) == BreakerState::Open;
+        if already_open
+            || !(probe_failed || inner.consecutive >= self.settings.failures || rate_tripped)
+        {
+            return None;
+        }
+        let until =
+            Utc::now() + chrono::Duration::from_std(self.settings.cooldown).unwrap_or_default();
+        inner.open_until = Some((now + self.settings.cooldown, until));
+        Some(Transition::Opened { until, reason })
+    }
+
+    fn push(&self, inner: &mut Inner, now: Instant, failed: bool) {
+        inner.recent.push_back((now, failed));
+        while inner
+            .recent
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > self.settings.window)
+        {
+            inner.recent.pop_front();
+        }
+        // Bounded whatever the traffic: the rate needs no more than this.
+        while inner.recent.len() > 1_000 {
+            inner.recent.pop_front();
+        }
+    }
+
+    /// Takes another process's word: open until `until` (if later than now), or closed.
+    pub fn adopt(&self, open_until: Option<DateTime<Utc>>, reason: Option<String>) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        match open_until.map(|u| (u - Utc::now()).to_std()) {
+            Some(Ok(left)) => {
+                let at = Instant::now() + left;
+                let later = inner.open_until.is_none_or(|(mine, _)| mine < at);
+                if later {
+                    inner.open_until = open_until.map(|u| (at, u));
+                    inner.last_error = reason.or(inner.last_error.take());
+                }
+            }
+            // Open until a time already past: half-open here too once ours has passed.
+            Some(Err(_)) => {}
+            None => {
+                inner.open_until = None;
+                inner.consecutive = 0;
+                inner.probing = false;
+            }
+        }
+    }
+
+    pub fn view(&self) -> BreakerView {
+        let Ok(inner) = self.inner.lock() else {
+            return BreakerView {
+                state: BreakerState::Closed,
+                consecutive_failures: 0,
+                open_until: None,
+                last_error: None,
+            };
+        };
+        let state = Self::state_of(&inner, Instant::now());
+        BreakerView {
+            state,
+            consecutive_failures: inner.consecutive,
+            open_until: (state == BreakerState::Open)
+                .then(|| inner.open_until.map(|(_, wall)| wall))
+                .flatten(),
+            last_error: inner.last_error.clone(),
+        }
+    }
+}
+
+/// Whether `error` says the endpoint is unwell (counts towards opening its breaker): not a
+/// request the provider refused on its merits (400, 401, 404, ...).
+pub fn counts_against(error: &LlmError) -> bool {
+    match error {
+        LlmError::Upstream { status, .. } => *status == 408 || *status >= 500,
+        LlmError::Config(_) | LlmError::CircuitOpen(_) => false,
+        _ => true,
+    }
+}
+
+/// Every provider endpoint's breaker, by provider name.
+#[derive(Debug, Default)]
+pub struct Breakers {
+    by_provider: HashMap<String, Arc<Breaker>>,
+}
+
+impl Breakers {
+    pub fn new<'a>(
+        providers: impl IntoIterator<Item = &'a str>,
+        settings: BreakerSettings,
+    ) -> Self {
+        Self {
+            by_provider: providers
+                .into_iter()
+                .map(|p| (p.to_owned(), Arc::new(Breaker::new(settings))))
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, provider: &str) -> Option<&Arc<Breaker>> {
+        self.by_provider.get(provider)
+    }
+
+    /// Every breaker, by provider name, sorted.
+    pub fn all(&self) -> Vec<(&str, &Arc<Breaker>)> {
+        let mut all: Vec<_> = self
+            .by_provider
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        all.sort_by_key(|(k, _)| *k);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(cooldown_ms: u64) -> BreakerSettings {
+        BreakerSettings {
+            failures: 3,
+            failure_rate: 0.5,
+            min_calls: 6,
+            window: Duration::from_secs(60),
+            cooldown: Duration::from_millis(cooldown_ms),
+        }
+    }
+
+    fn down() -> LlmError {
+        LlmError::Upstream {
+            status: 503,
+            message: "overloaded".into(),
+        }
+    }
+
+    #[test]
+    fn consecutive_failures_open_it_and_a_probe_closes_it() {
+        let b = Breaker::new(settings(30));
+        assert_eq!(b.failed(&down()), None);
+        assert_eq!(b.failed(&down()), None);
+        assert!(matches!(b.failed(&down()), Some(Transition::Opened { .. })));
+        assert_eq!(b.admit(), Admission::Refused);
+        assert_eq!(b.view().state, BreakerState::Open);
+        assert!(b.view().last_error.is_some_and(|e| e.contains("503")));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        assert_eq!(b.admit(), Admission::Probe);
+        // One probe at a time.
+        assert_eq!(b.admit(), Admission::Refused);
+        assert_eq!(b.succeeded(), Some(Transition::Closed));
+        assert_eq!(b.admit(), Admission::Pass);
+    }
+
+    #[test]
+    fn a_failed_probe_opens_it_again_and_an_abandoned_one_lets_another_try() {
+        let b = Breaker::new(settings(20));
+        for _ in 0..3 {
+            b.failed(&down());
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(b.admit(), Admission::Probe);
+        b.abandon_probe();
+        assert_eq!(b.admit(), Admission::Probe);
+        assert!(matches!(b.failed(&down()), Some(Transition::Opened { .. })));
+        assert_eq!(b.admit(), Admission::Refused);
+    }
+
+    #[test]
+    fn the_failure_rate_opens_it_without_a_run_of_failures() {
+        let b = Breaker::new(settings(1_000));
+        let mut opened_at = None;
+        for round in 1..=4 {
+            assert_eq!(b.succeeded(), None);
+            if b.failed(&down()).is_some() {
+                opened_at = Some(round);
+                break;
+            }
+        }
+        // 3 of 6 failed, never 2 in a row.
+        assert_eq!(opened_at, Some(3));
+        assert_eq!(b.state(), BreakerState::Open);
+    }
+
+    #[test]
+    fn another_process_opening_or_closing_it_is_taken() {
+        let b = Breaker::new(settings(1_000));
+        b.adopt(
+            Some(Utc::now() + chrono::Duration::seconds(5)),
+            Some("upstream_timeout".into()),
+        );
+        assert_eq!(b.admit(), Admission::Refused);
+        b.adopt(None, None);
+        assert_eq!(b.admit(), Admission::Pass);
+    }
+
+    #[test]
+    fn refusals_on_the_merits_do_not_count() {
+        let bad_request = LlmError::Upstream {
+            status: 400,
+            message: "too long".into(),
+        };
+        assert!(!counts_against(&bad_request));
+        assert!(counts_against(&LlmError::Timeout("first_byte")));
+        assert!(counts_against(&LlmError::RateLimited { retry_after: None }));
+    }
+}

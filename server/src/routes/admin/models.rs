@@ -1,0 +1,220 @@
+//! `GET /api/admin/models`: the model catalogue as an admin reviews it: every provider (its
+//! key only as "set" or not, its circuit breaker), every model with its whole price table,
+//! the price in force and the roles that may use it. Read-only: the catalogue comes from the
+//! configuration.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use crate::auth::AdminUser;
+use crate::config::{PriceConfig, ProviderKind, Settings};
+use crate::db::{self, models::role};
+use crate::error::ApiError;
+use crate::llm::breaker::{BreakerState, BreakerView, Breakers};
+use crate::llm::catalogue::allows;
+use crate::llm::CatalogueModel;
+use crate::routes::models::PriceView;
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/models", web::get().to(list));
+}
+
+/// `GET /api/admin/models`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AdminCatalogue {
+    /// In configuration order (`default` alone when only `[llm]` is configured).
+    pub providers: Vec<ProviderInfo>,
+    /// In configuration order.
+    pub models: Vec<AdminModel>,
+}
+
+/// One upstream endpoint.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ProviderInfo {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// The endpoint requests go to (the vendor's when none is configured; empty for the
+    /// demo), without any user name or password it may carry.
+    pub base_url: String,
+    /// Whether an API key is configured (the key itself is never shown).
+    pub api_key_set: bool,
+    /// Its circuit breaker as this process sees it (every process shares opening and
+    /// closing through the database).
+    pub breaker: BreakerView,
+}
+
+/// One model of the catalogue.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AdminModel {
+    /// The public name conversations and role lists use.
+    pub name: String,
+    /// The provider entry serving it.
+    pub provider: String,
+    pub kind: ProviderKind,
+    /// The provider's id of the model.
+    pub upstream_model: String,
+    pub context_window: u64,
+    pub max_output: u32,
+    /// Every configured price, oldest first.
+    pub prices: Vec<PriceRow>,
+    /// The price per million tokens in force now (null: none has started, or unpriced).
+    pub price_in_force: Option<PriceView>,
+    /// No price is configured: the model can never be used under a money budget.
+    pub unpriced: bool,
+    /// Models that answer, in order, when this one fails before its first token.
+    pub fallbacks: Vec<String>,
+    /// The roles whose `models` list allows it (by name or `*`), by name.
+    pub roles: Vec<String>,
+}
+
+/// One row of a model's price table, per million tokens, as exact decimal strings.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PriceRow {
+    /// When it starts to apply (null: always).
+    pub effective_from: Option<DateTime<Utc>>,
+    pub currency: String,
+    pub input: String,
+    pub output: String,
+    /// The input price when not configured apart.
+    pub cache_read: String,
+    /// The input price when not configured apart.
+    pub cache_write: String,
+}
+
+/// The whole catalogue with the roles that may use each model.
+#[utoipa::path(get, path = "/api/admin/models", tag = "admin",
+    responses((status = 200, description = "Providers and models", body = AdminCatalogue)))]
+async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let roles = role::list(&mut conn).await?;
+    drop(conn);
+    let now = Utc::now();
+    let models = state
+        .engine
+        .catalogue
+        .models()
+        .iter()
+        .map(|m| model_info(m, &roles, now))
+        .collect();
+    Ok(HttpResponse::Ok().json(AdminCatalogue {
+        providers: providers(&state.settings, &state.engine.breakers),
+        models,
+    }))
+}
+
+/// The configured providers, or the `[llm]` one (named `default`) when there are none.
+fn providers(settings: &Settings, breakers: &Breakers) -> Vec<ProviderInfo> {
+    let breaker = |name: &str| {
+        breakers.get(name).map(|b| b.view()).unwrap_or(BreakerView {
+            state: BreakerState::Closed,
+            consecutive_failures: 0,
+            open_until: None,
+            last_error: None,
+        })
+    };
+    if settings.providers.is_empty() {
+        let llm = &settings.llm;
+        return vec![ProviderInfo {
+            name: "default".to_owned(),
+            kind: llm.provider,
+            base_url: shown_url(llm.provider, &llm.base_url),
+            api_key_set: llm.api_key.is_some(),
+            breaker: breaker("default"),
+        }];
+    }
+    settings
+        .providers
+        .iter()
+        .map(|p| ProviderInfo {
+            name: p.name.clone(),
+            kind: p.kind,
+            base_url: shown_url(p.kind, &p.base_url),
+            api_key_set: p.api_key.is_some(),
+            breaker: breaker(&p.name),
+        })
+        .collect()
+}
+
+/// The base URL requests go to, with any credentials in it removed.
+fn shown_url(kind: ProviderKind, configured: &str) -> String {
+    let url = match configured.trim().trim_end_matches('/') {
+        "" => kind.vendor_base_url(),
+        url => url,
+    };
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(None);
+            }
+            if !u.username().is_empty() {
+                let _ = u.set_username("");
+            }
+            u.to_string().trim_end_matches('/').to_owned()
+        }
+        // Validated at start-up; a demo provider may have none.
+        Err(_) => String::new(),
+    }
+}
+
+fn model_info(m: &CatalogueModel, roles: &[role::Role], now: DateTime<Utc>) -> AdminModel {
+    AdminModel {
+        name: m.name.clone(),
+        provider: m.provider.clone(),
+        kind: m.kind,
+        upstream_model: m.upstream_model.clone(),
+        context_window: m.context_window,
+        max_output: m.max_output,
+        prices: m.prices().iter().map(price_row).collect(),
+        price_in_force: m.price_at(now).map(|p| PriceView {
+            currency: p.currency,
+            input: exact(p.input),
+            output: exact(p.output),
+            cache_read: exact(p.cache_read),
+            cache_write: exact(p.cache_write),
+        }),
+        unpriced: !m.is_priced(),
+        fallbacks: m.fallbacks.clone(),
+        roles: roles
+            .iter()
+            .filter(|r| allows(&r.models, &m.name))
+            .map(|r| r.name.clone())
+            .collect(),
+    }
+}
+
+fn price_row(p: &PriceConfig) -> PriceRow {
+    PriceRow {
+        effective_from: p.effective_from,
+        currency: p.currency.clone(),
+        input: exact(p.input),
+        output: exact(p.output),
+        cache_read: exact(p.cache_read.unwrap_or(p.input)),
+        cache_write: exact(p.cache_write.unwrap_or(p.input)),
+    }
+}
+
+/// A decimal without trailing zeros (`3.00` -> `3`), as `/api/models` writes it.
+fn exact(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_carry_no_credentials() {
+        assert_eq!(
+            shown_url(ProviderKind::Openai, "https://user:pw@llm.example.com/v1/"),
+            "https://llm.example.com/v1"
+        );
+        assert_eq!(
+            shown_url(ProviderKind::Anthropic, ""),
+            "https://api.anthropic.com"
+        );
+        assert_eq!(shown_url(ProviderKind::Demo, ""), "");
+    }
+}
