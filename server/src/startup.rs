@@ -134,7 +134,7 @@ impl Application {
         // other processes found down.
         if let Ok(mut conn) = state.pool.get().await {
             let _ = crate::cluster::heartbeat::heartbeat(&mut conn, liveness.process_id).await;
-            let _ = crate::cluster::breakers::adopt_all(&mut conn, &breakers).await;
+            let _ = crate::turn::breaker_sync::adopt_all(&mut conn, &breakers).await;
         }
         liveness.spawn(state.pool.clone());
         channel::spawn_listener(

@@ -4,7 +4,6 @@
 //! each process's heartbeat ([`liveness`]). It knows nothing of what a turn does.
 
 pub mod active;
-pub mod breakers;
 pub mod channel;
 pub mod control;
 pub mod heartbeat;

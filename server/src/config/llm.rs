@@ -41,6 +41,21 @@ impl ProviderKind {
     }
 }
 
+/// When a provider's circuit breaker opens and how long it stays open
+/// ([`crate::llm::breaker`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open it.
+    pub failures: u32,
+    /// Share of failed calls in the window (0–1) that opens it, once `min_calls` were made.
+    pub failure_rate: f64,
+    pub min_calls: u32,
+    /// How far back the failure rate looks.
+    pub window: Duration,
+    /// How long it stays open before one probe call may try.
+    pub cooldown: Duration,
+}
+
 /// The model and the agent loop.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default = "LlmSettings::unfilled", deny_unknown_fields)]
@@ -113,8 +128,8 @@ impl Default for LlmSettings {
 
 impl LlmSettings {
     /// When providers' circuit breakers open and for how long.
-    pub fn breaker(&self) -> crate::llm::breaker::BreakerSettings {
-        crate::llm::breaker::BreakerSettings {
+    pub fn breaker(&self) -> BreakerSettings {
+        BreakerSettings {
             failures: self.breaker_failures,
             failure_rate: f64::from(self.breaker_failure_rate_percent) / 100.0,
             min_calls: self.breaker_min_calls,

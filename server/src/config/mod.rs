@@ -28,7 +28,7 @@ pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
 pub use catalogue::{ModelConfig, PriceConfig, ProviderConfig};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use durable::DurableSettings;
-pub use llm::{LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
+pub use llm::{BreakerSettings, LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
 pub use tools::ToolSettings;

@@ -5,26 +5,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::LlmError;
 
-/// When a breaker opens and how long it stays open.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BreakerSettings {
-    /// Consecutive failures that open it.
-    pub failures: u32,
-    /// Share of failed calls in the window (0–1) that opens it, once `min_calls` were made.
-    pub failure_rate: f64,
-    pub min_calls: u32,
-    /// How far back the failure rate looks.
-    pub window: Duration,
-    /// How long it stays open before one probe call may try.
-    pub cooldown: Duration,
-}
+pub use crate::config::BreakerSettings;
 
 /// A breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -293,6 +281,7 @@ impl Breakers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn settings(cooldown_ms: u64) -> BreakerSettings {
         BreakerSettings {

@@ -185,7 +185,7 @@ impl TurnEngine {
                 tracing::info!(provider, "a model provider's circuit breaker closed")
             }
         }
-        crate::cluster::breakers::spawn_publish(self.pool.clone(), provider.to_owned(), change);
+        crate::turn::breaker_sync::spawn_publish(self.pool.clone(), provider.to_owned(), change);
     }
 }
 

@@ -33,6 +33,7 @@
 mod api;
 mod approval;
 mod attachments;
+pub mod breaker_sync;
 mod context;
 mod ending;
 mod engine;

@@ -34,7 +34,7 @@ fn apply(to: &Listeners, signal: Signal) {
             tokio::spawn(async move { sync_mcp(&mcp, &pool).await });
         }
         Signal::BreakersChanged => {
-            crate::cluster::breakers::spawn_adopt(to.pool.clone(), to.breakers.clone());
+            crate::turn::breaker_sync::spawn_adopt(to.pool.clone(), to.breakers.clone());
         }
     }
 }

@@ -10,7 +10,7 @@ use diesel::sql_types::{Nullable, Text, Timestamptz};
 use diesel::QueryableByName;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use super::channel::{self, Signal};
+use crate::cluster::channel::{self, Signal};
 use crate::db::prepared::sql;
 use crate::llm::breaker::{Breakers, Transition};
 
