@@ -66,14 +66,18 @@ impl Application {
             http: settings.tools.http.clone(),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
-        let catalogue = Arc::new(llm::Catalogue::from_settings(&settings, &|kind| {
-            let retries = metrics
-                .upstream_retries
-                .with_label_values(&[provider_label(kind)]);
-            llm::http::RetryHook::new(move || retries.inc())
-        })?);
+        let hooks: llm::live_catalogue::RetryHooks = {
+            let metrics = metrics.clone();
+            Arc::new(move |kind| {
+                let retries = metrics
+                    .upstream_retries
+                    .with_label_values(&[provider_label(kind)]);
+                llm::http::RetryHook::new(move || retries.inc())
+            })
+        };
+        let catalogue = Arc::new(llm::LiveCatalogue::from_settings(&settings, hooks)?);
         let breakers = Arc::new(llm::breaker::Breakers::new(
-            catalogue.provider_names(),
+            catalogue.now().provider_names(),
             settings.llm.breaker(),
         ));
         let engine = TurnEngine {
@@ -134,6 +138,9 @@ impl Application {
         // other processes found down.
         if let Ok(mut conn) = state.pool.get().await {
             let _ = crate::cluster::heartbeat::heartbeat(&mut conn, liveness.process_id).await;
+            if let Err(e) = state.catalogue_parts().reload(&mut conn).await {
+                tracing::warn!(error = %e, "the model catalogue's stored entries could not be read");
+            }
             let _ = crate::turn::breaker_sync::adopt_all(&mut conn, &breakers).await;
         }
         liveness.spawn(state.pool.clone());
@@ -143,7 +150,7 @@ impl Application {
                 turns: state.turns.clone(),
                 mcp: state.mcp.clone(),
                 pool: state.pool.clone(),
-                breakers,
+                catalogue: state.catalogue_parts(),
             }),
         );
         state.engine.spawn_sweepers();

@@ -39,3 +39,14 @@ pub struct AppState {
     /// API keys seen lately (`/v1` turns skip their lookup).
     pub keys: Arc<crate::auth::key_cache::KeyCache>,
 }
+
+impl AppState {
+    /// The model catalogue and the providers' breakers, which the admin API rebuilds.
+    pub fn catalogue_parts(&self) -> crate::turn::catalogue_sync::CatalogueParts {
+        crate::turn::catalogue_sync::CatalogueParts {
+            settings: self.settings.clone(),
+            catalogue: self.engine.catalogue.clone(),
+            breakers: self.engine.breakers.clone(),
+        }
+    }
+}

@@ -16,6 +16,7 @@ mod approvals;
 mod attachments;
 mod auth;
 mod budget;
+mod catalogue_edit;
 mod chat;
 mod cleanup;
 mod conversation_size;

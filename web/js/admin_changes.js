@@ -18,6 +18,12 @@ export const KINDS = {
   'mcp_server.create': 'Added an MCP server',
   'mcp_server.update': 'Changed an MCP server',
   'mcp_server.delete': 'Removed an MCP server',
+  'provider.create': 'Added a model provider',
+  'provider.update': 'Changed a model provider',
+  'provider.delete': 'Removed a model provider',
+  'model.create': 'Added a model',
+  'model.update': 'Changed a model',
+  'model.delete': 'Removed a model',
   'api_key.revoke': 'Revoked an API key',
   'approval.decide': 'Decided a tool call',
   'conversation.view': 'Read a conversation',
@@ -25,7 +31,7 @@ export const KINDS = {
 
 const GROUPS = [
   ['user.', 'Users (all)'], ['role.', 'Roles and budgets (all)'], ['custom_tool.', 'Custom tools (all)'],
-  ['mcp_server.', 'MCP servers (all)'], ['api_key.', 'API keys'], ['approval.', 'Approvals'], ['conversation.', 'Conversations read'],
+  ['mcp_server.', 'MCP servers (all)'], ['provider.', 'Model providers (all)'], ['model.', 'Models (all)'], ['api_key.', 'API keys'], ['approval.', 'Approvals'], ['conversation.', 'Conversations read'],
 ];
 
 /** Fields that change on every save and say nothing. */

@@ -62,6 +62,8 @@ pub enum Signal {
     McpServersChanged,
     /// A provider's circuit breaker opened or closed: every process re-reads them.
     BreakersChanged,
+    /// The admin API changed the model catalogue: every process re-reads it.
+    CatalogueChanged,
 }
 
 impl Signal {
@@ -72,6 +74,7 @@ impl Signal {
             Self::Changed(id) => format!("changed:{id}"),
             Self::McpServersChanged => "mcp".to_owned(),
             Self::BreakersChanged => "breakers".to_owned(),
+            Self::CatalogueChanged => "catalogue".to_owned(),
         }
     }
 
@@ -82,6 +85,7 @@ impl Signal {
         match payload {
             "mcp" => return Some(Self::McpServersChanged),
             "breakers" => return Some(Self::BreakersChanged),
+            "catalogue" => return Some(Self::CatalogueChanged),
             _ => {}
         }
         let (kind, id) = payload.split_once(':')?;
@@ -179,6 +183,7 @@ mod tests {
             Signal::Changed(id),
             Signal::McpServersChanged,
             Signal::BreakersChanged,
+            Signal::CatalogueChanged,
         ] {
             assert_eq!(Signal::parse(&signal.payload()), Some(signal));
         }

@@ -67,7 +67,7 @@ fn default_currency() -> String {
 }
 
 /// One model users may pick, by its public name.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     pub name: String,
@@ -90,29 +90,39 @@ pub struct ModelConfig {
     pub fallbacks: Vec<String>,
 }
 
-/// A decimal from a string or an integer; a float is refused rather than rounded.
-fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Form {
-        Text(String),
-        Whole(i64),
-        Float(f64),
-    }
-    match Form::deserialize(d)? {
-        Form::Text(s) => s
-            .trim()
-            .parse::<Decimal>()
-            .map_err(|e| serde::de::Error::custom(format!("`{s}` is not a decimal amount: {e}"))),
-        Form::Whole(n) => Ok(Decimal::from(n)),
-        Form::Float(f) => Err(serde::de::Error::custom(format!(
-            "write prices as strings (\"{f}\") so they stay exact"
-        ))),
+/// How a price may be written: a string or an integer; a float is refused rather than rounded.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Amount {
+    Text(String),
+    Whole(i64),
+    Float(f64),
+}
+
+impl Amount {
+    fn exact<E: serde::de::Error>(self) -> Result<Decimal, E> {
+        match self {
+            Amount::Text(s) => s
+                .trim()
+                .parse::<Decimal>()
+                .map_err(|e| E::custom(format!("`{s}` is not a decimal amount: {e}"))),
+            Amount::Whole(n) => Ok(Decimal::from(n)),
+            Amount::Float(f) => Err(E::custom(format!(
+                "write prices as strings (\"{f}\") so they stay exact"
+            ))),
+        }
     }
 }
 
+fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
+    Amount::deserialize(d)?.exact()
+}
+
+/// An optional amount; `null` is unset (as stored entries write it).
 fn exact_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
-    exact(d).map(Some)
+    Option::<Amount>::deserialize(d)?
+        .map(Amount::exact)
+        .transpose()
 }
 
 /// Longest public model or provider name.
@@ -152,82 +162,125 @@ pub(super) fn validate(
         ));
     }
     for (i, p) in providers.iter().enumerate() {
-        if !valid_name(&p.name) {
-            return Err(ConfigError::invalid(
-                "providers",
-                format!("`{}`: names are 1 to 64 of a-z, 0-9, `.-_:/@`", p.name),
-            ));
-        }
         if providers[..i].iter().any(|o| o.name == p.name) {
             return Err(ConfigError::invalid(
                 "providers",
                 format!("`{}` is declared twice", p.name),
             ));
         }
-        if p.kind != ProviderKind::Demo
-            && !p.base_url.is_empty()
-            && url::Url::parse(&p.base_url).is_err()
-        {
+        check_provider(p).map_err(|e| ConfigError::invalid("providers", e))?;
+    }
+    for (i, m) in models.iter().enumerate() {
+        if models[..i].iter().any(|o| o.name == m.name) {
             return Err(ConfigError::invalid(
-                "providers",
-                format!("`{}`: base_url `{}` is not a valid URL", p.name, p.base_url),
+                "models",
+                format!("`{}`: declared twice", m.name),
             ));
         }
-        if p.max_retries.is_some_and(|r| r > 10) {
-            return Err(ConfigError::invalid(
-                "providers",
-                format!("`{}`: max_retries must be between 0 and 10", p.name),
-            ));
-        }
-        let timeouts = [
-            p.connect_timeout_secs,
-            p.first_byte_timeout_secs,
-            p.idle_timeout_secs,
-            p.request_timeout_secs,
-        ];
-        if timeouts.contains(&Some(0)) {
-            return Err(ConfigError::invalid(
-                "providers",
-                format!("`{}`: timeouts must be at least 1 second", p.name),
+        let provider_exists = providers.iter().any(|p| p.name == m.provider);
+        check_model(m, llm, provider_exists, &|f| {
+            models.iter().any(|o| o.name == f)
+        })
+        .map_err(|e| ConfigError::invalid("models", e))?;
+    }
+    Ok(())
+}
+
+/// At most 80 characters of a name, for an error message.
+fn shown(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// One provider entry on its own: its name, URL, retries and timeouts.
+pub fn check_provider(p: &ProviderConfig) -> Result<(), String> {
+    if !valid_name(&p.name) {
+        return Err(format!(
+            "`{}`: names are 1 to 64 of a-z, 0-9, `.-_:/@`",
+            shown(&p.name, 80)
+        ));
+    }
+    if p.kind != ProviderKind::Demo && !p.base_url.is_empty() {
+        let url = url::Url::parse(&p.base_url);
+        if !url.is_ok_and(|u| matches!(u.scheme(), "http" | "https")) || p.base_url.len() > 2048 {
+            return Err(format!(
+                "`{}`: base_url must be an http(s) URL of at most 2048 characters",
+                p.name
             ));
         }
     }
-    for (i, m) in models.iter().enumerate() {
-        let bad =
-            |reason: String| ConfigError::invalid("models", format!("`{}`: {reason}", m.name));
-        if !valid_name(&m.name) {
-            return Err(bad("names are 1 to 64 of a-z, 0-9, `.-_:/@`".into()));
+    if p.api_key.as_ref().is_some_and(|k| {
+        use secrecy::ExposeSecret;
+        k.expose_secret().len() > 4096
+    }) {
+        return Err(format!("`{}`: api_key is longer than 4096 bytes", p.name));
+    }
+    if p.max_retries.is_some_and(|r| r > 10) {
+        return Err(format!(
+            "`{}`: max_retries must be between 0 and 10",
+            p.name
+        ));
+    }
+    let timeouts = [
+        p.connect_timeout_secs,
+        p.first_byte_timeout_secs,
+        p.idle_timeout_secs,
+        p.request_timeout_secs,
+    ];
+    if timeouts.iter().flatten().any(|t| *t == 0 || *t > 86_400) {
+        return Err(format!(
+            "`{}`: timeouts must be between 1 second and 1 day",
+            p.name
+        ));
+    }
+    Ok(())
+}
+
+/// One model entry against the providers and models it names.
+pub fn check_model(
+    m: &ModelConfig,
+    llm: &LlmSettings,
+    provider_exists: bool,
+    model_exists: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    let bad = |reason: String| format!("`{}`: {reason}", m.name);
+    if !valid_name(&m.name) {
+        return Err(format!(
+            "`{}`: names are 1 to 64 of a-z, 0-9, `.-_:/@`",
+            shown(&m.name, 80)
+        ));
+    }
+    if !provider_exists {
+        return Err(bad(format!(
+            "no provider named `{}`",
+            shown(&m.provider, 80)
+        )));
+    }
+    if m.upstream_model.len() > 200 {
+        return Err(bad("upstream_model is longer than 200 characters".into()));
+    }
+    let window = m.context_window.unwrap_or(llm.context_window_tokens);
+    let output = u64::from(m.max_output.unwrap_or(llm.max_output_tokens));
+    if window < 256 || output == 0 || output >= window || window > 100_000_000 {
+        return Err(bad(format!(
+            "context_window ({window}) must be between 256 and 100000000 and larger than max_output ({output})"
+        )));
+    }
+    if m.prices.len() > 32 {
+        return Err(bad("at most 32 prices".into()));
+    }
+    validate_prices(&m.prices).map_err(bad)?;
+    if m.fallbacks.len() > 4 {
+        return Err(bad("at most 4 fallbacks".into()));
+    }
+    for f in &m.fallbacks {
+        if f == &m.name {
+            return Err(bad("a model cannot be its own fallback".into()));
         }
-        if models[..i].iter().any(|o| o.name == m.name) {
-            return Err(bad("declared twice".into()));
-        }
-        if !providers.iter().any(|p| p.name == m.provider) {
+        if !model_exists(f) {
             return Err(bad(format!(
-                "no [[providers]] entry named `{}`",
-                m.provider
+                "fallback `{}` is not a model of the catalogue",
+                shown(f, 80)
             )));
-        }
-        if m.upstream_model.len() > 200 {
-            return Err(bad("upstream_model is longer than 200 characters".into()));
-        }
-        let window = m.context_window.unwrap_or(llm.context_window_tokens);
-        let output = u64::from(m.max_output.unwrap_or(llm.max_output_tokens));
-        if window < 256 || output == 0 || output >= window {
-            return Err(bad(format!(
-                "context_window ({window}) must be at least 256 and larger than max_output ({output})"
-            )));
-        }
-        validate_prices(&m.prices).map_err(bad)?;
-        for f in &m.fallbacks {
-            if f == &m.name {
-                return Err(bad("a model cannot be its own fallback".into()));
-            }
-            if !models.iter().any(|o| &o.name == f) {
-                return Err(bad(format!("fallback `{f}` is not in [[models]]")));
-            }
-        }
-        if m.fallbacks.len() > 4 {
-            return Err(bad("at most 4 fallbacks".into()));
         }
     }
     Ok(())

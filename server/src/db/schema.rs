@@ -348,3 +348,13 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    catalogue_entries (kind, name) {
+        kind -> Text,
+        name -> Text,
+        spec -> Jsonb,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}

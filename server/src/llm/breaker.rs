@@ -4,7 +4,7 @@
 //! are shared with the other processes through Postgres ([`crate::turn::breaker_sync`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
@@ -243,10 +243,12 @@ pub fn counts_against(error: &LlmError) -> bool {
     }
 }
 
-/// Every provider endpoint's breaker, by provider name.
-#[derive(Debug, Default)]
+/// Every provider endpoint's breaker, by provider name. Providers come and go with the
+/// catalogue; a provider that stays keeps its breaker (and what it has seen).
+#[derive(Debug)]
 pub struct Breakers {
-    by_provider: HashMap<String, Arc<Breaker>>,
+    settings: BreakerSettings,
+    by_provider: RwLock<HashMap<String, Arc<Breaker>>>,
 }
 
 impl Breakers {
@@ -254,27 +256,40 @@ impl Breakers {
         providers: impl IntoIterator<Item = &'a str>,
         settings: BreakerSettings,
     ) -> Self {
-        Self {
-            by_provider: providers
-                .into_iter()
-                .map(|p| (p.to_owned(), Arc::new(Breaker::new(settings))))
-                .collect(),
-        }
+        let b = Self {
+            settings,
+            by_provider: RwLock::default(),
+        };
+        b.keep_only(providers);
+        b
     }
 
-    pub fn get(&self, provider: &str) -> Option<&Arc<Breaker>> {
-        self.by_provider.get(provider)
+    pub fn get(&self, provider: &str) -> Option<Arc<Breaker>> {
+        self.by_provider.read().ok()?.get(provider).cloned()
     }
 
     /// Every breaker, by provider name, sorted.
-    pub fn all(&self) -> Vec<(&str, &Arc<Breaker>)> {
+    pub fn all(&self) -> Vec<(String, Arc<Breaker>)> {
         let mut all: Vec<_> = self
             .by_provider
-            .iter()
-            .map(|(k, v)| (k.as_str(), v))
-            .collect();
-        all.sort_by_key(|(k, _)| *k);
+            .read()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// Breakers for exactly these providers: new ones start closed, removed ones go.
+    pub fn keep_only<'a>(&self, providers: impl IntoIterator<Item = &'a str>) {
+        let Ok(mut map) = self.by_provider.write() else {
+            return;
+        };
+        let names: Vec<&str> = providers.into_iter().collect();
+        map.retain(|k, _| names.contains(&k.as_str()));
+        for name in names {
+            map.entry(name.to_owned())
+                .or_insert_with(|| Arc::new(Breaker::new(self.settings)));
+        }
     }
 }
 

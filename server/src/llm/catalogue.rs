@@ -7,12 +7,30 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::{http, provider, LlmError, LlmProvider};
-use crate::config::{LlmSettings, PriceConfig, ProviderKind, Settings};
+use super::{LlmError, LlmProvider};
+use crate::config::{LlmSettings, PriceConfig, ProviderConfig, ProviderKind};
 use crate::domain::pricing::Price;
 
 /// A role's `models` entry that allows every model in the catalogue.
 pub const ALL_MODELS: &str = "*";
+
+/// The name of the `[llm]` provider when no `[[models]]` are configured.
+pub const DEFAULT_PROVIDER: &str = "default";
+
+/// The `[llm]` settings as a provider entry.
+pub fn legacy_provider(llm: &LlmSettings) -> ProviderConfig {
+    ProviderConfig {
+        name: DEFAULT_PROVIDER.to_owned(),
+        kind: llm.provider,
+        base_url: llm.base_url.clone(),
+        api_key: llm.api_key.clone(),
+        connect_timeout_secs: None,
+        first_byte_timeout_secs: None,
+        idle_timeout_secs: None,
+        request_timeout_secs: None,
+        max_retries: None,
+    }
+}
 
 /// One model as turns use it.
 pub struct CatalogueModel {
@@ -26,9 +44,10 @@ pub struct CatalogueModel {
     pub context_window: u64,
     pub max_output: u32,
     /// Oldest first; the one in force is the last that has started.
-    prices: Vec<PriceConfig>,
+    pub(super) prices: Vec<PriceConfig>,
     pub fallbacks: Vec<String>,
     pub client: Arc<dyn LlmProvider>,
+    pub source: Source,
 }
 
 impl CatalogueModel {
@@ -57,65 +76,24 @@ impl CatalogueModel {
     }
 }
 
-/// Every model, in the order the configuration lists them.
+/// Where a catalogue entry comes from: the configuration (changed there) or the admin API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Config,
+    Api,
+}
+
+/// Every model, configuration's first, then the admin API's, each in the order listed.
 pub struct Catalogue {
     models: Vec<Arc<CatalogueModel>>,
     by_name: HashMap<String, usize>,
     default: String,
+    /// The providers serving them, with where each comes from.
+    providers: Vec<(ProviderConfig, Source)>,
 }
 
-/// Builds the retry hook of one provider (a counter per provider kind).
-pub type RetryHooks<'a> = &'a dyn Fn(ProviderKind) -> http::RetryHook;
-
 impl Catalogue {
-    /// The catalogue of `settings`: `[[providers]]` + `[[models]]`, or the `[llm]` provider
-    /// serving `llm.models` when none are configured.
-    pub fn from_settings(settings: &Settings, hooks: RetryHooks<'_>) -> Result<Self, LlmError> {
-        let llm = &settings.llm;
-        if settings.models.is_empty() {
-            let client = provider::from_settings(llm, hooks(llm.provider))?;
-            return Ok(Self::single(client, llm));
-        }
-        let mut clients = HashMap::new();
-        for p in &settings.providers {
-            clients.insert(
-                p.name.as_str(),
-                (p.kind, provider::from_entry(p, llm, hooks(p.kind))?),
-            );
-        }
-        let mut models = Vec::new();
-        for m in &settings.models {
-            let Some((kind, client)) = clients.get(m.provider.as_str()) else {
-                return Err(LlmError::Config(format!(
-                    "model `{}` names no provider `{}`",
-                    m.name, m.provider
-                )));
-            };
-            let mut prices = m.prices.clone();
-            prices.sort_by_key(|p| p.effective_from);
-            models.push(CatalogueModel {
-                name: m.name.clone(),
-                provider: m.provider.clone(),
-                kind: *kind,
-                upstream_model: match m.upstream_model.trim() {
-                    "" => m.name.clone(),
-                    id => id.to_owned(),
-                },
-                context_window: m.context_window.unwrap_or(llm.context_window_tokens),
-                max_output: m.max_output.unwrap_or(llm.max_output_tokens),
-                prices,
-                fallbacks: m.fallbacks.clone(),
-                client: client.clone(),
-            });
-        }
-        let default = if settings.models.iter().any(|m| m.name == llm.model) {
-            llm.model.clone()
-        } else {
-            models.first().map(|m| m.name.clone()).unwrap_or_default()
-        };
-        Ok(Self::new(models, default))
-    }
-
     /// `llm.models` served by one client (the `[llm]` settings, or a test's scripted model).
     pub fn single(client: Arc<dyn LlmProvider>, llm: &LlmSettings) -> Self {
         let models = llm
@@ -123,7 +101,7 @@ impl Catalogue {
             .iter()
             .map(|name| CatalogueModel {
                 name: name.clone(),
-                provider: "default".to_owned(),
+                provider: DEFAULT_PROVIDER.to_owned(),
                 kind: llm.provider,
                 upstream_model: name.clone(),
                 context_window: llm.context_window_tokens,
@@ -131,12 +109,21 @@ impl Catalogue {
                 prices: Vec::new(),
                 fallbacks: Vec::new(),
                 client: client.clone(),
+                source: Source::Config,
             })
             .collect();
-        Self::new(models, llm.model.clone())
+        Self::new(
+            models,
+            llm.model.clone(),
+            vec![(legacy_provider(llm), Source::Config)],
+        )
     }
 
-    fn new(models: Vec<CatalogueModel>, default: String) -> Self {
+    pub(super) fn new(
+        models: Vec<CatalogueModel>,
+        default: String,
+        providers: Vec<(ProviderConfig, Source)>,
+    ) -> Self {
         let models: Vec<_> = models.into_iter().map(Arc::new).collect();
         let by_name = models
             .iter()
@@ -147,7 +134,13 @@ impl Catalogue {
             models,
             by_name,
             default,
+            providers,
         }
+    }
+
+    /// The providers, configuration's first, with where each comes from.
+    pub fn providers(&self) -> &[(ProviderConfig, Source)] {
+        &self.providers
     }
 
     /// The model named `name`.
@@ -193,15 +186,12 @@ impl Catalogue {
         &self.models
     }
 
-    /// The provider entries serving the models, each once.
+    /// Every provider's name.
     pub fn provider_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for m in &self.models {
-            if !names.contains(&m.provider.as_str()) {
-                names.push(&m.provider);
-            }
-        }
-        names
+        self.providers
+            .iter()
+            .map(|(p, _)| p.name.as_str())
+            .collect()
     }
 
     /// The models a role's `models` list allows, in configuration order.
@@ -276,7 +266,8 @@ mod tests {
             models: vec!["demo".into(), "demo-large".into()],
             ..Default::default()
         };
-        let client = provider::from_settings(&llm, http::RetryHook::default());
+        let client =
+            crate::llm::provider::from_settings(&llm, crate::llm::http::RetryHook::default());
         assert!(client.is_ok());
         let Ok(client) = client else { return };
         let c = Catalogue::single(client, &llm);

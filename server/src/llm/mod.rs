@@ -15,6 +15,7 @@ mod demo_attachments;
 mod demo_phrasing;
 mod error;
 pub mod http;
+pub mod live_catalogue;
 pub mod openai;
 mod provider;
 pub mod title;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use catalogue::{Catalogue, CatalogueModel};
 pub use error::LlmError;
 pub use http::HttpSettings;
+pub use live_catalogue::LiveCatalogue;
 pub use provider::{from_entry, from_settings};
 
 /// Who authored a message in a conversation.

@@ -211,7 +211,7 @@ async fn create(
         .flatten();
     let mut conn = db::conn(&state.pool).await?;
     let access = RoleModels::of(&mut conn, &who.role).await?;
-    let catalogue = &state.engine.catalogue;
+    let catalogue = &state.engine.catalogue.now();
     // Named explicitly: kept even when it is the default today.
     let explicit = body.model.is_some();
     let model = match body.model {
@@ -286,7 +286,7 @@ async fn update(
     if let Some(m) = changes.model.as_deref() {
         RoleModels::of(&mut conn, &who.role)
             .await?
-            .check(&state.engine.catalogue, m)?;
+            .check(&state.engine.catalogue.now(), m)?;
     }
     let conv = conversation::update_owned(&mut conn, *id, who.id, &changes)
         .await?

@@ -31,7 +31,7 @@ async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         .breakers
         .all()
         .into_iter()
-        .map(|(name, b)| (name.to_owned(), json!(b.state())))
+        .map(|(name, b)| (name, json!(b.state())))
         .collect();
     if db::is_ready(&state.pool, Duration::from_secs(2)).await {
         HttpResponse::Ok()

@@ -47,7 +47,7 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         let now = breaker.state();
         for s in crate::llm::breaker::BreakerState::ALL {
             m.provider_breaker_state
-                .with_label_values(&[provider, s.as_str()])
+                .with_label_values(&[provider.as_str(), s.as_str()])
                 .set(i64::from(s == now));
         }
     }

@@ -81,7 +81,7 @@ async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse,
     let mut conn = db::conn(&state.pool).await?;
     let access = RoleModels::of(&mut conn, &who.role).await?;
     drop(conn);
-    let catalogue = &state.engine.catalogue;
+    let catalogue = &state.engine.catalogue.now();
     let default = catalogue.pick_for(&access.models, None).map(str::to_owned);
     let allowed: Vec<_> = catalogue.allowed(&access.models).collect();
     Ok(HttpResponse::Ok().json(ModelList {

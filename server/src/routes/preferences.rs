@@ -84,7 +84,7 @@ pub async fn update(
     if let Some(Some(model)) = &body.default_model {
         RoleModels::of(&mut conn, &who.role)
             .await?
-            .check(&state.engine.catalogue, model)?;
+            .check(&state.engine.catalogue.now(), model)?;
     }
     let changes = preferences::PreferenceChanges {
         theme: body.theme.map(|t| t.as_str().to_owned()),

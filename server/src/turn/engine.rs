@@ -31,7 +31,7 @@ pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
 pub struct TurnEngine {
     pub(crate) pool: db::Pool,
     /// Every model users may pick, with the client that serves it.
-    pub(crate) catalogue: Arc<llm::Catalogue>,
+    pub(crate) catalogue: Arc<llm::LiveCatalogue>,
     /// Each provider's circuit breaker (checked in memory before every model call).
     pub(crate) breakers: Arc<llm::breaker::Breakers>,
     pub(crate) tools: Registry,

@@ -57,7 +57,8 @@ impl TurnEngine {
         policy: CallPolicy<'_>,
     ) -> ModelCall {
         let asked = request.model.clone();
-        let Some(primary) = self.catalogue.get(&asked).cloned() else {
+        let catalogue = self.catalogue.now();
+        let Some(primary) = catalogue.get(&asked).cloned() else {
             let error = LlmError::Config(format!(
                 "the model `{}` is no longer offered",
                 crate::llm::truncate_chars(&asked, 64)
@@ -76,7 +77,7 @@ impl TurnEngine {
                 primary
                     .fallbacks
                     .iter()
-                    .filter_map(|f| self.catalogue.get(f).cloned()),
+                    .filter_map(|f| catalogue.get(f).cloned()),
             )
             .collect();
         // Why the models before the one being tried did not answer.
@@ -89,7 +90,7 @@ impl TurnEngine {
             else {
                 continue;
             };
-            let breaker = self.breakers.get(&model.provider).cloned();
+            let breaker = self.breakers.get(&model.provider);
             let admission = breaker.as_ref().map_or(Admission::Pass, |b| b.admit());
             if admission == Admission::Refused {
                 refused.get_or_insert(LlmError::CircuitOpen(model.provider.clone()));

@@ -53,9 +53,9 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> 
     )?;
     Ok(TurnEngine {
         pool: crate::db::build_pool(&settings.database).unwrap(),
-        catalogue: Arc::new(crate::llm::Catalogue::single(
-            Arc::new(Scripted(Mutex::new(scripts))),
-            &settings.llm,
+        catalogue: Arc::new(crate::llm::LiveCatalogue::fixed(
+            crate::llm::Catalogue::single(Arc::new(Scripted(Mutex::new(scripts))), &settings.llm),
+            Arc::new(|_| crate::llm::http::RetryHook::default()),
         )),
         breakers: Arc::new(crate::llm::breaker::Breakers::new(
             ["default"],

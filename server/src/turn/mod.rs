@@ -34,6 +34,7 @@ mod api;
 mod approval;
 mod attachments;
 pub mod breaker_sync;
+pub mod catalogue_sync;
 mod context;
 mod ending;
 mod engine;

@@ -11,8 +11,9 @@ pub struct Listeners {
     pub turns: super::engine::RunningTurns,
     pub mcp: McpManager,
     pub pool: crate::db::Pool,
-    /// Providers' circuit breakers, which other processes open and close too.
-    pub breakers: std::sync::Arc<crate::llm::breaker::Breakers>,
+    /// The model catalogue and the providers' circuit breakers, which other processes
+    /// change too.
+    pub catalogue: super::catalogue_sync::CatalogueParts,
 }
 
 /// Acts on what a notification says, for this process's turns, followers and MCP servers.
@@ -34,8 +35,10 @@ fn apply(to: &Listeners, signal: Signal) {
             tokio::spawn(async move { sync_mcp(&mcp, &pool).await });
         }
         Signal::BreakersChanged => {
-            crate::turn::breaker_sync::spawn_adopt(to.pool.clone(), to.breakers.clone());
+            let breakers = to.catalogue.breakers.clone();
+            crate::turn::breaker_sync::spawn_adopt(to.pool.clone(), breakers);
         }
+        Signal::CatalogueChanged => to.catalogue.spawn_reload(to.pool.clone()),
     }
 }
 
@@ -58,6 +61,7 @@ impl Subscriber for Listeners {
 
     fn reconnected(&self) {
         apply(self, Signal::McpServersChanged);
+        apply(self, Signal::CatalogueChanged);
         apply(self, Signal::BreakersChanged);
     }
 }

@@ -106,7 +106,7 @@ impl TurnEngine {
         let history_room = context::history_room(
             &self.settings.system_prompt,
             &content,
-            self.catalogue.largest_context_window(),
+            self.catalogue.now().largest_context_window(),
             0,
         );
         let build = {
@@ -174,7 +174,7 @@ impl TurnEngine {
         // A turn is named by the message that started it: any process finds it from its id.
         let turn_id = user_message_id;
         // Capped to the conversation's model once it is known (`Opened::cap_output`).
-        let max_output = i64::from(self.catalogue.largest_max_output());
+        let max_output = i64::from(self.catalogue.now().largest_max_output());
         let ask = turn_db::BudgetAsk {
             price: None,
             max_output,
@@ -297,11 +297,12 @@ impl TurnEngine {
         conversation: &crate::db::models::conversation::Conversation,
         role: &crate::turn::sql::RoleNow,
     ) -> Result<std::sync::Arc<crate::llm::CatalogueModel>, TurnError> {
+        let catalogue = self.catalogue.now();
         let name = conversation
             .model
             .as_deref()
-            .unwrap_or(self.catalogue.default_model());
-        let Some(model) = self.catalogue.get(name) else {
+            .unwrap_or(catalogue.default_model());
+        let Some(model) = catalogue.get(name) else {
             return Err(TurnError::ModelUnavailable(name.to_owned()));
         };
         if !crate::llm::catalogue::allows(&role.models, name) {
@@ -316,7 +317,7 @@ impl TurnEngine {
     /// The output cap and context window of the model named `name` (`[llm]`'s when the
     /// catalogue no longer has it).
     pub(crate) fn limits_of(&self, name: &str) -> (u64, u32) {
-        self.catalogue.get(name).map_or(
+        self.catalogue.now().get(name).map_or(
             (
                 self.settings.context_window_tokens,
                 self.settings.max_output_tokens,

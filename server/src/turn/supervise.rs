@@ -36,7 +36,7 @@ impl TurnEngine {
             otel.name = "invoke_agent",
             otel.kind = "internal",
             gen_ai.operation.name = "invoke_agent",
-            gen_ai.provider.name = self.catalogue.provider_name_of(&prepared.model),
+            gen_ai.provider.name = self.catalogue.now().provider_name_of(&prepared.model),
             gen_ai.request.model = %prepared.model,
             gen_ai.conversation.id = %prepared.conversation_id,
         );

@@ -106,6 +106,7 @@ impl TurnEngine {
             input,
             price: self
                 .catalogue
+                .now()
                 .get(model)
                 .and_then(|m| m.price_at(chrono::Utc::now())),
             want,
@@ -148,7 +149,7 @@ impl TurnEngine {
         estimate: u64,
     ) -> Result<Made, llm::LlmError> {
         let model = request.model.clone();
-        let (route, request) = self.catalogue.route(request)?;
+        let (route, request) = self.catalogue.now().route(request)?;
         let provider = route.client.provider_name();
         let mut stream = route.client.stream_chat(request).await?;
         let mut text = String::new();
@@ -200,6 +201,7 @@ impl TurnEngine {
         };
         let cost = self
             .catalogue
+            .now()
             .get(model)
             .and_then(|m| m.price_at(chrono::Utc::now()))
             .map(|p| (p.cost(&llm::Usage::new(input, output).counts()), p.currency));

@@ -32,7 +32,8 @@ pub struct AdminChange {
     pub actor_name: String,
     /// What was done: `user.create`, `user.update`, `user.delete`, `user.password_reset`,
     /// `role.create`, `role.update`, `custom_tool.create|update|delete`,
-    /// `mcp_server.create|update|delete`, `api_key.revoke`, `approval.decide`,
+    /// `mcp_server.create|update|delete`, `provider.create|update|delete`,
+    /// `model.create|update|delete`, `api_key.revoke`, `approval.decide`,
     /// `conversation.view`.
     pub kind: String,
     /// What it was done to, as people read it (a username, a role or tool name).

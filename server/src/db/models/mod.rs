@@ -7,6 +7,7 @@ pub mod budget;
 pub mod budget_early;
 pub mod budget_money;
 mod budget_tokens;
+pub mod catalogue_entry;
 pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;

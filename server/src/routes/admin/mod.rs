@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod catalogue_edit;
 pub mod changes;
 pub mod conversations;
 mod csv;

@@ -1,7 +1,8 @@
 //! `GET /api/admin/models`: the model catalogue as an admin reviews it: every provider (its
 //! key only as "set" or not, its circuit breaker), every model with its whole price table,
-//! the price in force and the roles that may use it. Read-only: the catalogue comes from the
-//! configuration.
+//! the price in force and the roles that may use it. The providers and models the admin API
+//! owns are added, changed and removed in [`super::catalogue_edit`]; the configuration's are
+//! read-only here.
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -9,17 +10,33 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 
 use crate::auth::AdminUser;
-use crate::config::{PriceConfig, ProviderKind, Settings};
+use crate::config::{PriceConfig, ProviderConfig, ProviderKind};
 use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::llm::breaker::{BreakerState, BreakerView, Breakers};
-use crate::llm::catalogue::allows;
+use crate::llm::catalogue::{allows, Source};
 use crate::llm::CatalogueModel;
 use crate::routes::models::PriceView;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/models", web::get().to(list));
+    use super::catalogue_edit as edit;
+    cfg.service(
+        web::resource("/models")
+            .route(web::get().to(list))
+            .route(web::post().to(edit::create_model)),
+    )
+    .service(
+        web::resource("/models/{name}")
+            .route(web::put().to(edit::replace_model))
+            .route(web::delete().to(edit::delete_model)),
+    )
+    .service(web::resource("/providers").route(web::post().to(edit::create_provider)))
+    .service(
+        web::resource("/providers/{name}")
+            .route(web::put().to(edit::replace_provider))
+            .route(web::delete().to(edit::delete_provider)),
+    );
 }
 
 /// `GET /api/admin/models`.
@@ -41,6 +58,14 @@ pub struct ProviderInfo {
     pub base_url: String,
     /// Whether an API key is configured (the key itself is never shown).
     pub api_key_set: bool,
+    /// `config` (changed in the configuration) or `api` (editable here).
+    pub source: Source,
+    /// Unset: `[llm]`'s.
+    pub connect_timeout_secs: Option<u64>,
+    pub first_byte_timeout_secs: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_retries: Option<u32>,
     /// Its circuit breaker as this process sees it (every process shares opening and
     /// closing through the database).
     pub breaker: BreakerView,
@@ -68,6 +93,8 @@ pub struct AdminModel {
     pub fallbacks: Vec<String>,
     /// The roles whose `models` list allows it (by name or `*`), by name.
     pub roles: Vec<String>,
+    /// `config` (changed in the configuration) or `api` (editable here).
+    pub source: Source,
 }
 
 /// One row of a model's price table, per million tokens, as exact decimal strings.
@@ -92,50 +119,50 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
     let roles = role::list(&mut conn).await?;
     drop(conn);
     let now = Utc::now();
-    let models = state
-        .engine
-        .catalogue
+    let catalogue = state.engine.catalogue.now();
+    let models = catalogue
         .models()
         .iter()
         .map(|m| model_info(m, &roles, now))
         .collect();
     Ok(HttpResponse::Ok().json(AdminCatalogue {
-        providers: providers(&state.settings, &state.engine.breakers),
+        providers: catalogue
+            .providers()
+            .iter()
+            .map(|(p, source)| provider_info(p, *source, &state.engine.breakers))
+            .collect(),
         models,
     }))
 }
 
-/// The configured providers, or the `[llm]` one (named `default`) when there are none.
-fn providers(settings: &Settings, breakers: &Breakers) -> Vec<ProviderInfo> {
-    let breaker = |name: &str| {
-        breakers.get(name).map(|b| b.view()).unwrap_or(BreakerView {
+/// One provider as the admin view shows it: its key only as set or not.
+pub(super) fn provider_info(
+    p: &ProviderConfig,
+    source: Source,
+    breakers: &Breakers,
+) -> ProviderInfo {
+    let breaker = breakers
+        .get(&p.name)
+        .map(|b| b.view())
+        .unwrap_or(BreakerView {
             state: BreakerState::Closed,
             consecutive_failures: 0,
             open_until: None,
             last_error: None,
-        })
-    };
-    if settings.providers.is_empty() {
-        let llm = &settings.llm;
-        return vec![ProviderInfo {
-            name: "default".to_owned(),
-            kind: llm.provider,
-            base_url: shown_url(llm.provider, &llm.base_url),
-            api_key_set: llm.api_key.is_some(),
-            breaker: breaker("default"),
-        }];
+        });
+    ProviderInfo {
+        name: p.name.clone(),
+        kind: p.kind,
+        base_url: shown_url(p.kind, &p.base_url),
+        api_key_set: p.api_key.is_some(),
+        source,
+        connect_timeout_secs: p.connect_timeout_secs,
+        first_byte_timeout_secs: p.first_byte_timeout_secs,
+        idle_timeout_secs: p.idle_timeout_secs,
+        request_timeout_secs: p.request_timeout_secs,
+        max_retries: p.max_retries,
+        breaker,
     }
-    settings
-        .providers
-        .iter()
-        .map(|p| ProviderInfo {
-            name: p.name.clone(),
-            kind: p.kind,
-            base_url: shown_url(p.kind, &p.base_url),
-            api_key_set: p.api_key.is_some(),
-            breaker: breaker(&p.name),
-        })
-        .collect()
 }
 
 /// The base URL requests go to, with any credentials in it removed.
@@ -159,7 +186,11 @@ fn shown_url(kind: ProviderKind, configured: &str) -> String {
     }
 }
 
-fn model_info(m: &CatalogueModel, roles: &[role::Role], now: DateTime<Utc>) -> AdminModel {
+pub(super) fn model_info(
+    m: &CatalogueModel,
+    roles: &[role::Role],
+    now: DateTime<Utc>,
+) -> AdminModel {
     AdminModel {
         name: m.name.clone(),
         provider: m.provider.clone(),
@@ -182,6 +213,7 @@ fn model_info(m: &CatalogueModel, roles: &[role::Role], now: DateTime<Utc>) -> A
             .filter(|r| allows(&r.models, &m.name))
             .map(|r| r.name.clone())
             .collect(),
+        source: m.source,
     }
 }
 

@@ -137,7 +137,7 @@ async fn put(
         }
     }
     if let Some(models) = &body.models {
-        let catalogue = &state.engine.catalogue;
+        let catalogue = &state.engine.catalogue.now();
         if models.len() > MAX_ROLE_MODELS {
             return Err(ApiError::bad_request(
                 "invalid_models",
@@ -285,7 +285,8 @@ fn money_budget(
             "budget_currency must be a three-letter ISO 4217 code such as USD",
         ));
     }
-    let priced = state.engine.catalogue.currencies();
+    let catalogue = state.engine.catalogue.now();
+    let priced = catalogue.currencies();
     if !priced.is_empty() && !priced.contains(&currency) {
         return Err(ApiError::unprocessable(
             "currency_mismatch",

@@ -36,7 +36,7 @@ async fn models(
     Ok(HttpResponse::Ok().json(wire::ModelList {
         object: "list".into(),
         data: access
-            .allowed_names(&state.engine.catalogue)
+            .allowed_names(&state.engine.catalogue.now())
             .into_iter()
             .map(|id| wire::Model {
                 id,
@@ -73,7 +73,9 @@ async fn chat_completions(
     // A key taken from the cache is checked by the turn's start; an answer given before
     // that checks it first, so a revoked key gets its 401 whatever else is wrong.
     let translated = match body {
-        Ok(Json(body)) => request::translate(body, &state.settings.llm, &state.engine.catalogue),
+        Ok(Json(body)) => {
+            request::translate(body, &state.settings.llm, &state.engine.catalogue.now())
+        }
         Err(e) => Err(e.into()),
     };
     let (mut turn, answer) = match translated {

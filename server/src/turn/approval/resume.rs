@@ -238,7 +238,7 @@ impl TurnEngine {
         let model = conversation
             .as_ref()
             .and_then(|c| c.model.clone())
-            .unwrap_or_else(|| self.catalogue.default_model().to_owned());
+            .unwrap_or_else(|| self.catalogue.now().default_model().to_owned());
         let (window, max_output) = self.limits_of(&model);
         let room = context::history_room(
             &self.settings.system_prompt,
@@ -276,6 +276,7 @@ impl TurnEngine {
         };
         let price = self
             .catalogue
+            .now()
             .get(&model)
             .and_then(|m| m.price_at(chrono::Utc::now()));
         let turn = PreparedTurn {

@@ -1,0 +1,162 @@
+//! The catalogue as it is now: the configuration's providers and models plus those the admin
+//! API added (stored in the database), rebuilt whenever either changes and swapped in whole,
+//! so a turn reads one consistent catalogue with a read lock and an `Arc` clone.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::catalogue::{legacy_provider, Catalogue, CatalogueModel, Source, DEFAULT_PROVIDER};
+use super::{http, provider, LlmError, LlmProvider};
+use crate::config::{ModelConfig, ProviderConfig, ProviderKind, Settings};
+
+/// What the admin API added on top of the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct AddedEntries {
+    pub providers: Vec<ProviderConfig>,
+    pub models: Vec<ModelConfig>,
+}
+
+/// Builds the retry hook of one provider (a counter per provider kind).
+pub type RetryHooks = Arc<dyn Fn(ProviderKind) -> http::RetryHook + Send + Sync>;
+
+/// The catalogue in force, replaced whole when an admin changes it.
+pub struct LiveCatalogue {
+    current: RwLock<Arc<Catalogue>>,
+    hooks: RetryHooks,
+}
+
+impl LiveCatalogue {
+    /// The configuration's catalogue (the admin API's entries join with [`Self::rebuild`]).
+    pub fn from_settings(settings: &Settings, hooks: RetryHooks) -> Result<Self, LlmError> {
+        let catalogue = build(settings, &AddedEntries::default(), hooks.as_ref())?;
+        Ok(Self::fixed(catalogue, hooks))
+    }
+
+    /// A catalogue that stays as given until rebuilt (tests' scripted models).
+    pub fn fixed(catalogue: Catalogue, hooks: RetryHooks) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(catalogue)),
+            hooks,
+        }
+    }
+
+    /// The catalogue in force.
+    pub fn now(&self) -> Arc<Catalogue> {
+        match self.current.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Rebuilds it from the configuration and the admin API's entries.
+    pub fn rebuild(&self, settings: &Settings, added: &AddedEntries) -> Result<(), LlmError> {
+        let catalogue = Arc::new(build(settings, added, self.hooks.as_ref())?);
+        match self.current.write() {
+            Ok(mut c) => *c = catalogue,
+            Err(poisoned) => *poisoned.into_inner() = catalogue,
+        }
+        Ok(())
+    }
+}
+
+/// `[[providers]]` + `[[models]]` (or the `[llm]` provider serving `llm.models` when none are
+/// configured), then the admin API's providers and models. An added entry that cannot be
+/// built (its provider gone, say) is left out with a warning rather than failing the rest.
+fn build(
+    settings: &Settings,
+    added: &AddedEntries,
+    hooks: &(dyn Fn(ProviderKind) -> http::RetryHook + Send + Sync),
+) -> Result<Catalogue, LlmError> {
+    let llm = &settings.llm;
+    let legacy = settings.models.is_empty();
+    let mut clients: HashMap<String, (ProviderKind, Arc<dyn LlmProvider>)> = HashMap::new();
+    let mut providers = Vec::new();
+    let mut models = Vec::new();
+    if legacy {
+        let client = provider::from_settings(llm, hooks(llm.provider))?;
+        clients.insert(DEFAULT_PROVIDER.to_owned(), (llm.provider, client));
+        providers.push((legacy_provider(llm), Source::Config));
+    } else {
+        for p in &settings.providers {
+            let client = provider::from_entry(p, llm, hooks(p.kind))?;
+            clients.insert(p.name.clone(), (p.kind, client));
+            providers.push((p.clone(), Source::Config));
+        }
+    }
+    for p in &added.providers {
+        match provider::from_entry(p, llm, hooks(p.kind)) {
+            Ok(client) => {
+                clients.insert(p.name.clone(), (p.kind, client));
+                providers.push((p.clone(), Source::Api));
+            }
+            Err(e) => tracing::warn!(provider = %p.name, error = %e,
+                "a provider added through the admin API cannot be built; left out"),
+        }
+    }
+    if legacy {
+        for name in &llm.models {
+            let (kind, client) = &clients[DEFAULT_PROVIDER];
+            models.push(CatalogueModel {
+                name: name.clone(),
+                provider: DEFAULT_PROVIDER.to_owned(),
+                kind: *kind,
+                upstream_model: name.clone(),
+                context_window: llm.context_window_tokens,
+                max_output: llm.max_output_tokens,
+                prices: Vec::new(),
+                fallbacks: Vec::new(),
+                client: client.clone(),
+                source: Source::Config,
+            });
+        }
+    }
+    let configured = if legacy {
+        &[][..]
+    } else {
+        &settings.models[..]
+    };
+    let entries = configured
+        .iter()
+        .map(|m| (m, Source::Config))
+        .chain(added.models.iter().map(|m| (m, Source::Api)));
+    for (m, source) in entries {
+        let Some((kind, client)) = clients.get(&m.provider) else {
+            if source == Source::Config {
+                return Err(LlmError::Config(format!(
+                    "model `{}` names no provider `{}`",
+                    m.name, m.provider
+                )));
+            }
+            tracing::warn!(model = %m.name, provider = %m.provider,
+                "a model added through the admin API names no provider; left out");
+            continue;
+        };
+        if models.iter().any(|o: &CatalogueModel| o.name == m.name) {
+            tracing::warn!(model = %m.name, "a model is named twice; the first one stays");
+            continue;
+        }
+        let mut prices = m.prices.clone();
+        prices.sort_by_key(|p| p.effective_from);
+        models.push(CatalogueModel {
+            name: m.name.clone(),
+            provider: m.provider.clone(),
+            kind: *kind,
+            upstream_model: match m.upstream_model.trim() {
+                "" => m.name.clone(),
+                id => id.to_owned(),
+            },
+            context_window: m.context_window.unwrap_or(llm.context_window_tokens),
+            max_output: m.max_output.unwrap_or(llm.max_output_tokens),
+            prices,
+            fallbacks: m.fallbacks.clone(),
+            client: client.clone(),
+            source,
+        });
+    }
+    let default = if models.iter().any(|m| m.name == llm.model) {
+        llm.model.clone()
+    } else {
+        models.first().map(|m| m.name.clone()).unwrap_or_default()
+    };
+    Ok(Catalogue::new(models, default, providers))
+}

@@ -1,0 +1,434 @@
+//! `POST /api/admin/providers`, `PUT|DELETE /api/admin/providers/{name}`, `POST
+//! /api/admin/models`, `PUT|DELETE /api/admin/models/{name}`: the catalogue entries the admin
+//! API owns, at run time. Each change is checked against the whole catalogue, stored with its
+//! admin-trail row in one transaction, then every process rebuilds its catalogue. Keys are
+//! write-only: never answered, never in the trail; an edit that moves a provider to another
+//! origin must send its key again. The configuration's entries answer 409.
+
+use actix_web::{web, HttpResponse};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::models::{model_info, provider_info};
+use crate::auth::AdminUser;
+use crate::config::catalogue::{check_model, check_provider};
+use crate::config::{ModelConfig, ProviderConfig, ProviderKind};
+use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::catalogue_entry::{self, Entry, EntryKind};
+use crate::db::{self, models::role};
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::llm::catalogue::Source;
+use crate::state::AppState;
+
+/// A provider as the API takes it. On PUT an absent `api_key` keeps the stored one (while
+/// the provider stays on the same origin); `""` removes it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderBody {
+    pub name: Option<String>,
+    pub kind: ProviderKind,
+    #[serde(default)]
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub connect_timeout_secs: Option<u64>,
+    pub first_byte_timeout_secs: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_retries: Option<u32>,
+}
+
+fn provider_of(
+    name: &str,
+    body: ProviderBody,
+    existing: Option<&ProviderConfig>,
+) -> Result<ProviderConfig, ApiError> {
+    let base_url = body.base_url.trim().trim_end_matches('/').to_owned();
+    let api_key = match (body.api_key, existing) {
+        (Some(k), _) => Some(k).filter(|k| !k.is_empty()).map(SecretString::from),
+        (None, Some(e)) if e.api_key.is_some() && !same_origin(&e.base_url, &base_url) => {
+            return Err(ApiError::unprocessable(
+                "api_key_required",
+                "base_url moves the provider to another origin: send its api_key again \
+                 (a stored key is never sent to a new origin)",
+            ));
+        }
+        (None, Some(e)) => e.api_key.clone(),
+        (None, None) => None,
+    };
+    let p = ProviderConfig {
+        name: name.to_owned(),
+        kind: body.kind,
+        base_url,
+        api_key,
+        connect_timeout_secs: body.connect_timeout_secs,
+        first_byte_timeout_secs: body.first_byte_timeout_secs,
+        idle_timeout_secs: body.idle_timeout_secs,
+        request_timeout_secs: body.request_timeout_secs,
+        max_retries: body.max_retries,
+    };
+    check_provider(&p).map_err(|e| ApiError::bad_request("invalid_provider", e))?;
+    Ok(p)
+}
+
+/// Whether two base URLs share scheme, host and port (unparsable ones never do).
+fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |u: &str| url::Url::parse(u).ok().map(|u| u.origin());
+    match (origin(a), origin(b)) {
+        (Some(a), Some(b)) => a.is_tuple() && a == b,
+        _ => a.is_empty() && b.is_empty(),
+    }
+}
+
+/// A provider as the admin trail keeps it: whether a key is set, never the key.
+fn provider_trail(p: &ProviderConfig) -> Value {
+    json!({
+        "name": p.name, "kind": p.kind, "base_url": p.base_url, "api_key_set": p.api_key.is_some(),
+        "connect_timeout_secs": p.connect_timeout_secs, "first_byte_timeout_secs": p.first_byte_timeout_secs,
+        "idle_timeout_secs": p.idle_timeout_secs, "request_timeout_secs": p.request_timeout_secs,
+        "max_retries": p.max_retries,
+    })
+}
+
+fn same_key(a: &ProviderConfig, b: &ProviderConfig) -> bool {
+    let key = |p: &ProviderConfig| p.api_key.as_ref().map(|k| k.expose_secret().to_owned());
+    key(a) == key(b)
+}
+
+/// The provider the admin API owns, or 404 / 409 (configured).
+fn owned_provider(state: &AppState, name: &str) -> Result<ProviderConfig, ApiError> {
+    let catalogue = state.engine.catalogue.now();
+    match catalogue.providers().iter().find(|(p, _)| p.name == name) {
+        None => Err(ApiError::not_found("provider")),
+        Some((_, Source::Config)) => Err(configured("provider", name)),
+        Some((p, Source::Api)) => Ok(p.clone()),
+    }
+}
+
+fn configured(what: &str, name: &str) -> ApiError {
+    ApiError::conflict(
+        if what == "model" {
+            "configured_model"
+        } else {
+            "configured_provider"
+        },
+        format!("the {what} `{name}` comes from the configuration; change it there"),
+    )
+}
+
+/// Stores the change and its trail row in one transaction, then rebuilds the catalogue here
+/// and tells the other processes.
+async fn commit(
+    state: &AppState,
+    conn: &mut AsyncPgConnection,
+    store: Store<'_>,
+    change: NewChange,
+) -> Result<(), ApiError> {
+    let stored = conn
+        .transaction(|conn| {
+            async move {
+                let done = match store {
+                    Store::Insert(entry) => catalogue_entry::insert(conn, entry).await?,
+                    Store::Update(entry) => catalogue_entry::update(conn, entry).await?,
+                    Store::Delete(kind, name) => catalogue_entry::delete(conn, kind, name).await?,
+                };
+                if done {
+                    admin_change::record(conn, change).await?;
+                }
+                Ok::<_, diesel::result::Error>(done)
+            }
+            .scope_boxed()
+        })
+        .await?;
+    if !stored {
+        return Err(ApiError::conflict(
+            "catalogue_changed",
+            "another admin changed this entry at the same moment; reload and try again",
+        ));
+    }
+    if let Err(e) = state.catalogue_parts().reload(conn).await {
+        tracing::warn!(error = %e, "the catalogue could not be rebuilt after a change");
+    }
+    crate::turn::catalogue_sync::tell_other_processes(conn).await;
+    Ok(())
+}
+
+enum Store<'a> {
+    Insert(Entry<'a>),
+    Update(Entry<'a>),
+    Delete(EntryKind, &'a str),
+}
+
+#[utoipa::path(post, path = "/api/admin/providers", tag = "admin", request_body = ProviderBody,
+    responses((status = 201, description = "Added", body = super::models::ProviderInfo),
+    (status = 400, description = "Not an acceptable provider", body = crate::error::ErrorBody),
+    (status = 409, description = "A provider of that name exists", body = crate::error::ErrorBody)))]
+pub(super) async fn create_provider(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    Json(body): Json<ProviderBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body
+        .name
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("invalid_provider", "name is required"))?;
+    let provider = provider_of(&name, body, None)?;
+    let exists = |s: &AppState| {
+        let c = s.engine.catalogue.now();
+        c.providers().iter().any(|(p, _)| p.name == name)
+    };
+    if exists(&state) {
+        return Err(ApiError::conflict(
+            "provider_exists",
+            format!("a provider named `{name}` exists"),
+        ));
+    }
+    let mut conn = db::conn(&state.pool).await?;
+    let change = NewChange::by(&admin.0, "provider.create", &name).after(provider_trail(&provider));
+    commit(
+        &state,
+        &mut conn,
+        Store::Insert(Entry::Provider(&provider)),
+        change,
+    )
+    .await
+    .map_err(|e| exists_or(e, "provider_exists", &name))?;
+    let view = provider_info(&provider, Source::Api, &state.engine.breakers);
+    Ok(HttpResponse::Created().json(view))
+}
+
+/// A lost race on insert is the name being taken.
+fn exists_or(e: ApiError, code: &'static str, name: &str) -> ApiError {
+    if e.code() == "catalogue_changed" {
+        ApiError::conflict(code, format!("`{name}` exists"))
+    } else {
+        e
+    }
+}
+
+#[utoipa::path(put, path = "/api/admin/providers/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = ProviderBody, responses((status = 200, description = "Replaced", body = super::models::ProviderInfo),
+    (status = 404, description = "No such provider", body = crate::error::ErrorBody),
+    (status = 409, description = "It comes from the configuration", body = crate::error::ErrorBody),
+    (status = 422, description = "A new origin needs its key again", body = crate::error::ErrorBody)))]
+pub(super) async fn replace_provider(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    name: web::Path<String>,
+    Json(body): Json<ProviderBody>,
+) -> Result<HttpResponse, ApiError> {
+    if body.name.as_deref().is_some_and(|n| n != name.as_str()) {
+        return Err(ApiError::bad_request(
+            "invalid_provider",
+            "the name in the body differs from the path; providers cannot be renamed",
+        ));
+    }
+    let current = owned_provider(&state, &name)?;
+    let provider = provider_of(&name, body, Some(&current))?;
+    let mut after = provider_trail(&provider);
+    if !same_key(&current, &provider) {
+        after["api_key_changed"] = json!(true);
+    }
+    let change = NewChange::by(&admin.0, "provider.update", name.as_str())
+        .before(provider_trail(&current))
+        .after(after);
+    let mut conn = db::conn(&state.pool).await?;
+    commit(
+        &state,
+        &mut conn,
+        Store::Update(Entry::Provider(&provider)),
+        change,
+    )
+    .await?;
+    let view = provider_info(&provider, Source::Api, &state.engine.breakers);
+    Ok(HttpResponse::Ok().json(view))
+}
+
+#[utoipa::path(delete, path = "/api/admin/providers/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 204, description = "Removed"),
+    (status = 404, description = "No such provider", body = crate::error::ErrorBody),
+    (status = 409, description = "It comes from the configuration, or models use it", body = crate::error::ErrorBody)))]
+pub(super) async fn delete_provider(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let current = owned_provider(&state, &name)?;
+    let users: Vec<String> = {
+        let c = state.engine.catalogue.now();
+        c.models()
+            .iter()
+            .filter(|m| m.provider == name.as_str())
+            .map(|m| m.name.clone())
+            .collect()
+    };
+    if !users.is_empty() {
+        return Err(ApiError::conflict(
+            "provider_in_use",
+            format!(
+                "models use `{name}`: {}; remove them first",
+                users.join(", ")
+            ),
+        ));
+    }
+    let change =
+        NewChange::by(&admin.0, "provider.delete", name.as_str()).before(provider_trail(&current));
+    let mut conn = db::conn(&state.pool).await?;
+    let store = Store::Delete(EntryKind::Provider, name.as_str());
+    commit(&state, &mut conn, store, change).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Checks `m` against the catalogue: its provider and fallbacks must be in it.
+fn check_against_catalogue(state: &AppState, m: &ModelConfig) -> Result<(), ApiError> {
+    let catalogue = state.engine.catalogue.now();
+    let provider_exists = catalogue
+        .providers()
+        .iter()
+        .any(|(p, _)| p.name == m.provider);
+    let model_exists = |f: &str| catalogue.get(f).is_some();
+    check_model(m, &state.settings.llm, provider_exists, &model_exists)
+        .map_err(|e| ApiError::bad_request("invalid_model", e))
+}
+
+/// The model the admin API owns, or 404 / 409 (configured).
+fn owned_model(state: &AppState, name: &str) -> Result<ModelConfig, ApiError> {
+    let catalogue = state.engine.catalogue.now();
+    let Some(m) = catalogue.get(name) else {
+        return Err(ApiError::not_found("model"));
+    };
+    if m.source == Source::Config {
+        return Err(configured("model", name));
+    }
+    Ok(ModelConfig {
+        name: m.name.clone(),
+        provider: m.provider.clone(),
+        upstream_model: m.upstream_model.clone(),
+        context_window: Some(m.context_window),
+        max_output: Some(m.max_output),
+        prices: m.prices().to_vec(),
+        fallbacks: m.fallbacks.clone(),
+    })
+}
+
+/// The model as the answer shows it (from the rebuilt catalogue).
+async fn model_view(
+    state: &AppState,
+    conn: &mut AsyncPgConnection,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let roles = role::list(conn).await?;
+    let catalogue = state.engine.catalogue.now();
+    let m = catalogue
+        .get(name)
+        .ok_or_else(|| ApiError::not_found("model"))?;
+    Ok(serde_json::to_value(model_info(m, &roles, chrono::Utc::now())).unwrap_or_default())
+}
+
+#[utoipa::path(post, path = "/api/admin/models", tag = "admin", request_body = ModelConfig,
+    responses((status = 201, description = "Added; roles with `*` may use it, others once they list it", body = super::models::AdminModel),
+    (status = 400, description = "Not an acceptable model", body = crate::error::ErrorBody),
+    (status = 409, description = "A model of that name exists", body = crate::error::ErrorBody)))]
+pub(super) async fn create_model(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    Json(model): Json<ModelConfig>,
+) -> Result<HttpResponse, ApiError> {
+    check_against_catalogue(&state, &model)?;
+    if state.engine.catalogue.now().get(&model.name).is_some() {
+        return Err(ApiError::conflict(
+            "model_exists",
+            format!("a model named `{}` exists", model.name),
+        ));
+    }
+    let trail = serde_json::to_value(&model).unwrap_or_default();
+    let change = NewChange::by(&admin.0, "model.create", &model.name).after(trail);
+    let mut conn = db::conn(&state.pool).await?;
+    commit(
+        &state,
+        &mut conn,
+        Store::Insert(Entry::Model(&model)),
+        change,
+    )
+    .await
+    .map_err(|e| exists_or(e, "model_exists", &model.name))?;
+    let view = model_view(&state, &mut conn, &model.name).await?;
+    Ok(HttpResponse::Created().json(view))
+}
+
+#[utoipa::path(put, path = "/api/admin/models/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = ModelConfig, responses((status = 200, description = "Replaced", body = super::models::AdminModel),
+    (status = 400, description = "Not an acceptable model", body = crate::error::ErrorBody),
+    (status = 404, description = "No such model", body = crate::error::ErrorBody),
+    (status = 409, description = "It comes from the configuration", body = crate::error::ErrorBody)))]
+pub(super) async fn replace_model(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    name: web::Path<String>,
+    Json(model): Json<ModelConfig>,
+) -> Result<HttpResponse, ApiError> {
+    if model.name != name.as_str() {
+        return Err(ApiError::bad_request(
+            "invalid_model",
+            "the name in the body differs from the path; models cannot be renamed",
+        ));
+    }
+    let current = owned_model(&state, &name)?;
+    check_against_catalogue(&state, &model)?;
+    let change = NewChange::by(&admin.0, "model.update", name.as_str())
+        .before(serde_json::to_value(&current).unwrap_or_default())
+        .after(serde_json::to_value(&model).unwrap_or_default());
+    let mut conn = db::conn(&state.pool).await?;
+    commit(
+        &state,
+        &mut conn,
+        Store::Update(Entry::Model(&model)),
+        change,
+    )
+    .await?;
+    let view = model_view(&state, &mut conn, &model.name).await?;
+    Ok(HttpResponse::Ok().json(view))
+}
+
+#[utoipa::path(delete, path = "/api/admin/models/{name}", tag = "admin", params(("name" = String, Path)),
+    responses((status = 204, description = "Removed (chats that named it are asked to pick another model)"),
+    (status = 404, description = "No such model", body = crate::error::ErrorBody),
+    (status = 409, description = "It comes from the configuration, or is another model's fallback", body = crate::error::ErrorBody)))]
+pub(super) async fn delete_model(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let current = owned_model(&state, &name)?;
+    let backed: Vec<String> = {
+        let c = state.engine.catalogue.now();
+        c.models()
+            .iter()
+            .filter(|m| m.fallbacks.iter().any(|f| f == name.as_str()))
+            .map(|m| m.name.clone())
+            .collect()
+    };
+    if !backed.is_empty() {
+        return Err(ApiError::conflict(
+            "model_in_use",
+            format!(
+                "`{name}` is the fallback of {}; change them first",
+                backed.join(", ")
+            ),
+        ));
+    }
+    let change = NewChange::by(&admin.0, "model.delete", name.as_str())
+        .before(serde_json::to_value(&current).unwrap_or_default());
+    let mut conn = db::conn(&state.pool).await?;
+    commit(
+        &state,
+        &mut conn,
+        Store::Delete(EntryKind::Model, name.as_str()),
+        change,
+    )
+    .await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,0 +1,62 @@
+//! The catalogue every process serves: the configuration's entries plus those the admin API
+//! stored. A change through the API rebuilds it here and says `catalogue` on the channel;
+//! every other process then reads the stored entries and rebuilds its own. A process that
+//! starts, or whose listener reconnects, reads them too.
+
+use std::sync::Arc;
+
+use diesel_async::AsyncPgConnection;
+
+use crate::cluster::channel::{self, Signal};
+use crate::config::Settings;
+use crate::db::models::catalogue_entry;
+use crate::llm::breaker::Breakers;
+use crate::llm::live_catalogue::AddedEntries;
+use crate::llm::LiveCatalogue;
+
+/// What a rebuild replaces: the catalogue and the providers' breakers.
+#[derive(Clone)]
+pub struct CatalogueParts {
+    pub settings: Arc<Settings>,
+    pub catalogue: Arc<LiveCatalogue>,
+    pub breakers: Arc<Breakers>,
+}
+
+impl CatalogueParts {
+    /// Reads the stored entries and rebuilds the catalogue with them; each provider keeps
+    /// its breaker, new ones get one.
+    pub async fn reload(&self, conn: &mut AsyncPgConnection) -> Result<(), String> {
+        let (providers, models) = catalogue_entry::list(conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let added = AddedEntries { providers, models };
+        self.catalogue
+            .rebuild(&self.settings, &added)
+            .map_err(|e| e.to_string())?;
+        self.breakers
+            .keep_only(self.catalogue.now().provider_names());
+        Ok(())
+    }
+
+    /// Reloads in the background (a notification from another process).
+    pub fn spawn_reload(&self, pool: crate::db::Pool) {
+        let parts = self.clone();
+        tokio::spawn(async move {
+            let done = match pool.get().await {
+                Ok(mut conn) => parts.reload(&mut conn).await,
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "could not re-read the model catalogue after a change");
+            }
+        });
+    }
+}
+
+/// Tells the other processes to re-read the catalogue. The change is stored: a lost notice
+/// is caught up when a process's listener reconnects, so it does not fail the request.
+pub async fn tell_other_processes(conn: &mut AsyncPgConnection) {
+    if let Err(e) = channel::signal(conn, Signal::CatalogueChanged).await {
+        tracing::warn!(error = %e, "could not tell the other processes about a catalogue change");
+    }
+}
