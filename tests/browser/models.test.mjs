@@ -233,6 +233,158 @@ test('at 360 px the Models tab and the picker do not scroll sideways', async () 
   await page.context().close();
 });
 
+const EXTRA_KEY = 'sk-extra-canary-9876543210';
+const tableRow = (page, table, name) => page.getByRole('table', { name: table }).getByRole('row')
+  .filter({ has: page.getByRole('rowheader', { name, exact: true }) });
+
+test('the admin adds a provider and a model at run time, chats with it and edits its price; at 360 px the forms fit', async () => {
+  const page = adminPage;
+  await page.goto(`${server.url}/admin/models`);
+  await page.getByRole('table', { name: 'Providers' }).waitFor();
+
+  // A provider on the lab fake, with a key of its own.
+  await page.getByRole('button', { name: 'Add provider' }).click();
+  const pform = page.getByRole('form', { name: 'Add a provider' });
+  await pform.getByLabel('Name', { exact: true }).fill('extra');
+  assert.equal(await pform.getByLabel('Kind', { exact: true }).inputValue(), 'openai');
+  await pform.getByLabel('Base URL', { exact: true }).fill(`${lab.url}/v1`);
+  const key = pform.getByLabel('API key', { exact: true });
+  assert.equal(await key.getAttribute('type'), 'password');
+  assert.equal(await key.getAttribute('autocomplete'), 'off');
+  await key.fill(EXTRA_KEY);
+  await pform.getByLabel('Max retries', { exact: true }).fill('0');
+  await pform.getByRole('button', { name: 'Create provider' }).click();
+  const extra = tableRow(page, 'Providers', 'extra');
+  await extra.getByText('key set').waitFor();
+  await extra.getByText(`${lab.url}/v1`).waitFor();
+  assert.equal(await pform.count(), 0, 'the form closes once saved');
+  assert.equal((await page.content()).includes(EXTRA_KEY), false, 'the key is never shown back');
+
+  // A model on it, priced 1 / 2 per million tokens.
+  await page.getByRole('button', { name: 'Add model' }).click();
+  const mform = page.getByRole('form', { name: 'Add a model' });
+  await mform.getByLabel('Name', { exact: true }).fill('lab-2');
+  await mform.getByLabel('Provider', { exact: true }).selectOption('extra');
+  await mform.getByLabel('Upstream id', { exact: true }).fill('lab-model-2');
+  await mform.getByLabel('Input price', { exact: true }).fill('1');
+  await mform.getByLabel('Output price', { exact: true }).fill('2');
+  await mform.getByRole('button', { name: 'Create model' }).click();
+  const lab2 = tableRow(page, 'Models', 'lab-2');
+  await lab2.getByText('$1 / $2 per 1M').waitFor();
+  await lab2.getByText('lab-model-2').waitFor();
+  assert.equal(await tableRow(page, 'Models', 'lab-2').getByRole('cell').filter({ hasText: /^extra$/ }).count(), 1);
+  const { call } = await apiLogin(server.url, 'root', undefined, { register: false });
+  const cat = (await call('GET', '/api/admin/models')).json;
+  const saved = cat.models.find((m) => m.name === 'lab-2');
+  assert.deepEqual([saved.provider, saved.upstream_model, saved.source], ['extra', 'lab-model-2', 'api']);
+  assert.deepEqual([saved.price_in_force.input, saved.price_in_force.output], ['1', '2']);
+  assert.equal(JSON.stringify(cat).includes(EXTRA_KEY), false);
+  await page.screenshot({ path: artifact('admin-models-added.png'), fullPage: true });
+
+  // The admin's role allows every model: the picker offers it, and the lab fake answers it.
+  await page.goto(server.url);
+  const picker = page.getByRole('combobox', { name: 'Model' });
+  await picker.waitFor();
+  assert.deepEqual((await optionTexts(picker)).find(([v]) => v === 'lab-2'), ['lab-2', 'lab-2 · extra · $1 / $2 per 1M']);
+  await picker.selectOption('lab-2');
+  lab.push({ text: 'Hello from lab-2.' });
+  await page.getByRole('textbox', { name: 'Message' }).fill('are you the new one?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.locator('.msg-assistant .text-seg').filter({ hasText: 'Hello from lab-2.' }).waitFor();
+  assert.equal(lab.requests.at(-1).model, 'lab-model-2');
+
+  // Edit: the form is filled in; the output price goes up to 3.
+  await page.goto(`${server.url}/admin/models`);
+  await page.getByRole('button', { name: 'Edit model lab-2' }).click();
+  const eform = page.getByRole('form', { name: 'Edit model lab-2' });
+  assert.equal(await eform.getByLabel('Name', { exact: true }).getAttribute('readonly'), '');
+  assert.equal(await eform.getByLabel('Provider', { exact: true }).inputValue(), 'extra');
+  assert.equal(await eform.getByLabel('Upstream id', { exact: true }).inputValue(), 'lab-model-2');
+  assert.equal(await eform.getByLabel('Input price', { exact: true }).inputValue(), '1');
+  assert.equal(await eform.getByLabel('Output price', { exact: true }).inputValue(), '2');
+  await eform.getByLabel('Output price', { exact: true }).fill('3');
+  await eform.getByRole('button', { name: 'Save model' }).click();
+  await tableRow(page, 'Models', 'lab-2').getByText('$1 / $3 per 1M').waitFor();
+
+  // Editing the provider keeps its key unless a new one is typed; moving it to another origin
+  // without the key is refused, with the server's reason next to the form.
+  await page.getByRole('button', { name: 'Edit provider extra' }).click();
+  const eprov = page.getByRole('form', { name: 'Edit provider extra' });
+  const ekey = eprov.getByLabel('API key', { exact: true });
+  assert.equal(await ekey.inputValue(), '');
+  assert.match(await ekey.getAttribute('placeholder'), /kept unless a new one is typed/i);
+  assert.equal(await eprov.getByRole('checkbox', { name: 'Remove the stored key' }).isChecked(), false);
+  await eprov.getByLabel('Base URL', { exact: true }).fill('http://127.0.0.1:9/v1');
+  await eprov.getByRole('button', { name: 'Save provider' }).click();
+  await eprov.getByRole('alert').filter({ hasText: /another origin.*api_key/ }).waitFor();
+  await eprov.getByLabel('Base URL', { exact: true }).fill(`${lab.url}/v1`);
+  await eprov.getByLabel('Max retries', { exact: true }).fill('1');
+  await eprov.getByRole('button', { name: 'Save provider' }).click();
+  await eprov.waitFor({ state: 'detached' });
+  await tableRow(page, 'Providers', 'extra').getByText('key set').waitFor();
+  const extraNow = (await call('GET', '/api/admin/models')).json.providers.find((p) => p.name === 'extra');
+  assert.deepEqual([extraNow.api_key_set, extraNow.max_retries], [true, 1]);
+  assert.deepEqual(consoleErrors(page), []);
+
+  // At 360 px: the rows with their buttons and the add-model form fit without scrolling sideways.
+  const phone = await newPage(browser, { viewport: PHONE });
+  await signInViaUi(phone, server.url, 'root');
+  await phone.goto(`${server.url}/admin/models`);
+  await phone.getByRole('button', { name: 'Remove model lab-2' }).waitFor();
+  await phone.getByRole('button', { name: 'Add model' }).click();
+  const pf = phone.getByRole('form', { name: 'Add a model' });
+  await pf.getByLabel('Cache write price', { exact: true }).waitFor();
+  const width = () => phone.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(await width() <= 360, `the Models tab scrolls sideways: ${await width()}px`);
+  assert.deepEqual(await layoutProblems(phone), [], 'the add-model form at 360 px');
+  await pf.screenshot({ path: artifact('admin-model-form-360.png') });
+  await phone.screenshot({ path: artifact('admin-models-forms-360.png'), fullPage: true });
+  await phone.getByRole('button', { name: 'Edit provider extra' }).click();
+  await phone.getByRole('form', { name: 'Edit provider extra' }).waitFor();
+  assert.ok(await width() <= 360, `the provider form scrolls sideways: ${await width()}px`);
+  assert.deepEqual(await layoutProblems(phone), [], 'the edit-provider form at 360 px');
+  await phone.getByRole('form', { name: 'Edit provider extra' }).screenshot({ path: artifact('admin-provider-form-360.png') });
+  assert.deepEqual(consoleErrors(phone), []);
+  await phone.context().close();
+});
+
+test('a provider in use cannot be removed (the server says why); the model then the provider are removed; configured rows are read-only', async () => {
+  const page = adminPage;
+  await page.goto(`${server.url}/admin/models`);
+  await page.getByRole('table', { name: 'Models' }).waitFor();
+  // The configuration's entries have no Edit or Remove.
+  for (const [table, name] of [['Providers', 'oa'], ['Providers', 'lab'], ['Models', 'gpt-x'], ['Models', 'llama-local']]) {
+    const row = tableRow(page, table, name);
+    await row.getByText('from configuration').waitFor();
+    assert.equal(await row.getByRole('button').count(), 0, `${name} has no buttons`);
+  }
+
+  await page.getByRole('button', { name: 'Remove provider extra' }).click();
+  let dialog = page.getByRole('dialog', { name: 'Remove provider extra?' });
+  await dialog.getByRole('button', { name: 'Remove provider' }).click();
+  await dialog.getByRole('alert').filter({ hasText: /models use `extra`: lab-2/ }).waitFor();
+  await dialog.screenshot({ path: artifact('admin-provider-in-use.png') });
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await tableRow(page, 'Providers', 'extra').waitFor();
+
+  await page.getByRole('button', { name: 'Remove model lab-2' }).click();
+  dialog = page.getByRole('dialog', { name: 'Remove model lab-2?' });
+  await dialog.getByRole('button', { name: 'Remove model' }).click();
+  await tableRow(page, 'Models', 'lab-2').waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Remove provider extra' }).click();
+  dialog = page.getByRole('dialog', { name: 'Remove provider extra?' });
+  await dialog.getByRole('button', { name: 'Remove provider' }).click();
+  await tableRow(page, 'Providers', 'extra').waitFor({ state: 'detached' });
+  assert.equal(await page.getByRole('button', { name: /^(Edit|Remove) / }).count(), 0, 'only configured rows are left');
+
+  const { call } = await apiLogin(server.url, 'root', undefined, { register: false });
+  const cat = (await call('GET', '/api/admin/models')).json;
+  assert.deepEqual(cat.providers.map((p) => p.name), ['oa', 'lab']);
+  assert.deepEqual(cat.models.map((m) => m.name), ['gpt-x', 'gpt-mini', 'llama-local']);
+  assert.deepEqual(consoleErrors(page), []);
+});
+
 test('a failing provider: its fallback answers, and the Models tab shows its open circuit, also at 360 px', async () => {
   main.respond = () => ({ status: 503, message: 'overloaded' });
   try {

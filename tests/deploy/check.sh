@@ -82,13 +82,15 @@ COUNTERS = {"agentchat_http_requests_total", "agentchat_chat_turns_total",
             "agentchat_model_calls_total", "agentchat_tokens_total",
             "agentchat_tool_calls_total", "agentchat_budget_refusals_total",
             "agentchat_budget_overrun_tokens_total", "agentchat_upstream_retries_total",
-            "agentchat_approvals_requested_total", "agentchat_approval_decisions_total"}
+            "agentchat_approvals_requested_total", "agentchat_approval_decisions_total",
+            "agentchat_model_fallbacks_total", "agentchat_model_cost_total"}
 HISTOGRAMS = {"agentchat_http_request_duration_seconds", "agentchat_turn_duration_seconds",
               "agentchat_model_call_duration_seconds", "agentchat_model_time_to_first_token_seconds",
               "agentchat_tool_call_duration_seconds"}
 GAUGES = {"agentchat_active_streams", "agentchat_db_pool_connections", "agentchat_db_pool_max_connections",
           "agentchat_db_pool_waiting", "agentchat_db_up", "agentchat_approvals_waiting",
-          "agentchat_approval_oldest_waiting_seconds", "agentchat_turn_starts_waiting"}
+          "agentchat_approval_oldest_waiting_seconds", "agentchat_turn_starts_waiting",
+          "agentchat_provider_breaker_state"}
 KNOWN = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
 METRIC_RE = re.compile(r"\bagentchat_[a-z0-9_]+")
 

@@ -1,12 +1,14 @@
-// The admin console's model catalogue (GET /api/admin/models, read-only: it comes from the
-// server's configuration): the providers with whether a key is set, and every model with its
-// limits, the price in force, fallbacks and the roles that may use it; each provider's
-// circuit breaker. Also the models field
-// of each role on the "Roles & tools" page.
+// The admin console's model catalogue (GET /api/admin/models): the providers with whether a
+// key is set and each one's circuit breaker, and every model with its limits, the price in
+// force, fallbacks and the roles that may use it. Providers and models added here (`source:
+// "api"`) can be edited and removed (admin_catalogue_forms.js); the configuration's are
+// read-only. Also the models field of each role on the "Roles & tools" page.
 
-import { h, clear, fmtNumber, fmtDate } from './dom.js';
+import { h, clear, fmtNumber, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
 import { unavailable, loading } from './admin_common.js';
+import { confirmAction } from './admin_dialogs.js';
+import { providerForm, modelForm, entryPath } from './admin_catalogue_forms.js';
 import { priceText, money } from './model_label.js';
 
 /** A role's `models` entry that allows every model. */
@@ -31,12 +33,56 @@ export async function renderModels(body) {
     return;
   }
   l.remove();
-  body.append(providersCard(cat.providers || []), modelsCard(cat.models || []));
+  const reload = (message) => { if (message) toast(message); renderModels(body); };
+  body.append(providersCard(cat, reload), modelsCard(cat, reload));
 }
 
 const cell = (label, ...content) => h('td', { 'data-label': label }, h('span', { class: 'cell-value' }, ...content));
 
-function providersCard(providers) {
+/**
+ * A card's form slot and its "Add …" button: `open(entry)` shows the add (null) or edit form
+ * under the table; Cancel closes it and gives focus back.
+ */
+function formSlot(addLabel, makeForm) {
+  const slot = h('div', { class: 'catalogue-slot' });
+  const add = h('button', { type: 'button', class: 'btn btn-small' }, addLabel);
+  const open = (entry, from) => {
+    clear(slot);
+    const form = makeForm(entry, () => { clear(slot); (from || add).focus(); });
+    slot.append(form);
+    form.scrollIntoView?.({ block: 'nearest' });
+    form.querySelector('input:not([readonly]), select')?.focus();
+  };
+  add.addEventListener('click', () => open(null, add));
+  return { slot, add, open };
+}
+
+/** Edit and Remove for an entry the admin API owns; a note for the configuration's. */
+function actionsCell({ entry, what, noun, open, reload, removeText }) {
+  if (entry.source !== 'api') return cell('Actions', h('span', { class: 'muted small' }, 'from configuration'));
+  const edit = h('button', { type: 'button', class: 'btn btn-small', 'aria-label': `Edit ${noun} ${entry.name}` }, 'Edit');
+  edit.addEventListener('click', () => open(entry, edit));
+  const rm = h('button', { type: 'button', class: 'btn btn-small btn-danger', 'aria-label': `Remove ${noun} ${entry.name}` }, 'Remove');
+  rm.addEventListener('click', async () => {
+    const ok = await confirmAction({
+      title: `Remove ${noun} ${entry.name}?`,
+      text: removeText,
+      confirmLabel: `Remove ${noun}`,
+      run: () => api.del(entryPath(what, entry.name)),
+    });
+    if (ok) reload(`${noun[0].toUpperCase()}${noun.slice(1)} ${entry.name} removed.`);
+    else rm.focus();
+  });
+  return cell('Actions', h('span', { class: 'row-actions' }, edit, rm));
+}
+
+function cardHead(title, add) {
+  return h('div', { class: 'card-head' }, h('h2', null, title), add);
+}
+
+function providersCard(cat, reload) {
+  const providers = cat.providers || [];
+  const { slot, add, open } = formSlot('Add provider', (p, close) => providerForm(p, { onSaved: reload, onCancel: close }));
   const rows = providers.map((p) => h('tr', null,
     h('th', { scope: 'row' }, h('span', { class: 'tool-name' }, p.name)),
     cell('Kind', p.kind),
@@ -44,14 +90,19 @@ function providersCard(providers) {
     cell('API key', p.api_key_set
       ? h('span', { class: 'pill key-set' }, 'key set')
       : h('span', { class: 'pill' }, 'no key')),
-    breakerCell(p.breaker)));
+    breakerCell(p.breaker),
+    actionsCell({
+      entry: p, what: 'providers', noun: 'provider', open, reload,
+      removeText: `Models can no longer be served by ${p.name}. A provider that models still use cannot be removed: remove or move them first.`,
+    })));
   return h('div', { class: 'card' },
-    h('h2', null, 'Providers'),
-    h('p', { class: 'muted' }, 'The upstream endpoints of the server\'s configuration ([[providers]]). Keys are write-only: only whether one is set is shown. A provider that keeps failing is taken out of service for a while (its circuit opens): its models\' calls go to their fallbacks until a probe call succeeds.'),
+    cardHead('Providers', add),
+    h('p', { class: 'muted' }, 'The upstream endpoints. Those of the server\'s configuration ([[providers]]) are changed there; those added here can be edited and removed. Keys are write-only: only whether one is set is shown. A provider that keeps failing is taken out of service for a while (its circuit opens): its models\' calls go to their fallbacks until a probe call succeeds.'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack catalogue-table' },
       h('caption', { class: 'visually-hidden' }, 'Providers'),
-      h('thead', null, h('tr', null, ['Name', 'Kind', 'Base URL', 'API key', 'Circuit'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows))));
+      h('thead', null, h('tr', null, ['Name', 'Kind', 'Base URL', 'API key', 'Circuit', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, rows))),
+    slot);
 }
 
 const BREAKER_TEXT = { closed: 'closed', open: 'open', half_open: 'half-open (probing)' };
@@ -85,7 +136,9 @@ function priceCell(m) {
   return cell('Price', now, history);
 }
 
-function modelsCard(models) {
+function modelsCard(cat, reload) {
+  const models = cat.models || [];
+  const { slot, add, open } = formSlot('Add model', (m, close) => modelForm(m, cat, { onSaved: reload, onCancel: close }));
   const rows = models.map((m) => h('tr', null,
     h('th', { scope: 'row' }, h('span', { class: 'tool-name' }, m.name)),
     cell('Provider', m.provider),
@@ -96,14 +149,19 @@ function modelsCard(models) {
     cell('Fallbacks', (m.fallbacks || []).length ? m.fallbacks.join(' → ') : h('span', { class: 'muted' }, 'none')),
     cell('Roles', (m.roles || []).length
       ? m.roles.map((r) => h('span', { class: 'pill' }, r))
-      : h('span', { class: 'muted' }, 'no role may use it'))));
+      : h('span', { class: 'muted' }, 'no role may use it')),
+    actionsCell({
+      entry: m, what: 'models', noun: 'model', open, reload,
+      removeText: `Users can no longer pick ${m.name}; chats that use it are asked to pick another model. A model that is another model's fallback cannot be removed.`,
+    })));
   return h('div', { class: 'card' },
-    h('h2', null, 'Models'),
-    h('p', { class: 'muted' }, 'Prices are per million tokens, input / output. Which roles may use a model is set under “Roles & tools”.'),
+    cardHead('Models', add),
+    h('p', { class: 'muted' }, 'Prices are per million tokens, input / output. Which roles may use a model is set under “Roles & tools”. Models of the server\'s configuration are changed there; those added here can be edited and removed.'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack catalogue-table' },
       h('caption', { class: 'visually-hidden' }, 'Models'),
-      h('thead', null, h('tr', null, ['Name', 'Provider', 'Upstream id', 'Window', 'Max output', 'Price in force', 'Fallbacks', 'Roles'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows))));
+      h('thead', null, h('tr', null, ['Name', 'Provider', 'Upstream id', 'Window', 'Max output', 'Price in force', 'Fallbacks', 'Roles', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, rows))),
+    slot);
 }
 
 /**

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::llm::http::SseDecoder;
-use crate::llm::{ChatMessage, ToolCall, ToolSpec};
+use crate::llm::{ChatMessage, StreamEvent, ToolCall, ToolSpec};
 
 #[test]
 fn body_merges_and_orders_blocks() {
@@ -90,4 +90,80 @@ fn error_event_and_eof() {
     );
     assert_eq!(d.on_eof(&mut out), Err(LlmError::StreamEndedEarly));
     assert!(out.is_empty());
+}
+
+/// Two recorded Anthropic streams of the same conversation: the first writes ~2.4k tokens of
+/// tool specs and system prompt to the cache, the second reads them. `input_tokens` leaves
+/// the cache out, so the normalised input adds both cache counts back.
+#[test]
+fn recorded_streams_that_write_then_read_the_cache_are_split_without_double_counting() {
+    let run = |start: Value, delta_usage: Value| {
+        let mut d = MessageDecoder::default();
+        let mut out = VecDeque::new();
+        let events = [
+            ("message_start", start),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            (
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
+            (
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":delta_usage}),
+            ),
+            ("message_stop", json!({"type":"message_stop"})),
+        ];
+        for (kind, data) in events {
+            let _ = d.on_event(&ev(kind, data), &mut out);
+        }
+        out.iter().find_map(|e| match e {
+            StreamEvent::Completed { usage, .. } => *usage,
+            _ => None,
+        })
+    };
+    let first = run(
+        json!({"type":"message_start","message":{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":2419,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":2419,"ephemeral_1h_input_tokens":0},"output_tokens":1,"service_tier":"standard"}}}),
+        json!({"output_tokens": 42}),
+    );
+    let Some(first) = first else {
+        panic!("the first stream did not complete");
+    };
+    assert_eq!(
+        (
+            first.input_tokens,
+            first.cache_read_tokens,
+            first.cache_write_tokens,
+            first.output_tokens
+        ),
+        (2431, 0, 2419, 42)
+    );
+    let c = first.counts();
+    assert_eq!(
+        (c.input, c.cache_read, c.cache_write, c.output),
+        (12, 0, 2419, 42)
+    );
+
+    // The next call reads what the first wrote (message_delta repeats the cache counts, as
+    // newer API versions do).
+    let second = run(
+        json!({"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":2419,"output_tokens":1}}}),
+        json!({"input_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":2419,"output_tokens":17}),
+    );
+    let Some(second) = second else {
+        panic!("the second stream did not complete");
+    };
+    let c = second.counts();
+    assert_eq!(
+        (c.input, c.cache_read, c.cache_write, c.output),
+        (30, 2419, 0, 17)
+    );
+    assert_eq!(second.input_tokens, 2449, "every prompt token once");
 }

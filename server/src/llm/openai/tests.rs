@@ -171,3 +171,44 @@ fn finish_then_eof_completes() {
         })
     ));
 }
+
+/// A stream as OpenAI sends it with `stream_options.include_usage` on a prompt whose first
+/// 2,304 tokens hit the prompt cache: the usage arrives in a last chunk with no choices,
+/// `prompt_tokens` counting the cached tokens too.
+#[test]
+fn recorded_stream_usage_with_a_cache_hit_is_split_without_double_counting() {
+    let recorded = [
+        r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[],"usage":{"prompt_tokens":2500,"completion_tokens":30,"total_tokens":2530,"prompt_tokens_details":{"cached_tokens":2304,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}"#,
+    ];
+    let mut d = ChunkDecoder::default();
+    let mut out = VecDeque::new();
+    for chunk in recorded {
+        let _ = d.on_event(&ev(chunk), &mut out);
+    }
+    let _ = d.on_event(&ev("[DONE]"), &mut out);
+    let usage = out.iter().find_map(|e| match e {
+        StreamEvent::Completed { usage, .. } => *usage,
+        _ => None,
+    });
+    let Some(usage) = usage else {
+        panic!("no usage in {out:?}");
+    };
+    assert_eq!(
+        (
+            usage.input_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.output_tokens
+        ),
+        (2500, 2304, 0, 30)
+    );
+    let charged = usage.counts();
+    assert_eq!(
+        (charged.input, charged.cache_read, charged.output),
+        (196, 2304, 30)
+    );
+    assert_eq!(charged.total(), 2530, "every token once");
+}
