@@ -133,6 +133,22 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
         (422, Some("api_key_required")),
         "{body}"
     );
+    // Another kind at the same address would send the key to another vendor's API: it must
+    // be sent again too.
+    let switched = json!({"kind": "openai", "base_url": added.base_url_anthropic()});
+    let (status, body) = send(
+        &app,
+        M::PUT,
+        &admin.access,
+        "/api/admin/providers/anth",
+        Some(switched),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("api_key_required")),
+        "{body}"
+    );
 
     // The model's price changes; a provider in use cannot go; a model that is another's
     // fallback cannot go; the configuration's entries are not the API's to change.
@@ -202,6 +218,10 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
         (json!({"name": "gpt", "provider": "anth"}), "model_exists"),
         (
             json!({"name": "bad name!", "provider": "anth"}),
+            "invalid_model",
+        ),
+        (
+            json!({"name": "x", "provider": "anth", "prices": [{"input": "1", "output": "0.0000000001"}]}),
             "invalid_model",
         ),
     ] {

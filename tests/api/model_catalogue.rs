@@ -368,7 +368,7 @@ fn the_catalogue_file_is_validated_with_clear_messages() {
     let orphan = format!("{provider}[[models]]\nname = \"gpt\"\nprovider = \"nope\"\n");
     assert!(load(&orphan)
         .unwrap_err()
-        .contains("no [[providers]] entry named `nope`"));
+        .contains("no provider named `nope`"));
     let fallback =
         format!("{provider}[[models]]\nname = \"gpt\"\nprovider = \"oa\"\nfallbacks = [\"gpt\"]\n");
     assert!(load(&fallback).unwrap_err().contains("its own fallback"));

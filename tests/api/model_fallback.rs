@@ -263,3 +263,60 @@ async fn a_fallback_the_role_may_not_use_is_skipped_and_nothing_is_retried_after
         "retried after the first token"
     );
 }
+
+/// A role losing the turn's model between two steps stops the turn before its next call,
+/// and the reservation that step's commit made is settled then (not left to the sweeper).
+#[tokio::test]
+async fn a_model_revoked_mid_turn_stops_the_turn_and_frees_its_reservation() {
+    let (openai, anthropic) = (FakeUpstream::start().await, FakeUpstream::start().await);
+    let setup = catalogue(&openai, &anthropic);
+    let (app, [admin, user]) = TestApp::builder()
+        .settings(setup)
+        .role(
+            "member",
+            json!({"tools": ["calculator"], "models": ["gpt", "claude"]}),
+        )
+        .budget("vic", Some(50_000))
+        .start_as(["root", "vic"])
+        .await;
+    // The first call asks for the calculator, slowly: the revocation lands meanwhile.
+    openai.push(
+        Reply::tool_call("c1", "calculator", r#"{"expression":"1+1"}"#)
+            .chunk_delay(Duration::from_millis(300)),
+    );
+    openai.push(Reply::text("never asked"));
+    let conv = app
+        .create_conversation_with(&user.access, json!({"model": "gpt"}))
+        .await;
+    let (app2, token, conv2) = (app.client.clone(), user.access.clone(), conv.clone());
+    let url = app.url(&format!("/api/conversations/{conv2}/messages"));
+    let turn = tokio::spawn(async move {
+        app2.post(url)
+            .bearer_auth(token)
+            .json(&json!({"content": "what is 1+1?"}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = app
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["calculator"], "models": ["claude"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let events = parse_sse(&turn.await.unwrap());
+    let error = events.iter().find(|e| e.event == "error");
+    assert!(
+        error.is_some_and(|e| e.data["code"] == "model_not_allowed"),
+        "{events:?}"
+    );
+    assert_eq!(openai.request_count(), 1, "no call after the revocation");
+    let totals = app.budget_totals(user.user_id).await;
+    assert_eq!((totals.reserved, totals.holds), (0, 0), "{totals:?}");
+}

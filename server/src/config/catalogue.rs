@@ -303,6 +303,9 @@ pub fn validate_prices(prices: &[PriceConfig]) -> Result<(), String> {
         if amounts.iter().flatten().any(|a| a.is_sign_negative()) {
             return Err("prices cannot be negative".into());
         }
+        if amounts.iter().flatten().any(|a| a.scale() > 9) {
+            return Err("prices have at most 9 decimal places".into());
+        }
         if amounts
             .iter()
             .flatten()

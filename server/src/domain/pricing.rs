@@ -77,8 +77,14 @@ impl Price {
             return i64::MAX;
         }
         let per_token = self.output / Decimal::from(1_000_000u32);
-        let tokens = (left / per_token).floor();
-        i64::try_from(tokens).unwrap_or(i64::MAX)
+        // A price too small to divide by (prices are bounded to 9 places; this is the
+        // backstop) pays for as much output as anyone may ask.
+        match left.checked_div(per_token) {
+            Some(tokens) if !per_token.is_zero() => {
+                i64::try_from(tokens.floor()).unwrap_or(i64::MAX)
+            }
+            _ => i64::MAX,
+        }
     }
 }
 

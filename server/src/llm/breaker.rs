@@ -55,8 +55,12 @@ pub enum Transition {
     Opened {
         until: DateTime<Utc>,
         reason: String,
+        /// When it happened (a later change elsewhere wins over it).
+        at: DateTime<Utc>,
     },
-    Closed,
+    Closed {
+        at: DateTime<Utc>,
+    },
 }
 
 /// A breaker as the admin view and `/readyz` show it.
@@ -77,9 +81,16 @@ struct Inner {
     recent: VecDeque<(Instant, bool)>,
     /// Open until then (monotonic and wall-clock).
     open_until: Option<(Instant, DateTime<Utc>)>,
-    probing: bool,
+    /// Since when the half-open probe has been out (one at a time; a probe whose task died
+    /// without an outcome stops counting after [`PROBE_TIMEOUT`]).
+    probing: Option<Instant>,
     last_error: Option<String>,
+    /// The latest opening or closing, here or taken from another process.
+    changed_at: Option<DateTime<Utc>>,
 }
+
+/// How long a probe may be out before another call may probe instead.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One provider endpoint's breaker.
 #[derive(Debug)]
@@ -119,9 +130,15 @@ impl Breaker {
         match Self::state_of(&inner, Instant::now()) {
             BreakerState::Closed => Admission::Pass,
             BreakerState::Open => Admission::Refused,
-            BreakerState::HalfOpen if inner.probing => Admission::Refused,
+            BreakerState::HalfOpen
+                if inner
+                    .probing
+                    .is_some_and(|since| since.elapsed() < PROBE_TIMEOUT) =>
+            {
+                Admission::Refused
+            }
             BreakerState::HalfOpen => {
-                inner.probing = true;
+                inner.probing = Some(Instant::now());
                 Admission::Probe
             }
         }
@@ -130,32 +147,40 @@ impl Breaker {
     /// A probe that ended without an outcome (cancelled): the next call may probe.
     pub fn abandon_probe(&self) {
         if let Ok(mut inner) = self.inner.lock() {
-            inner.probing = false;
+            inner.probing = None;
         }
     }
 
-    /// Records a call that got its first token (or a complete answer).
-    pub fn succeeded(&self) -> Option<Transition> {
+    /// Records a call that got its first token (or a complete answer). Only the probe
+    /// closes an open breaker: a call let through before it opened says nothing of now.
+    pub fn succeeded(&self, admission: Admission) -> Option<Transition> {
         let mut inner = self.inner.lock().ok()?;
         let now = Instant::now();
-        let was_open = inner.open_until.is_some();
-        inner.consecutive = 0;
-        inner.probing = false;
-        inner.open_until = None;
         self.push(&mut inner, now, false);
-        was_open.then_some(Transition::Closed)
+        inner.consecutive = 0;
+        if inner.open_until.is_none() || admission != Admission::Probe {
+            return None;
+        }
+        inner.probing = None;
+        inner.open_until = None;
+        let at = Utc::now();
+        inner.changed_at = Some(at);
+        Some(Transition::Closed { at })
     }
 
     /// Records a call that failed before its first token with an error that says the
     /// endpoint is unwell ([`counts_against`]).
-    pub fn failed(&self, error: &LlmError) -> Option<Transition> {
+    pub fn failed(&self, error: &LlmError, admission: Admission) -> Option<Transition> {
         let mut inner = self.inner.lock().ok()?;
         let now = Instant::now();
         inner.consecutive = inner.consecutive.saturating_add(1);
         self.push(&mut inner, now, true);
         let reason = super::truncate_chars(&format!("{}: {error}", error.code()), 200);
         inner.last_error = Some(reason.clone());
-        let probe_failed = std::mem::take(&mut inner.probing);
+        let probe_failed = admission == Admission::Probe;
+        if probe_failed {
+            inner.probing = None;
+        }
         let (total, failed) = inner.recent.iter().fold((0u32, 0u32), |(t, f), (_, bad)| {
             (t + 1, f + u32::from(*bad))
         });
@@ -170,7 +195,9 @@ impl Breaker {
         let until =
             Utc::now() + chrono::Duration::from_std(self.settings.cooldown).unwrap_or_default();
         inner.open_until = Some((now + self.settings.cooldown, until));
-        Some(Transition::Opened { until, reason })
+        let at = Utc::now();
+        inner.changed_at = Some(at);
+        Some(Transition::Opened { until, reason, at })
     }
 
     fn push(&self, inner: &mut Inner, now: Instant, failed: bool) {
@@ -188,26 +215,35 @@ impl Breaker {
         }
     }
 
-    /// Takes another process's word: open until `until` (if later than now), or closed.
-    pub fn adopt(&self, open_until: Option<DateTime<Utc>>, reason: Option<String>) {
+    /// Takes another process's word, written at `changed_at`: open until `open_until`, or
+    /// closed. A word older than this breaker's latest change is stale and ignored.
+    pub fn adopt(
+        &self,
+        open_until: Option<DateTime<Utc>>,
+        reason: Option<String>,
+        changed_at: DateTime<Utc>,
+    ) {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        match open_until.map(|u| (u - Utc::now()).to_std()) {
-            Some(Ok(left)) => {
-                let at = Instant::now() + left;
-                let later = inner.open_until.is_none_or(|(mine, _)| mine < at);
-                if later {
-                    inner.open_until = open_until.map(|u| (at, u));
-                    inner.last_error = reason.or(inner.last_error.take());
-                }
+        if inner.changed_at.is_some_and(|mine| mine >= changed_at) {
+            return;
+        }
+        inner.changed_at = Some(changed_at);
+        match open_until.map(|u| (u, (u - Utc::now()).to_std())) {
+            Some((wall, Ok(left))) => {
+                inner.open_until = Some((Instant::now() + left, wall));
+                inner.last_error = reason.or(inner.last_error.take());
             }
-            // Open until a time already past: half-open here too once ours has passed.
-            Some(Err(_)) => {}
+            // Open until a time already past: half-open, as it would be here.
+            Some((wall, Err(_))) => {
+                inner.open_until = Some((Instant::now(), wall));
+                inner.last_error = reason.or(inner.last_error.take());
+            }
             None => {
                 inner.open_until = None;
                 inner.consecutive = 0;
-                inner.probing = false;
+                inner.probing = None;
             }
         }
     }
@@ -318,9 +354,12 @@ mod tests {
     #[test]
     fn consecutive_failures_open_it_and_a_probe_closes_it() {
         let b = Breaker::new(settings(30));
-        assert_eq!(b.failed(&down()), None);
-        assert_eq!(b.failed(&down()), None);
-        assert!(matches!(b.failed(&down()), Some(Transition::Opened { .. })));
+        assert_eq!(b.failed(&down(), Admission::Pass), None);
+        assert_eq!(b.failed(&down(), Admission::Pass), None);
+        assert!(matches!(
+            b.failed(&down(), Admission::Pass),
+            Some(Transition::Opened { .. })
+        ));
         assert_eq!(b.admit(), Admission::Refused);
         assert_eq!(b.view().state, BreakerState::Open);
         assert!(b.view().last_error.is_some_and(|e| e.contains("503")));
@@ -329,7 +368,10 @@ mod tests {
         assert_eq!(b.admit(), Admission::Probe);
         // One probe at a time.
         assert_eq!(b.admit(), Admission::Refused);
-        assert_eq!(b.succeeded(), Some(Transition::Closed));
+        assert!(matches!(
+            b.succeeded(Admission::Probe),
+            Some(Transition::Closed { .. })
+        ));
         assert_eq!(b.admit(), Admission::Pass);
     }
 
@@ -337,13 +379,16 @@ mod tests {
     fn a_failed_probe_opens_it_again_and_an_abandoned_one_lets_another_try() {
         let b = Breaker::new(settings(20));
         for _ in 0..3 {
-            b.failed(&down());
+            b.failed(&down(), Admission::Pass);
         }
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(b.admit(), Admission::Probe);
         b.abandon_probe();
         assert_eq!(b.admit(), Admission::Probe);
-        assert!(matches!(b.failed(&down()), Some(Transition::Opened { .. })));
+        assert!(matches!(
+            b.failed(&down(), Admission::Probe),
+            Some(Transition::Opened { .. })
+        ));
         assert_eq!(b.admit(), Admission::Refused);
     }
 
@@ -352,8 +397,8 @@ mod tests {
         let b = Breaker::new(settings(1_000));
         let mut opened_at = None;
         for round in 1..=4 {
-            assert_eq!(b.succeeded(), None);
-            if b.failed(&down()).is_some() {
+            assert_eq!(b.succeeded(Admission::Pass), None);
+            if b.failed(&down(), Admission::Pass).is_some() {
                 opened_at = Some(round);
                 break;
             }
@@ -366,12 +411,20 @@ mod tests {
     #[test]
     fn another_process_opening_or_closing_it_is_taken() {
         let b = Breaker::new(settings(1_000));
+        let t0 = Utc::now();
         b.adopt(
-            Some(Utc::now() + chrono::Duration::seconds(5)),
+            Some(t0 + chrono::Duration::seconds(5)),
             Some("upstream_timeout".into()),
+            t0,
         );
         assert_eq!(b.admit(), Admission::Refused);
-        b.adopt(None, None);
+        // A call let through before it opened finishing now does not close it.
+        assert_eq!(b.succeeded(Admission::Pass), None);
+        assert_eq!(b.admit(), Admission::Refused);
+        // An older word (written before the opening) is stale.
+        b.adopt(None, None, t0 - chrono::Duration::seconds(1));
+        assert_eq!(b.admit(), Admission::Refused);
+        b.adopt(None, None, t0 + chrono::Duration::seconds(1));
         assert_eq!(b.admit(), Admission::Pass);
     }
 

@@ -23,6 +23,9 @@ pub type RetryHooks = Arc<dyn Fn(ProviderKind) -> http::RetryHook + Send + Sync>
 pub struct LiveCatalogue {
     current: RwLock<Arc<Catalogue>>,
     hooks: RetryHooks,
+    /// Held across reading the stored entries and swapping the rebuilt catalogue in, so
+    /// two reloads cannot finish in the wrong order.
+    pub reloading: tokio::sync::Mutex<()>,
 }
 
 impl LiveCatalogue {
@@ -37,6 +40,7 @@ impl LiveCatalogue {
         Self {
             current: RwLock::new(Arc::new(catalogue)),
             hooks,
+            reloading: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -84,6 +88,12 @@ fn build(
         }
     }
     for p in &added.providers {
+        // The configuration wins a name clash (it may have gained the name later).
+        if clients.contains_key(&p.name) {
+            tracing::warn!(provider = %p.name,
+                "a provider added through the admin API has a configured provider's name; left out");
+            continue;
+        }
         match provider::from_entry(p, llm, hooks(p.kind)) {
             Ok(client) => {
                 clients.insert(p.name.clone(), (p.kind, client));

@@ -22,6 +22,8 @@ struct Row {
     open_until: Option<DateTime<Utc>>,
     #[diesel(sql_type = Nullable<Text>)]
     reason: Option<String>,
+    #[diesel(sql_type = Timestamptz)]
+    updated_at: DateTime<Utc>,
 }
 
 /// Writes a breaker's change and tells every process.
@@ -30,19 +32,23 @@ pub async fn publish(
     provider: &str,
     change: &Transition,
 ) -> diesel::QueryResult<()> {
-    let (until, reason) = match change {
-        Transition::Opened { until, reason } => (Some(*until), Some(reason.as_str())),
-        Transition::Closed => (None, None),
+    let (until, reason, at) = match change {
+        Transition::Opened { until, reason, at } => (Some(*until), Some(reason.as_str()), *at),
+        Transition::Closed { at } => (None, None, *at),
     };
+    // Written in the order the changes happened, whichever write lands first.
     sql(
         "INSERT INTO provider_breakers (provider, open_until, reason, updated_at) \
-         VALUES ($1, $2, $3, now()) \
+         VALUES ($1, $2, $3, $4) \
          ON CONFLICT (provider) DO UPDATE \
-            SET open_until = EXCLUDED.open_until, reason = EXCLUDED.reason, updated_at = now()",
+            SET open_until = EXCLUDED.open_until, reason = EXCLUDED.reason, \
+                updated_at = EXCLUDED.updated_at \
+          WHERE provider_breakers.updated_at < EXCLUDED.updated_at",
     )
     .bind::<Text, _>(provider)
     .bind::<Nullable<Timestamptz>, _>(until)
     .bind::<Nullable<Text>, _>(reason)
+    .bind::<Timestamptz, _>(at)
     .execute(conn)
     .await?;
     channel::signal(conn, Signal::BreakersChanged).await
@@ -53,12 +59,13 @@ pub async fn adopt_all(
     conn: &mut AsyncPgConnection,
     breakers: &Breakers,
 ) -> diesel::QueryResult<()> {
-    let rows: Vec<Row> = sql("SELECT provider, open_until, reason FROM provider_breakers")
-        .load(conn)
-        .await?;
+    let rows: Vec<Row> =
+        sql("SELECT provider, open_until, reason, updated_at FROM provider_breakers")
+            .load(conn)
+            .await?;
     for row in rows {
         if let Some(b) = breakers.get(&row.provider) {
-            b.adopt(row.open_until, row.reason);
+            b.adopt(row.open_until, row.reason, row.updated_at);
         }
     }
     Ok(())

@@ -26,6 +26,7 @@ impl CatalogueParts {
     /// Reads the stored entries and rebuilds the catalogue with them; each provider keeps
     /// its breaker, new ones get one.
     pub async fn reload(&self, conn: &mut AsyncPgConnection) -> Result<(), String> {
+        let _one_at_a_time = self.catalogue.reloading.lock().await;
         let (providers, models) = catalogue_entry::list(conn)
             .await
             .map_err(|e| e.to_string())?;

@@ -88,6 +88,9 @@ impl TurnEngine {
             let price = model.price_at(now);
             let Some(max_tokens) = fits(i, model, price.as_ref(), &request, policy, input_estimate)
             else {
+                if i == 0 {
+                    passed_over = Some("unpriced".to_owned());
+                }
                 continue;
             };
             let breaker = self.breakers.get(&model.provider);
@@ -101,8 +104,16 @@ impl TurnEngine {
                 let why = passed_over.clone().unwrap_or_else(|| "error".to_owned());
                 (asked.clone(), why)
             });
+            // The provider answered: its breaker hears so at the first token, not at the
+            // end of a long answer (a probe holds the others back until then).
+            let first_token = || {
+                if let Some(change) = breaker.as_ref().and_then(|b| b.succeeded(admission)) {
+                    self.breaker_changed(&model.provider, change);
+                }
+            };
             let call = Attempt {
                 model,
+                on_first_token: &first_token,
                 request: ChatRequest {
                     model: model.upstream_model.clone(),
                     max_tokens: Some(max_tokens),
@@ -121,9 +132,6 @@ impl TurnEngine {
             };
             let failed_early = match &outcome {
                 ModelOutcome::Completed { .. } => {
-                    if let Some(change) = breaker.as_ref().and_then(|b| b.succeeded()) {
-                        self.breaker_changed(&model.provider, change);
-                    }
                     if let Some((from, why)) = &answered.fallback {
                         tracing::info!(model = %from, fallback = %model.name, reason = %why,
                             "a fallback model answered");
@@ -137,13 +145,20 @@ impl TurnEngine {
                 ModelOutcome::Failed {
                     error, streamed, ..
                 } => {
+                    // After its first token a probe has already closed the breaker: what
+                    // fails then counts like any call's failure.
+                    let as_admitted = if *streamed {
+                        Admission::Pass
+                    } else {
+                        admission
+                    };
                     match breaker.as_ref() {
                         Some(b) if counts_against(error) => {
-                            if let Some(change) = b.failed(error) {
+                            if let Some(change) = b.failed(error, as_admitted) {
                                 self.breaker_changed(&model.provider, change);
                             }
                         }
-                        Some(b) if admission == Admission::Probe => b.abandon_probe(),
+                        Some(b) if as_admitted == Admission::Probe => b.abandon_probe(),
                         _ => {}
                     }
                     if !streamed && passed_over.is_none() {
@@ -166,8 +181,14 @@ impl TurnEngine {
         if let Some((outcome, answered)) = last {
             return ModelCall { outcome, answered };
         }
-        // No model could be called: every provider's breaker is open (or no fallback fits).
-        let error = refused.unwrap_or_else(|| LlmError::CircuitOpen(primary.provider.clone()));
+        // No model could be called: every provider's breaker is open, or none fits the
+        // money held (unpriced now, or priced in another currency).
+        let error = refused.unwrap_or_else(|| {
+            LlmError::Config(format!(
+                "the model `{}` has no price the money budget can pay",
+                primary.name
+            ))
+        });
         ModelCall {
             outcome: fail_alone(error, start, events).await,
             answered: Answered {
@@ -180,9 +201,9 @@ impl TurnEngine {
     /// A provider's breaker opened or closed here: logged, and told to every process.
     fn breaker_changed(&self, provider: &str, change: Transition) {
         match &change {
-            Transition::Opened { until, reason } => tracing::warn!(provider, %until, reason,
+            Transition::Opened { until, reason, .. } => tracing::warn!(provider, %until, reason,
                 "a model provider's circuit breaker opened; its models fall back until then"),
-            Transition::Closed => {
+            Transition::Closed { .. } => {
                 tracing::info!(provider, "a model provider's circuit breaker closed")
             }
         }
@@ -203,15 +224,15 @@ fn fits(
 ) -> Option<u32> {
     let asked = request.max_tokens.unwrap_or(model.max_output);
     let cap = asked.min(model.max_output);
-    if i == 0 {
-        return Some(cap);
-    }
-    if !crate::llm::catalogue::allows(policy.role_models, &model.name) {
+    // The model asked for was checked when the step was reserved; a fallback is checked here.
+    if i > 0 && !crate::llm::catalogue::allows(policy.role_models, &model.name) {
         return None;
     }
     let Some(money) = policy.money else {
         return Some(cap);
     };
+    // Under a money budget every model, the one asked for too (its price may have changed
+    // since the reservation), must be priced in the hold's currency and fit the hold.
     let price = price.filter(|p| p.currency == money.currency)?;
     let room = price.output_affordable(money.amount, input_estimate);
     let cap = u32::try_from(room).unwrap_or(u32::MAX).min(cap);

@@ -42,6 +42,9 @@ pub(super) enum ModelOutcome {
 pub(super) struct Attempt<'a> {
     /// The catalogue model called.
     pub model: &'a CatalogueModel,
+    /// Called once, when the model's answer begins (its first text, tool call, or a
+    /// complete answer with neither).
+    pub on_first_token: &'a (dyn Fn() + Sync),
     /// The request as its provider reads it (upstream id, output cap).
     pub request: ChatRequest,
     /// The model's price in force (none: unpriced).
@@ -62,6 +65,7 @@ impl TurnEngine {
     ) -> ModelOutcome {
         let Attempt {
             model: route,
+            on_first_token,
             request,
             price,
             fallback_from,
@@ -102,7 +106,7 @@ impl TurnEngine {
                 start,
                 events,
                 control,
-                &first,
+                (&first, on_first_token),
             )
             .instrument(span.clone())
             .await;
@@ -188,7 +192,7 @@ impl TurnEngine {
         start: Option<PendingStart>,
         events: &crate::turn::turn_log::EventSink,
         control: &TurnControl,
-        first: &std::sync::OnceLock<Instant>,
+        (first, on_first_token): (&std::sync::OnceLock<Instant>, &(dyn Fn() + Sync)),
     ) -> ModelOutcome {
         let stopped = |text: String| ModelOutcome::Stopped {
             text,
@@ -227,6 +231,11 @@ impl TurnEngine {
         };
         let mut text = String::new();
         let mut streamed = false;
+        let begin = |streamed: &mut bool| {
+            if !std::mem::replace(streamed, true) {
+                on_first_token();
+            }
+        };
         loop {
             let next = tokio::select! {
                 biased;
@@ -236,17 +245,18 @@ impl TurnEngine {
             let _ = first.set(Instant::now());
             match next {
                 Some(Ok(StreamEvent::TextDelta(delta))) => {
-                    streamed = true;
+                    begin(&mut streamed);
                     text.push_str(&delta);
                     let _ = events.send(TurnEvent::TextDelta { text: delta }).await;
                 }
-                Some(Ok(StreamEvent::ToolCallStart { .. })) => streamed = true,
+                Some(Ok(StreamEvent::ToolCallStart { .. })) => begin(&mut streamed),
                 Some(Ok(StreamEvent::Completed {
                     tool_calls,
                     usage,
                     response_model,
                     finish_reason,
                 })) => {
+                    begin(&mut streamed);
                     // Providers that report no usage (or zeros) are charged a local count.
                     let local_output = || {
                         llm::estimate_tokens(&text)

@@ -146,8 +146,9 @@ impl TurnEngine {
                 *o = Some(hold.clone());
             }
             // The role as this step's commit read it: an admin's revocation stops the turn
-            // before its next call (the reservation is released with the ending).
+            // before its next call; the reservation just granted is settled at nothing.
             if !crate::llm::catalogue::allows(&role.models, &turn.model) {
+                record.pending = Some((hold, crate::db::models::budget::Spend::default()));
                 return Ending::Failed {
                     code: "model_not_allowed".into(),
                     message: format!(

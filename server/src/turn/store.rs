@@ -46,7 +46,13 @@ impl TurnEngine {
             usage: record.usage.clone(),
             audit: record.audit.clone(),
             input: estimate,
-            price: turn.price.clone(),
+            // The price in force now: a turn that outlives a price change reserves at the
+            // new one, as it is charged.
+            price: self
+                .catalogue
+                .now()
+                .get(&turn.model)
+                .and_then(|m| m.price_at(chrono::Utc::now())),
             want: estimate + max_output,
             need: estimate + max_output.min(crate::budget::MIN_USEFUL_OUTPUT),
             now: (self.clock)(),

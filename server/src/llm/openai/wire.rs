@@ -175,8 +175,13 @@ pub struct Usage {
 /// `usage.prompt_tokens_details`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptTokensDetails {
-    #[serde(default)]
+    /// Some compatible servers send `null`: none cached.
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub cached_tokens: u64,
+}
+
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.unwrap_or(0))
 }
 
 impl Usage {

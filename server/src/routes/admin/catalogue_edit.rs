@@ -49,11 +49,18 @@ fn provider_of(
     let base_url = body.base_url.trim().trim_end_matches('/').to_owned();
     let api_key = match (body.api_key, existing) {
         (Some(k), _) => Some(k).filter(|k| !k.is_empty()).map(SecretString::from),
-        (None, Some(e)) if e.api_key.is_some() && !same_origin(&e.base_url, &base_url) => {
+        (None, Some(e))
+            if e.api_key.is_some()
+                && (e.kind != body.kind
+                    || !same_origin(
+                        &effective(e.kind, &e.base_url),
+                        &effective(body.kind, &base_url),
+                    )) =>
+        {
             return Err(ApiError::unprocessable(
                 "api_key_required",
-                "base_url moves the provider to another origin: send its api_key again \
-                 (a stored key is never sent to a new origin)",
+                "kind or base_url moves the provider to another endpoint: send its api_key \
+                 again (a stored key is never sent anywhere else)",
             ));
         }
         (None, Some(e)) => e.api_key.clone(),
@@ -74,19 +81,29 @@ fn provider_of(
     Ok(p)
 }
 
+/// The URL requests go to: the configured one, or the vendor's.
+fn effective(kind: ProviderKind, base_url: &str) -> String {
+    match base_url {
+        "" => kind.vendor_base_url().to_owned(),
+        url => url.to_owned(),
+    }
+}
+
 /// Whether two base URLs share scheme, host and port (unparsable ones never do).
 fn same_origin(a: &str, b: &str) -> bool {
     let origin = |u: &str| url::Url::parse(u).ok().map(|u| u.origin());
     match (origin(a), origin(b)) {
         (Some(a), Some(b)) => a.is_tuple() && a == b,
-        _ => a.is_empty() && b.is_empty(),
+        _ => false,
     }
 }
 
-/// A provider as the admin trail keeps it: whether a key is set, never the key.
+/// A provider as the admin trail keeps it: whether a key is set, never the key, nor a
+/// password in the URL.
 fn provider_trail(p: &ProviderConfig) -> Value {
     json!({
-        "name": p.name, "kind": p.kind, "base_url": p.base_url, "api_key_set": p.api_key.is_some(),
+        "name": p.name, "kind": p.kind, "base_url": super::models::shown_url(p.kind, &p.base_url),
+        "api_key_set": p.api_key.is_some(),
         "connect_timeout_secs": p.connect_timeout_secs, "first_byte_timeout_secs": p.first_byte_timeout_secs,
         "idle_timeout_secs": p.idle_timeout_secs, "request_timeout_secs": p.request_timeout_secs,
         "max_retries": p.max_retries,

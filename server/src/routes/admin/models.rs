@@ -166,7 +166,7 @@ pub(super) fn provider_info(
 }
 
 /// The base URL requests go to, with any credentials in it removed.
-fn shown_url(kind: ProviderKind, configured: &str) -> String {
+pub(super) fn shown_url(kind: ProviderKind, configured: &str) -> String {
     let url = match configured.trim().trim_end_matches('/') {
         "" => kind.vendor_base_url(),
         url => url,
