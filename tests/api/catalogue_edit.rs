@@ -40,6 +40,24 @@ async fn send(
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
+/// Sends the request and expects it refused with `status` and error `code`.
+async fn refused(
+    app: &TestApp,
+    method: reqwest::Method,
+    token: &str,
+    path: &str,
+    body: Option<Value>,
+    status: u16,
+    code: &str,
+) {
+    let (got, answer) = send(app, method, token, path, body).await;
+    assert_eq!(
+        (got, answer["error"]["code"].as_str()),
+        (status, Some(code)),
+        "{answer}"
+    );
+}
+
 async fn model_names(app: &TestApp, token: &str) -> Vec<String> {
     let (_, models) = send(app, reqwest::Method::GET, token, "/api/models", None).await;
     serde_json::from_value(models["models"].clone()).unwrap()
@@ -120,35 +138,29 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
     assert_eq!(body["api_key_set"], true);
     assert_eq!(body["max_retries"], 1);
     let moved = json!({"kind": "anthropic", "base_url": "http://127.0.0.1:9"});
-    let (status, body) = send(
+    refused(
         &app,
         M::PUT,
         &admin.access,
         "/api/admin/providers/anth",
         Some(moved),
+        422,
+        "api_key_required",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("api_key_required")),
-        "{body}"
-    );
     // Another kind at the same address would send the key to another vendor's API: it must
     // be sent again too.
     let switched = json!({"kind": "openai", "base_url": added.base_url_anthropic()});
-    let (status, body) = send(
+    refused(
         &app,
         M::PUT,
         &admin.access,
         "/api/admin/providers/anth",
         Some(switched),
+        422,
+        "api_key_required",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (422, Some("api_key_required")),
-        "{body}"
-    );
 
     // The model's price changes; a provider in use cannot go; a model that is another's
     // fallback cannot go; the configuration's entries are not the API's to change.
@@ -164,45 +176,36 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["price_in_force"]["input"], "2");
-    let (status, body) = send(
+    refused(
         &app,
         M::DELETE,
         &admin.access,
         "/api/admin/providers/anth",
         None,
+        409,
+        "provider_in_use",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (409, Some("provider_in_use")),
-        "{body}"
-    );
-    let (status, body) = send(
+    refused(
         &app,
         M::DELETE,
         &admin.access,
         "/api/admin/models/gpt",
         None,
+        409,
+        "configured_model",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (409, Some("configured_model")),
-        "{body}"
-    );
-    let (status, body) = send(
+    refused(
         &app,
         M::PUT,
         &admin.access,
         "/api/admin/providers/oa",
         Some(json!({"kind": "openai"})),
+        409,
+        "configured_provider",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (409, Some("configured_provider")),
-        "{body}"
-    );
 
     // Bad entries: a float price, an unknown provider or fallback, a duplicate, a member.
     for (body, code) in [
@@ -245,19 +248,16 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
     )
     .await;
     assert_eq!(status, 403);
-    let (status, body) = send(
+    refused(
         &app,
         M::POST,
         &admin.access,
         "/api/admin/providers",
         Some(json!({"name": "ftp", "kind": "openai", "base_url": "ftp://example.com"})),
+        400,
+        "invalid_provider",
     )
     .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_provider")),
-        "{body}"
-    );
 
     // Removed: the model, then its provider; both processes stop offering it.
     let (status, _) = send(

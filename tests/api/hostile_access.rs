@@ -82,6 +82,12 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         (_, p) if p.starts_with("/api/admin/tools/custom") => json!({
             "name": "victimtool", "description": "x", "parameters": {"type": "object"},
             "method": "GET", "url_template": "https://example.com/x"}),
+        (_, p) if p.starts_with("/api/admin/providers") => {
+            json!({"name": "intruder", "kind": "openai", "base_url": "http://127.0.0.1:9/v1"})
+        }
+        (_, p) if p.starts_with("/api/admin/models") => {
+            json!({"name": "intruder", "provider": "default"})
+        }
         (_, p) if p.starts_with("/api/admin/mcp-servers") => {
             json!({"name": "intruder", "url": "http://127.0.0.1:9/mcp"})
         }

@@ -17,6 +17,28 @@ pub const ALL_MODELS: &str = "*";
 /// The name of the `[llm]` provider when no `[[models]]` are configured.
 pub const DEFAULT_PROVIDER: &str = "default";
 
+/// `llm.models` on the `[llm]` provider's client, with the `[llm]` limits and no price.
+pub(super) fn legacy_models(
+    client: &Arc<dyn LlmProvider>,
+    llm: &LlmSettings,
+) -> Vec<CatalogueModel> {
+    llm.models
+        .iter()
+        .map(|name| CatalogueModel {
+            name: name.clone(),
+            provider: DEFAULT_PROVIDER.to_owned(),
+            kind: llm.provider,
+            upstream_model: name.clone(),
+            context_window: llm.context_window_tokens,
+            max_output: llm.max_output_tokens,
+            prices: Vec::new(),
+            fallbacks: Vec::new(),
+            client: client.clone(),
+            source: Source::Config,
+        })
+        .collect()
+}
+
 /// The `[llm]` settings as a provider entry.
 pub fn legacy_provider(llm: &LlmSettings) -> ProviderConfig {
     ProviderConfig {
@@ -96,24 +118,8 @@ pub struct Catalogue {
 impl Catalogue {
     /// `llm.models` served by one client (the `[llm]` settings, or a test's scripted model).
     pub fn single(client: Arc<dyn LlmProvider>, llm: &LlmSettings) -> Self {
-        let models = llm
-            .models
-            .iter()
-            .map(|name| CatalogueModel {
-                name: name.clone(),
-                provider: DEFAULT_PROVIDER.to_owned(),
-                kind: llm.provider,
-                upstream_model: name.clone(),
-                context_window: llm.context_window_tokens,
-                max_output: llm.max_output_tokens,
-                prices: Vec::new(),
-                fallbacks: Vec::new(),
-                client: client.clone(),
-                source: Source::Config,
-            })
-            .collect();
         Self::new(
-            models,
+            legacy_models(&client, llm),
             llm.model.clone(),
             vec![(legacy_provider(llm), Source::Config)],
         )

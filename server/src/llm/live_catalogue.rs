@@ -104,20 +104,8 @@ fn build(
         }
     }
     if legacy {
-        for name in &llm.models {
-            let (kind, client) = &clients[DEFAULT_PROVIDER];
-            models.push(CatalogueModel {
-                name: name.clone(),
-                provider: DEFAULT_PROVIDER.to_owned(),
-                kind: *kind,
-                upstream_model: name.clone(),
-                context_window: llm.context_window_tokens,
-                max_output: llm.max_output_tokens,
-                prices: Vec::new(),
-                fallbacks: Vec::new(),
-                client: client.clone(),
-                source: Source::Config,
-            });
+        if let Some((_, client)) = clients.get(DEFAULT_PROVIDER) {
+            models.extend(super::catalogue::legacy_models(client, llm));
         }
     }
     let configured = if legacy {
