@@ -46,6 +46,7 @@ mod limits;
 #[cfg(test)]
 mod loop_tests;
 mod model_call;
+mod model_choice;
 mod pending_start;
 mod record;
 mod replay;

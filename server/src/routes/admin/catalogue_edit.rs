@@ -1,6 +1,6 @@
-//! `POST /api/admin/providers`, `PUT|DELETE /api/admin/providers/{name}`, `POST
-//! /api/admin/models`, `PUT|DELETE /api/admin/models/{name}`: the catalogue entries the admin
-//! API owns, at run time. Each change is checked against the whole catalogue, stored with its
+//! `POST /api/admin/providers`, `PUT|DELETE /api/admin/providers/{name}`, and what every
+//! catalogue change shares (the models' routes are [`super::catalogue_models`]): the
+//! catalogue entries the admin API owns, at run time. Each change is checked against the whole catalogue, stored with its
 //! admin-trail row in one transaction, then every process rebuilds its catalogue. Keys are
 //! write-only: never answered, never in the trail; an edit that moves a provider to another
 //! origin must send its key again. The configuration's entries answer 409.
@@ -12,13 +12,13 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::models::{model_info, provider_info};
+use super::models::provider_info;
 use crate::auth::AdminUser;
-use crate::config::catalogue::{check_model, check_provider};
-use crate::config::{ModelConfig, ProviderConfig, ProviderKind};
+use crate::config::catalogue::check_provider;
+use crate::config::{ProviderConfig, ProviderKind};
+use crate::db;
 use crate::db::models::admin_change::{self, NewChange};
 use crate::db::models::catalogue_entry::{self, Entry, EntryKind};
-use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::llm::catalogue::Source;
@@ -125,7 +125,7 @@ fn owned_provider(state: &AppState, name: &str) -> Result<ProviderConfig, ApiErr
     }
 }
 
-fn configured(what: &str, name: &str) -> ApiError {
+pub(super) fn configured(what: &str, name: &str) -> ApiError {
     ApiError::conflict(
         if what == "model" {
             "configured_model"
@@ -138,7 +138,7 @@ fn configured(what: &str, name: &str) -> ApiError {
 
 /// Stores the change and its trail row in one transaction, then rebuilds the catalogue here
 /// and tells the other processes.
-async fn commit(
+pub(super) async fn commit(
     state: &AppState,
     conn: &mut AsyncPgConnection,
     store: Store<'_>,
@@ -173,7 +173,7 @@ async fn commit(
     Ok(())
 }
 
-enum Store<'a> {
+pub(super) enum Store<'a> {
     Insert(Entry<'a>),
     Update(Entry<'a>),
     Delete(EntryKind, &'a str),
@@ -218,7 +218,7 @@ pub(super) async fn create_provider(
 }
 
 /// A lost race on insert is the name being taken.
-fn exists_or(e: ApiError, code: &'static str, name: &str) -> ApiError {
+pub(super) fn exists_or(e: ApiError, code: &'static str, name: &str) -> ApiError {
     if e.code() == "catalogue_changed" {
         ApiError::conflict(code, format!("`{name}` exists"))
     } else {
@@ -296,156 +296,5 @@ pub(super) async fn delete_provider(
     let mut conn = db::conn(&state.pool).await?;
     let store = Store::Delete(EntryKind::Provider, name.as_str());
     commit(&state, &mut conn, store, change).await?;
-    Ok(HttpResponse::NoContent().finish())
-}
-
-/// Checks `m` against the catalogue: its provider and fallbacks must be in it.
-fn check_against_catalogue(state: &AppState, m: &ModelConfig) -> Result<(), ApiError> {
-    let catalogue = state.engine.catalogue.now();
-    let provider_exists = catalogue
-        .providers()
-        .iter()
-        .any(|(p, _)| p.name == m.provider);
-    let model_exists = |f: &str| catalogue.get(f).is_some();
-    check_model(m, &state.settings.llm, provider_exists, &model_exists)
-        .map_err(|e| ApiError::bad_request("invalid_model", e))
-}
-
-/// The model the admin API owns, or 404 / 409 (configured).
-fn owned_model(state: &AppState, name: &str) -> Result<ModelConfig, ApiError> {
-    let catalogue = state.engine.catalogue.now();
-    let Some(m) = catalogue.get(name) else {
-        return Err(ApiError::not_found("model"));
-    };
-    if m.source == Source::Config {
-        return Err(configured("model", name));
-    }
-    Ok(ModelConfig {
-        name: m.name.clone(),
-        provider: m.provider.clone(),
-        upstream_model: m.upstream_model.clone(),
-        context_window: Some(m.context_window),
-        max_output: Some(m.max_output),
-        prices: m.prices().to_vec(),
-        fallbacks: m.fallbacks.clone(),
-    })
-}
-
-/// The model as the answer shows it (from the rebuilt catalogue).
-async fn model_view(
-    state: &AppState,
-    conn: &mut AsyncPgConnection,
-    name: &str,
-) -> Result<Value, ApiError> {
-    let roles = role::list(conn).await?;
-    let catalogue = state.engine.catalogue.now();
-    let m = catalogue
-        .get(name)
-        .ok_or_else(|| ApiError::not_found("model"))?;
-    Ok(serde_json::to_value(model_info(m, &roles, chrono::Utc::now())).unwrap_or_default())
-}
-
-#[utoipa::path(post, path = "/api/admin/models", tag = "admin", request_body = ModelConfig,
-    responses((status = 201, description = "Added; roles with `*` may use it, others once they list it", body = super::models::AdminModel),
-    (status = 400, description = "Not an acceptable model", body = crate::error::ErrorBody),
-    (status = 409, description = "A model of that name exists", body = crate::error::ErrorBody)))]
-pub(super) async fn create_model(
-    state: web::Data<AppState>,
-    admin: AdminUser,
-    Json(model): Json<ModelConfig>,
-) -> Result<HttpResponse, ApiError> {
-    check_against_catalogue(&state, &model)?;
-    if state.engine.catalogue.now().get(&model.name).is_some() {
-        return Err(ApiError::conflict(
-            "model_exists",
-            format!("a model named `{}` exists", model.name),
-        ));
-    }
-    let trail = serde_json::to_value(&model).unwrap_or_default();
-    let change = NewChange::by(&admin.0, "model.create", &model.name).after(trail);
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Insert(Entry::Model(&model)),
-        change,
-    )
-    .await
-    .map_err(|e| exists_or(e, "model_exists", &model.name))?;
-    let view = model_view(&state, &mut conn, &model.name).await?;
-    Ok(HttpResponse::Created().json(view))
-}
-
-#[utoipa::path(put, path = "/api/admin/models/{name}", tag = "admin", params(("name" = String, Path)),
-    request_body = ModelConfig, responses((status = 200, description = "Replaced", body = super::models::AdminModel),
-    (status = 400, description = "Not an acceptable model", body = crate::error::ErrorBody),
-    (status = 404, description = "No such model", body = crate::error::ErrorBody),
-    (status = 409, description = "It comes from the configuration", body = crate::error::ErrorBody)))]
-pub(super) async fn replace_model(
-    state: web::Data<AppState>,
-    admin: AdminUser,
-    name: web::Path<String>,
-    Json(model): Json<ModelConfig>,
-) -> Result<HttpResponse, ApiError> {
-    if model.name != name.as_str() {
-        return Err(ApiError::bad_request(
-            "invalid_model",
-            "the name in the body differs from the path; models cannot be renamed",
-        ));
-    }
-    let current = owned_model(&state, &name)?;
-    check_against_catalogue(&state, &model)?;
-    let change = NewChange::by(&admin.0, "model.update", name.as_str())
-        .before(serde_json::to_value(&current).unwrap_or_default())
-        .after(serde_json::to_value(&model).unwrap_or_default());
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Update(Entry::Model(&model)),
-        change,
-    )
-    .await?;
-    let view = model_view(&state, &mut conn, &model.name).await?;
-    Ok(HttpResponse::Ok().json(view))
-}
-
-#[utoipa::path(delete, path = "/api/admin/models/{name}", tag = "admin", params(("name" = String, Path)),
-    responses((status = 204, description = "Removed (chats that named it are asked to pick another model)"),
-    (status = 404, description = "No such model", body = crate::error::ErrorBody),
-    (status = 409, description = "It comes from the configuration, or is another model's fallback", body = crate::error::ErrorBody)))]
-pub(super) async fn delete_model(
-    state: web::Data<AppState>,
-    admin: AdminUser,
-    name: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let current = owned_model(&state, &name)?;
-    let backed: Vec<String> = {
-        let c = state.engine.catalogue.now();
-        c.models()
-            .iter()
-            .filter(|m| m.fallbacks.iter().any(|f| f == name.as_str()))
-            .map(|m| m.name.clone())
-            .collect()
-    };
-    if !backed.is_empty() {
-        return Err(ApiError::conflict(
-            "model_in_use",
-            format!(
-                "`{name}` is the fallback of {}; change them first",
-                backed.join(", ")
-            ),
-        ));
-    }
-    let change = NewChange::by(&admin.0, "model.delete", name.as_str())
-        .before(serde_json::to_value(&current).unwrap_or_default());
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Delete(EntryKind::Model, name.as_str()),
-        change,
-    )
-    .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod catalogue_edit;
+pub mod catalogue_models;
 pub mod changes;
 pub mod conversations;
 mod csv;

@@ -20,16 +20,16 @@ use crate::routes::models::PriceView;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    use super::catalogue_edit as edit;
+    use super::{catalogue_edit as edit, catalogue_models as models_edit};
     cfg.service(
         web::resource("/models")
             .route(web::get().to(list))
-            .route(web::post().to(edit::create_model)),
+            .route(web::post().to(models_edit::create_model)),
     )
     .service(
         web::resource("/models/{name}")
-            .route(web::put().to(edit::replace_model))
-            .route(web::delete().to(edit::delete_model)),
+            .route(web::put().to(models_edit::replace_model))
+            .route(web::delete().to(models_edit::delete_model)),
     )
     .service(web::resource("/providers").route(web::post().to(edit::create_provider)))
     .service(
