@@ -84,9 +84,15 @@ impl TurnEngine {
         let mut passed_over: Option<String> = None;
         let mut last: Option<(ModelOutcome, Answered)> = None;
         let mut refused: Option<LlmError> = None;
+        let asked_max = request.max_tokens;
+        // The request (and the history in it) is copied only for a model that may be
+        // followed by a fallback; the last one takes it.
+        let mut request = Some(request);
+        let last_index = chain.len() - 1;
         for (i, model) in chain.iter().enumerate() {
             let price = model.price_at(now);
-            let Some(max_tokens) = fits(i, model, price.as_ref(), &request, policy, input_estimate)
+            let Some(max_tokens) =
+                fits(i, model, price.as_ref(), asked_max, policy, input_estimate)
             else {
                 if i == 0 {
                     passed_over = Some("unpriced".to_owned());
@@ -111,13 +117,19 @@ impl TurnEngine {
                     self.breaker_changed(&model.provider, change);
                 }
             };
+            let base = if i < last_index {
+                request.clone()
+            } else {
+                request.take()
+            };
+            let Some(base) = base else { break };
             let call = Attempt {
                 model,
                 on_first_token: &first_token,
                 request: ChatRequest {
                     model: model.upstream_model.clone(),
                     max_tokens: Some(max_tokens),
-                    ..request.clone()
+                    ..base
                 },
                 price: price.clone(),
                 fallback_from: fallback.as_ref().map(|(f, w)| (f.as_str(), w.as_str())),
@@ -218,11 +230,11 @@ fn fits(
     i: usize,
     model: &CatalogueModel,
     price: Option<&Price>,
-    request: &ChatRequest,
+    asked_max: Option<u32>,
     policy: CallPolicy<'_>,
     input_estimate: u64,
 ) -> Option<u32> {
-    let asked = request.max_tokens.unwrap_or(model.max_output);
+    let asked = asked_max.unwrap_or(model.max_output);
     let cap = asked.min(model.max_output);
     // The model asked for was checked when the step was reserved; a fallback is checked here.
     if i > 0 && !crate::llm::catalogue::allows(policy.role_models, &model.name) {
