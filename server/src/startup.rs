@@ -19,7 +19,6 @@ use crate::cluster::{channel, StopReason};
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
-use crate::llm;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
@@ -66,20 +65,7 @@ impl Application {
             http: settings.tools.http.clone(),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
-        let hooks: llm::live_catalogue::RetryHooks = {
-            let metrics = metrics.clone();
-            Arc::new(move |kind| {
-                let retries = metrics
-                    .upstream_retries
-                    .with_label_values(&[provider_label(kind)]);
-                llm::http::RetryHook::new(move || retries.inc())
-            })
-        };
-        let catalogue = Arc::new(llm::LiveCatalogue::from_settings(&settings, hooks)?);
-        let breakers = Arc::new(llm::breaker::Breakers::new(
-            catalogue.now().provider_names(),
-            settings.llm.breaker(),
-        ));
+        let (catalogue, breakers) = crate::turn::catalogue_sync::build(&settings, &metrics)?;
         let engine = TurnEngine {
             mcp: mcp.clone(),
             turns: turns.clone(),
@@ -316,14 +302,6 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
     .disable_signals()
     .run();
     Ok(server)
-}
-
-fn provider_label(p: crate::config::ProviderKind) -> &'static str {
-    match p {
-        crate::config::ProviderKind::Openai => "openai",
-        crate::config::ProviderKind::Anthropic => "anthropic",
-        crate::config::ProviderKind::Demo => "demo",
-    }
 }
 
 /// The MCP servers: the identity key (generated once, kept in the database), then every

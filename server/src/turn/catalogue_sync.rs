@@ -8,11 +8,37 @@ use std::sync::Arc;
 use diesel_async::AsyncPgConnection;
 
 use crate::cluster::channel::{self, Signal};
-use crate::config::Settings;
+use crate::config::{ProviderKind, Settings};
 use crate::db::models::catalogue_entry;
 use crate::llm::breaker::Breakers;
 use crate::llm::live_catalogue::AddedEntries;
 use crate::llm::LiveCatalogue;
+
+/// The configuration's catalogue (the stored entries join at the first reload), with a
+/// breaker per provider and retries counted per provider kind.
+pub fn build(
+    settings: &Settings,
+    metrics: &Arc<crate::metrics::Metrics>,
+) -> Result<(Arc<LiveCatalogue>, Arc<Breakers>), crate::llm::LlmError> {
+    let hooks: crate::llm::live_catalogue::RetryHooks = {
+        let metrics = metrics.clone();
+        Arc::new(move |kind| {
+            let label = match kind {
+                ProviderKind::Openai => "openai",
+                ProviderKind::Anthropic => "anthropic",
+                ProviderKind::Demo => "demo",
+            };
+            let retries = metrics.upstream_retries.with_label_values(&[label]);
+            crate::llm::http::RetryHook::new(move || retries.inc())
+        })
+    };
+    let catalogue = Arc::new(LiveCatalogue::from_settings(settings, hooks)?);
+    let breakers = Arc::new(Breakers::new(
+        catalogue.now().provider_names(),
+        settings.llm.breaker(),
+    ));
+    Ok((catalogue, breakers))
+}
 
 /// What a rebuild replaces: the catalogue and the providers' breakers.
 #[derive(Clone)]
