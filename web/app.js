@@ -8,6 +8,7 @@ import { ChatView } from './js/chat_view.js';
 import { renderAdmin } from './js/admin_view.js';
 import { openAccountDialog } from './js/account_dialog.js';
 import { renderKeys } from './js/keys_view.js';
+import { renderKnowledge } from './js/knowledge_view.js';
 import { applyTheme } from './js/theme.js';
 
 const app = document.getElementById('app');
@@ -108,6 +109,7 @@ function shell(active) {
   });
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
+    h('a', { href: '/knowledge', 'data-nav': '', class: 'navlink navlink-knowledge', 'aria-current': active === 'knowledge' ? 'page' : null }, 'Knowledge'),
     h('a', { href: '/keys', 'data-nav': '', class: 'navlink navlink-keys', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
   const header = h('header', { class: 'topbar' },
@@ -170,6 +172,16 @@ async function route() {
     const { main } = shell('keys');
     document.title = 'API keys · AgentChat';
     renderKeys(main);
+    return;
+  }
+
+  const k = /^\/knowledge(?:\/([^/]+))?\/?$/.exec(path);
+  if (k) {
+    state.chat?.detach();
+    state.chat = null;
+    const { main } = shell('knowledge');
+    document.title = 'Knowledge · AgentChat';
+    await renderKnowledge(main, k[1] ? decodeURIComponent(k[1]) : null, { me: state.me, navigate });
     return;
   }
 

@@ -35,6 +35,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("accounts", &["db", "domain", "cluster", "tools"]),
     (
+        "knowledge",
+        &[
+            "budget", "config", "db", "domain", "llm", "metrics", "tools",
+        ],
+    ),
+    (
         "turn",
         &[
             "auth",
@@ -43,6 +49,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "config",
             "db",
             "domain",
+            "knowledge",
             "llm",
             "metrics",
             "shard",
@@ -53,7 +60,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
 ];
 
 /// Modules that must not use `actix_web`: they know nothing of HTTP serving.
-const NO_HTTP: &[&str] = &["domain", "budget", "db", "llm", "cluster", "tools", "turn"];
+const NO_HTTP: &[&str] = &[
+    "domain",
+    "budget",
+    "db",
+    "knowledge",
+    "llm",
+    "cluster",
+    "tools",
+    "turn",
+];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -12,6 +12,7 @@ pub mod error;
 pub mod extract;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod knowledge;
 pub mod llm;
 pub mod metrics;
 pub mod observe;

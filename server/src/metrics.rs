@@ -56,6 +56,16 @@ pub struct Metrics {
     pub provider_breaker_state: IntGaugeVec,
     /// Model calls a fallback answered, by the model asked, the one that answered and why.
     pub model_fallbacks: IntCounterVec,
+    /// Ingestion jobs ended, by outcome (`ready`, `failed`).
+    pub knowledge_jobs: IntCounterVec,
+    /// Chunks embedded and stored.
+    pub knowledge_chunks: IntCounter,
+    /// Tokens sent to the embedding model (ingestion and queries).
+    pub knowledge_embedding_tokens: IntCounter,
+    /// One embeddings request.
+    pub knowledge_embed_seconds: Histogram,
+    /// One `search_knowledge` query (embedding it and the hybrid search).
+    pub knowledge_search_seconds: Histogram,
 }
 
 fn gauge(r: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
@@ -85,6 +95,18 @@ fn histogram(
         HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
         labels,
     )?;
+    r.register(Box::new(h.clone()))?;
+    Ok(h)
+}
+
+fn plain_counter(r: &Registry, name: &str, help: &str) -> prometheus::Result<IntCounter> {
+    let c = IntCounter::new(name, help)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+fn plain_histogram(r: &Registry, name: &str, help: &str) -> prometheus::Result<Histogram> {
+    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()))?;
     r.register(Box::new(h.clone()))?;
     Ok(h)
 }
@@ -266,8 +288,37 @@ impl Metrics {
             db_pool_waiting,
             turn_starts_waiting,
             db_up,
+            knowledge_jobs: counter(
+                &r,
+                "agentchat_knowledge_jobs_total",
+                "Knowledge ingestion jobs ended, by outcome",
+                &["outcome"],
+            )?,
+            knowledge_chunks: plain_counter(
+                &r,
+                "agentchat_knowledge_chunks_total",
+                "Knowledge chunks embedded and stored",
+            )?,
+            knowledge_embedding_tokens: plain_counter(
+                &r,
+                "agentchat_knowledge_embedding_tokens_total",
+                "Tokens sent to the embedding model",
+            )?,
+            knowledge_embed_seconds: plain_histogram(
+                &r,
+                "agentchat_knowledge_embed_duration_seconds",
+                "Duration of one embeddings request",
+            )?,
+            knowledge_search_seconds: plain_histogram(
+                &r,
+                "agentchat_knowledge_search_duration_seconds",
+                "Duration of one search_knowledge query",
+            )?,
             registry: r,
         };
+        for outcome in ["ready", "failed"] {
+            m.knowledge_jobs.with_label_values(&[outcome]);
+        }
         // Pre-create the series dashboards and alerts divide by, so the first event shows.
         for reason in [
             "stop",

@@ -60,11 +60,24 @@ impl Application {
         let liveness = Liveness::new(settings.durable.replica_timeout);
         let turns = RunningTurns::default();
         let mcp = mcp_manager(&settings, &pool).await?;
-        let tools = Registry::builtin(&BuiltinConfig {
+        let knowledge = crate::knowledge::start(
+            &settings,
+            &pool,
+            liveness.process_id,
+            clock.clone(),
+            metrics.clone(),
+        )
+        .await?;
+        let mut tools = Registry::builtin(&BuiltinConfig {
             workspace: workspaces.clone(),
             http: settings.tools.http.clone(),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
+        if knowledge.usable().is_ok() {
+            tools.register(Arc::new(crate::knowledge::tool::SearchKnowledge::new(
+                knowledge.clone(),
+            )))?;
+        }
         let (catalogue, breakers) = crate::turn::catalogue_sync::build(&settings, &metrics)?;
         let engine = TurnEngine {
             mcp: mcp.clone(),
@@ -83,6 +96,7 @@ impl Application {
             workspaces: workspaces.clone(),
         };
         let mut state = AppState {
+            knowledge,
             sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),
             metrics,
             workspaces,
@@ -140,6 +154,9 @@ impl Application {
             }),
         );
         state.engine.spawn_sweepers();
+        if state.knowledge.usable().is_ok() {
+            crate::knowledge::jobs::spawn_workers(state.knowledge.clone());
+        }
         let server = run(listener, state.clone())?;
         spawn_hold_sweeper(
             state.pool.clone(),

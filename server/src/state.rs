@@ -38,6 +38,8 @@ pub struct AppState {
     pub sso: Arc<crate::auth::oidc::Sso>,
     /// API keys seen lately (`/v1` turns skip their lookup).
     pub keys: Arc<crate::auth::key_cache::KeyCache>,
+    /// Document collections, their ingestion jobs and search.
+    pub knowledge: Arc<crate::knowledge::Knowledge>,
 }
 
 impl AppState {

@@ -24,6 +24,7 @@ mod conversations;
 mod conversations_organize;
 mod database;
 mod durable;
+mod fake_embeddings;
 mod health;
 mod hostile_access;
 mod hostile_jwt;

@@ -37,18 +37,19 @@ export async function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function dropDatabase(name) {
+function dropDatabase(name, pg = PG) {
   return new Promise((resolve) => {
-    execFile('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`],
+    execFile('psql', ['-d', `${pg}/postgres`, '-v', 'ON_ERROR_STOP=1', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`],
       { timeout: 20000 }, () => resolve());
   });
 }
 
 /**
  * Starts the server. `upstream`: a FakeUpstream (OpenAI provider pointed at it) or null for
- * the built-in demo model. Returns {url, stop, logs, dbName}.
+ * the built-in demo model; `pg`: another Postgres (URL without a database) for its database,
+ * e.g. one with pgvector. Returns {url, stop, logs, dbName}.
  */
-export async function startServer({ upstream = null, env = {} } = {}) {
+export async function startServer({ upstream = null, env = {}, pg = PG } = {}) {
   if (!existsSync(BIN)) throw new Error(`server binary not found at ${BIN} (build it with cargo build -p agentchat, or set AGENTCHAT_BIN)`);
   const port = await freePort();
   const dbName = `agentchat_browser_${randomBytes(5).toString('hex')}`;
@@ -56,7 +57,7 @@ export async function startServer({ upstream = null, env = {} } = {}) {
   const childEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    DATABASE_URL: `${PG}/${dbName}`,
+    DATABASE_URL: `${pg}/${dbName}`,
     AGENTCHAT_BIND: `127.0.0.1:${port}`,
     AGENTCHAT_JWT_SECRET: randomBytes(32).toString('hex'),
     AGENTCHAT_WORKSPACE_DIR: path.join(workDir, 'workspaces'),
@@ -102,7 +103,7 @@ export async function startServer({ upstream = null, env = {} } = {}) {
         while (!exited && Date.now() < until) await sleep(50);
         if (!exited) child.kill('SIGKILL');
       }
-      await dropDatabase(dbName);
+      await dropDatabase(dbName, pg);
       rmSync(workDir, { recursive: true, force: true });
     },
   };

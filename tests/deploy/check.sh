@@ -217,6 +217,44 @@ if errors:
 print(f"  SUCCESS: {len(all_panels)} dashboard panels, metric names and cross-references consistent")
 PY
 
+# ------------------------------------------------------------------ pgvector
+# Knowledge search needs the pgvector extension: every Postgres image the deploy files run
+# (compose, manifests, Dockerfiles) must carry it, e.g. pgvector/pgvector:pg16.
+step "consistency: Postgres images carry pgvector (docker-compose.yml, deploy/)"
+python3 - <<'PY'
+import os, re, sys
+
+IMAGE_RE = re.compile(r"""^\s*(?:-\s*)?image:\s*["']?([^"'\s#]+)""", re.M)
+FROM_RE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.M | re.I)
+files = ["docker-compose.yml"]
+for root, _, names in os.walk("deploy"):
+    files += [os.path.join(root, n) for n in names
+              if n.endswith((".yml", ".yaml")) or n == "Dockerfile" or n.startswith("Dockerfile.")]
+errors, found = [], []
+for path in sorted(files):
+    text = open(path).read()
+    regex = FROM_RE if os.path.basename(path).startswith("Dockerfile") else IMAGE_RE
+    for image in regex.findall(text):
+        name = image.rsplit("@", 1)[0]
+        repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
+        if repo.rsplit("/", 1)[-1] not in ("postgres", "postgresql", "pgvector", "postgis"):
+            continue  # not a Postgres server (an exporter, Grafana, ...)
+        found.append(f"{path}: {image}")
+        if not re.fullmatch(r"(?:docker\.io/)?pgvector/pgvector", repo):
+            errors.append(f"{path}: Postgres image {image!r} has no pgvector; use pgvector/pgvector:pg16")
+        elif not re.fullmatch(r"pg1[6-9][0-9.]*(?:-[A-Za-z0-9._-]+)?", tag):
+            errors.append(f"{path}: pgvector image {image!r} not pinned to a Postgres major (pg16 or later)")
+if not any(f.startswith("docker-compose.yml:") for f in found):
+    errors.append("docker-compose.yml: no Postgres image found (expected pgvector/pgvector:pg16)")
+for f in found:
+    print("  " + f)
+if errors:
+    for e in errors:
+        print("  FAIL:", e, file=sys.stderr)
+    sys.exit(1)
+print(f"  SUCCESS: {len(found)} Postgres image(s), all with pgvector")
+PY
+
 # ------------------------------------------------------------------ kubernetes
 # Schemas from the kubernetes-validate package (PyPI; it carries them, nothing is fetched at
 # run time), then our own consistency checks (selectors, probes, settings, secrets, shutdown).

@@ -32,6 +32,7 @@ type Customise<'a> = Box<dyn FnOnce(&mut Settings) + 'a>;
 #[must_use = "nothing starts until `start` or `start_as`"]
 pub struct AppBuilder<'a> {
     database_url: Option<String>,
+    on_pgvector: bool,
     clock: Option<Clock>,
     customise: Vec<Customise<'a>>,
     roles: Vec<(String, Value)>,
@@ -44,6 +45,7 @@ impl TestApp {
     pub fn builder<'a>() -> AppBuilder<'a> {
         AppBuilder {
             database_url: None,
+            on_pgvector: false,
             clock: None,
             customise: Vec::new(),
             roles: Vec::new(),
@@ -125,6 +127,14 @@ impl<'a> AppBuilder<'a> {
         self
     }
 
+    /// Runs on a fresh database of the Postgres with pgvector ([`crate::pgvector`]: installed
+    /// and started on first use) instead of the shared cluster, which has no pgvector. For
+    /// the tests of knowledge. [`AppBuilder::database`] still wins when both are given.
+    pub fn on_pgvector(mut self) -> Self {
+        self.on_pgvector = true;
+        self
+    }
+
     /// Runs with this clock instead of the system's (see [`crate::TestClock`]).
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
@@ -166,6 +176,7 @@ impl<'a> AppBuilder<'a> {
     pub async fn start_as<const N: usize>(self, users: [&str; N]) -> (TestApp, [Session; N]) {
         let database_url = match self.database_url {
             Some(url) => url,
+            None if self.on_pgvector => crate::pgvector::fresh_database().await,
             None => fresh_database().await,
         };
         let mut settings = test_settings(&database_url);

@@ -5,6 +5,13 @@
 //! (`POST /v1/chat/completions`) and the Anthropic Messages API
 //! (`POST /v1/messages`), both streaming (SSE) and non-streaming, and serves a FIFO
 //! queue of scripted replies. Every request is recorded for assertions.
+//!
+//! It also serves OpenAI's embeddings endpoint (`POST /v1/embeddings`, see
+//! [`FakeUpstream::set_embedding_dims`] and the methods after it) with the vectors of the
+//! built-in `demo-embed` model ([`agentchat::llm::demo_embed::embed`]), so a test can
+//! compute what the server should have stored. Embeddings requests are recorded apart
+//! ([`FakeUpstream::embedding_requests`]): [`FakeUpstream::requests`] and
+//! [`FakeUpstream::request_count`] keep counting chat requests only.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -185,7 +192,47 @@ struct Shared {
     default: Mutex<Option<Scripted>>,
     requests: Mutex<Vec<Value>>,
     connections: std::sync::atomic::AtomicUsize,
+    embeddings: Mutex<Embeddings>,
+    embedding_requests: Mutex<Vec<Value>>,
 }
+
+/// The embeddings endpoint's knobs and counters.
+#[derive(Debug)]
+struct Embeddings {
+    /// Dimensions when the request names none.
+    dims: usize,
+    /// Vectors of this length whatever was asked (a misconfigured model).
+    wrong_dims: Option<usize>,
+    /// Answer this many more requests with `fail_status`.
+    fail_left: usize,
+    fail_status: u16,
+    /// Wait this long before answering each request.
+    delay: Option<Duration>,
+    /// Answer 400 to a request with more inputs than this.
+    max_batch: Option<usize>,
+    /// Requests received (all of them, failed ones too).
+    requests: usize,
+    /// Inputs answered with a vector.
+    inputs: usize,
+}
+
+impl Default for Embeddings {
+    fn default() -> Self {
+        Self {
+            dims: agentchat::llm::demo_embed::DEMO_DIMENSIONS,
+            wrong_dims: None,
+            fail_left: 0,
+            fail_status: 500,
+            delay: None,
+            max_batch: None,
+            requests: 0,
+            inputs: 0,
+        }
+    }
+}
+
+/// OpenAI's own limit on the inputs of one embeddings request.
+pub const OPENAI_MAX_EMBEDDING_INPUTS: usize = 2048;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -236,6 +283,7 @@ impl FakeUpstream {
                             .app_data(web::PayloadConfig::new(64 * 1024 * 1024))
                             .route("/v1/chat/completions", web::post().to(openai_handler))
                             .route("/v1/messages", web::post().to(anthropic_handler))
+                            .route("/v1/embeddings", web::post().to(embeddings_handler))
                     })
                     .on_connect(move |_, _| {
                         counted
@@ -311,6 +359,58 @@ impl FakeUpstream {
     pub fn request_count(&self) -> usize {
         lock(&self.shared.requests).len()
     }
+
+    // ------------------------------------------------------------ embeddings
+
+    /// Dimensions of the vectors `POST /v1/embeddings` answers when the request names none
+    /// (a request's `dimensions` wins, as with OpenAI's `text-embedding-3-*`). Default
+    /// [`agentchat::llm::demo_embed::DEMO_DIMENSIONS`] (256), like the built-in `demo-embed`.
+    pub fn set_embedding_dims(&self, dims: usize) {
+        lock(&self.shared.embeddings).dims = dims.max(1);
+    }
+
+    /// Answers the next `n` embeddings requests with HTTP `status` and an OpenAI-shaped
+    /// error body (`{"error": {"message", "type", "param", "code"}}`; 429 also sends
+    /// `retry-after: 0`). Replaces what an earlier call left.
+    pub fn fail_embeddings(&self, n: usize, status: u16) {
+        let mut e = lock(&self.shared.embeddings);
+        e.fail_left = n;
+        e.fail_status = status;
+    }
+
+    /// `Some(d)`: every embeddings answer carries vectors of `d` dimensions whatever was
+    /// asked (as a model other than the configured one would); `None`: back to normal.
+    pub fn embeddings_wrong_dims(&self, dims: Option<usize>) {
+        lock(&self.shared.embeddings).wrong_dims = dims;
+    }
+
+    /// Waits this long before answering each embeddings request (`None`: at once).
+    pub fn set_embedding_delay(&self, delay: Option<Duration>) {
+        lock(&self.shared.embeddings).delay = delay;
+    }
+
+    /// `Some(m)`: an embeddings request with more than `m` inputs is refused with 400
+    /// `invalid_request_error`, as a provider with a smaller batch limit does. Above
+    /// [`OPENAI_MAX_EMBEDDING_INPUTS`] it always is, as OpenAI does.
+    pub fn set_embedding_max_batch(&self, max: Option<usize>) {
+        lock(&self.shared.embeddings).max_batch = max;
+    }
+
+    /// How many embeddings requests were received (refused and failed ones included).
+    pub fn embedding_request_count(&self) -> usize {
+        lock(&self.shared.embeddings).requests
+    }
+
+    /// How many inputs were answered with a vector so far (over all successful requests).
+    pub fn embedded_input_count(&self) -> usize {
+        lock(&self.shared.embeddings).inputs
+    }
+
+    /// The embeddings requests received so far, as [`FakeUpstream::requests`] records chat
+    /// requests: `{"path", "headers", "body"}`.
+    pub fn embedding_requests(&self) -> Vec<Value> {
+        lock(&self.shared.embedding_requests).clone()
+    }
 }
 
 impl Drop for FakeUpstream {
@@ -336,14 +436,8 @@ async fn anthropic_handler(
     handle(Api::Anthropic, req, body, shared).await
 }
 
-async fn handle(
-    api: Api,
-    req: HttpRequest,
-    body: web::Bytes,
-    shared: web::Data<Shared>,
-) -> HttpResponse {
-    let parsed: Value = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+/// The headers a recorded request keeps.
+fn recorded_headers(req: &HttpRequest) -> Value {
     let mut headers = serde_json::Map::new();
     for name in [
         "authorization",
@@ -355,9 +449,20 @@ async fn handle(
             headers.insert(name.to_string(), json!(v));
         }
     }
+    Value::Object(headers)
+}
+
+async fn handle(
+    api: Api,
+    req: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    let parsed: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     lock(&shared.requests).push(json!({
         "path": req.path(),
-        "headers": headers,
+        "headers": recorded_headers(&req),
         "body": parsed.clone(),
     }));
 
@@ -428,6 +533,145 @@ async fn handle(
             }
         }
     }
+}
+
+// ---------------------------------------------------------------- embeddings
+
+/// `POST /v1/embeddings`, OpenAI's wire format: `{model, input: string | [string],
+/// encoding_format?: "float" | "base64", dimensions?, user?}` answered with
+/// `{"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model",
+/// "usage": {"prompt_tokens", "total_tokens"}}`.
+async fn embeddings_handler(
+    req: HttpRequest,
+    body: web::Bytes,
+    shared: web::Data<Shared>,
+) -> HttpResponse {
+    let parsed: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    lock(&shared.embedding_requests).push(json!({
+        "path": req.path(),
+        "headers": recorded_headers(&req),
+        "body": parsed.clone(),
+    }));
+    let (fail, delay, dims, wrong_dims, max_batch) = {
+        let mut e = lock(&shared.embeddings);
+        e.requests += 1;
+        let fail = (e.fail_left > 0).then(|| {
+            e.fail_left -= 1;
+            e.fail_status
+        });
+        (fail, e.delay, e.dims, e.wrong_dims, e.max_batch)
+    };
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    if let Some(status) = fail {
+        return openai_error(status, "fake upstream: scripted embeddings failure");
+    }
+
+    let Some(model) = parsed.get("model").and_then(Value::as_str) else {
+        return openai_error(400, "you must provide a model parameter");
+    };
+    let inputs: Vec<String> = match parsed.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(Value::Array(_)) => {
+            return openai_error(
+                400,
+                "'$.input' is invalid (the fake embeds strings only, not token arrays)",
+            )
+        }
+        _ => return openai_error(400, "'$.input' is invalid: a string or an array of strings"),
+    };
+    if inputs.is_empty() || inputs.iter().any(String::is_empty) {
+        return openai_error(400, "'$.input' is invalid: empty input");
+    }
+    let limit = max_batch
+        .unwrap_or(OPENAI_MAX_EMBEDDING_INPUTS)
+        .min(OPENAI_MAX_EMBEDDING_INPUTS);
+    if inputs.len() > limit {
+        return openai_error(
+            400,
+            &format!(
+                "'$.input' is invalid: at most {limit} inputs per request, got {}",
+                inputs.len()
+            ),
+        );
+    }
+    let base64 = match parsed.get("encoding_format").and_then(Value::as_str) {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(other) => {
+            return openai_error(400, &format!("invalid encoding_format {other:?}"));
+        }
+    };
+    let dims = match parsed.get("dimensions") {
+        None | Some(Value::Null) => dims,
+        Some(v) => match v.as_u64().and_then(|d| usize::try_from(d).ok()) {
+            Some(d) if (1..=16_000).contains(&d) => d,
+            _ => return openai_error(400, "'$.dimensions' must be between 1 and 16000"),
+        },
+    };
+    let dims = wrong_dims.unwrap_or(dims);
+
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let v = agentchat::llm::demo_embed::embed(text, dims);
+            let embedding = if base64 {
+                use base64::Engine;
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+            } else {
+                json!(v)
+            };
+            json!({"object": "embedding", "index": index, "embedding": embedding})
+        })
+        .collect();
+    let tokens: usize = inputs.iter().map(|t| fake_token_count(t)).sum();
+    lock(&shared.embeddings).inputs += inputs.len();
+    HttpResponse::Ok().content_type("application/json").body(
+        json!({
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        })
+        .to_string(),
+    )
+}
+
+/// The fake's token count of an embedded text: a quarter of its characters, at least one.
+pub fn fake_token_count(text: &str) -> usize {
+    text.chars().count().div_ceil(4).max(1)
+}
+
+/// An error as OpenAI sends it.
+fn openai_error(status: u16, message: &str) -> HttpResponse {
+    let (kind, code) = match status {
+        400 | 404 | 422 => ("invalid_request_error", Value::Null),
+        401 => ("invalid_request_error", json!("invalid_api_key")),
+        403 => (
+            "invalid_request_error",
+            json!("unsupported_country_region_territory"),
+        ),
+        429 => ("requests", json!("rate_limit_exceeded")),
+        _ => ("server_error", Value::Null),
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = HttpResponse::build(status);
+    resp.content_type("application/json");
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        resp.insert_header(("retry-after", "0"));
+    }
+    resp.body(
+        json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+            .to_string(),
+    )
 }
 
 /// How a scripted SSE response ends after its frames.

@@ -9,6 +9,7 @@ pub mod mcp_peers;
 pub mod oidc;
 pub mod pg_cluster;
 pub mod pg_proxy;
+pub mod pgvector;
 pub mod tiny_server;
 
 use std::hash::{Hash, Hasher};
@@ -208,6 +209,9 @@ impl Drop for DatabaseGuard {
         else {
             return;
         };
+        // On the cluster it is in: the shared one, or the pgvector one.
+        let admin_url =
+            pgvector::maintenance_url_of(&self.url).unwrap_or_else(|| url_for("postgres"));
         let dropper = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -216,7 +220,7 @@ impl Drop for DatabaseGuard {
                 return;
             };
             rt.block_on(async {
-                if let Ok(mut admin) = AsyncPgConnection::establish(&url_for("postgres")).await {
+                if let Ok(mut admin) = AsyncPgConnection::establish(&admin_url).await {
                     let _ =
                         diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                             .execute(&mut admin)

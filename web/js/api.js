@@ -195,10 +195,15 @@ export async function api(method, path, body, opts = {}) {
  * server's answer ({path, size, replaced}); rejects with ApiError, or an AbortError when
  * `signal` aborts. A 401 refreshes the session once and tries again.
  */
-export async function upload(path, file, { onProgress, signal } = {}) {
+export async function upload(path, file, opts = {}) {
+  return uploadTo(`/api/files/${path.split('/').map(encodeURIComponent).join('/')}`, file, opts);
+}
+
+/** `upload` to any URL taking the raw bytes with PUT (a knowledge collection's files). */
+export async function uploadTo(url, file, { onProgress, signal } = {}) {
   const once = () => new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open('PUT', `/api/files/${path.split('/').map(encodeURIComponent).join('/')}`);
+    xhr.open('PUT', url);
     const a = loadAccess();
     if (a) xhr.setRequestHeader('Authorization', `Bearer ${a.token}`);
     xhr.setRequestHeader('Accept', 'application/json');

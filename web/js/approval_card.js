@@ -6,6 +6,7 @@
 import { h, clear, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
 import { AssistantTurn } from './turn.js';
+import { citeFinishedTurn } from './citations.js';
 
 function pretty(v) {
   try { return JSON.stringify(v, null, 2); } catch { return String(v); }
@@ -78,6 +79,9 @@ export class ApprovalCard {
         feed(turn, ev, { log: this.log, me: this.me });
       });
       this.settled(decision === 'approve' ? 'Approved.' : 'Denied.');
+      // The resumed answer's citations are stored when it is done (the open chat's).
+      const open = /^\/c\/([^/]+)$/.exec(location.pathname);
+      if (turn && out.streamed && open) citeFinishedTurn(decodeURIComponent(open[1]), null, turn);
       if (!out.streamed && !out.resumed) this.status.textContent += ' Other calls of this step still wait for a decision.';
       if (out.resumed && !out.streamed) this.status.textContent += ' The answer goes on in the background; reload to see it.';
       this.onResumed?.();

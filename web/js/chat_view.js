@@ -17,6 +17,7 @@ import { modelLabel } from './model_label.js';
 import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
 import { emptyState } from './chat_empty.js';
 import { sendRefusalText } from './send_refusal.js';
+import { KnowledgePins } from './knowledge_pins.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -64,7 +65,9 @@ export class ChatView {
     this.settings = settingsButton({ current: () => this.current, models: () => this.appState.models, onSaved: (c) => { Object.assign(this.current, c); this.showTitle(); } });
     this.filesBtn = h('button', { type: 'button', class: 'btn btn-ghost files-toggle', 'aria-expanded': 'false', 'aria-controls': 'files-panel' }, 'Files');
     this.exportMenu = exportMenu(() => this.current?.id || null);
-    const header = h('div', { class: 'chat-header' }, this.title, this.settings.el, h('span', { class: 'spacer' }), this.exportMenu, this.filesBtn);
+    // Knowledge collections pinned to the open chat (knowledge_pins.js).
+    this.pins = new KnowledgePins({ current: () => this.current });
+    const header = h('div', { class: 'chat-header' }, this.title, this.settings.el, h('span', { class: 'spacer' }), this.pins.el, this.exportMenu, this.filesBtn);
 
     // Log
     this.log = h('div', { class: 'messages', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
@@ -146,6 +149,7 @@ export class ChatView {
     this.title.textContent = t;
     document.title = `${t} · AgentChat`;
     this.settings.update();
+    this.pins.update();
     this.exportMenu.hidden = !this.current;
     // The model is chosen when a chat starts.
     this.modelWrap.hidden = this.current !== null || this.modelSelect.options.length < 2;
@@ -329,6 +333,7 @@ export class ChatView {
         this.convList.add(conv);
         createdHere = true;
         history.pushState(null, '', `/c/${encodeURIComponent(conv.id)}`);
+        await this.pins.applyPending(conv.id); // collections chosen before the chat existed
         this.showTitle();
         this.convList.render();
       } catch (err) {

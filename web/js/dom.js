@@ -117,6 +117,8 @@ const ICONS = {
   archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
   paperclip: 'M21 11.5l-8.6 8.6a5 5 0 0 1-7.1-7.1l8.6-8.6a3.3 3.3 0 0 1 4.7 4.7l-8.6 8.6a1.7 1.7 0 0 1-2.4-2.4l7.9-7.9',
   sliders: 'M4 6h9M17 6h3M15 4v4M4 12h3M11 12h9M9 10v4M4 18h11M19 18h1M17 16v4',
+  book: 'M4 19.5A2.5 2.5 0 0 1 6.5 17H20V3H6.5A2.5 2.5 0 0 0 4 5.5zM4 19.5A2.5 2.5 0 0 0 6.5 22H20v-5',
+  upload: 'M12 16V4M7 9l5-5 5 5M5 20h14',
 };
 
 /** An inline SVG icon (decorative: aria-hidden). */

@@ -4,6 +4,7 @@
 
 import * as api from './api.js';
 import { showApproval } from './approval_card.js';
+import { citeFinishedTurn } from './citations.js';
 
 /**
  * Shows a live turn in `view` (the ChatView): `first` opens its stream; if that drops before the turn's `done` or
@@ -17,6 +18,7 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
   view.setBusy(true);
   let lastId = null;
   let finished = false;
+  let done = false; // ended with `done`: its citations (if any) are stored by now
   const started = performance.now();
   const onEvent = (ev, id) => {
     if (id) lastId = id;
@@ -36,6 +38,7 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
       case 'approval_required': showApproval(turn, ev, { me: view.appState.me, log: view.log }); break;
       case 'done': {
         finished = true;
+        done = true;
         let extra = '';
         if (ev.finish_reason === 'budget_exhausted') extra = view.resetsText();
         turn.finish(ev.finish_reason, extra);
@@ -73,6 +76,7 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
       turn.note('The connection closed before the answer finished. Reload the chat to see what was stored.', 'warn');
     }
     turn.renderMeta(Math.round(performance.now() - started));
+    if (done && turnId) citeFinishedTurn(convId, turnId, turn);
   } catch (err) {
     if (err.name !== 'AbortError') throw err;
     turn.finish('cancelled');

@@ -4,6 +4,7 @@
 import { h, clear, fmtDuration, fmtNumber, icon } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { fileChips } from './attachments.js';
+import { applyCitations } from './citations.js';
 
 export const FINISH_NOTES = {
   max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
@@ -128,6 +129,15 @@ export class AssistantTurn {
     this.text = '';
     this.renderPending = false;
     this.tokens = { input: 0, output: 0 };
+    this.citations = [];
+  }
+
+  /** Shows `citations` (stored with the answer) as chips on its markers and a sources list. */
+  cite(citations) {
+    this.flush();
+    this.textEl = null; // nothing redraws the text over the chips
+    this.citations = citations;
+    applyCitations(this.el, citations);
   }
 
   addText(t) {
@@ -201,15 +211,18 @@ export function renderStored(messages) {
   const out = [];
   let turn = null;
   let lastAssistantDuration = 0;
+  let citations = [];
   const closeTurn = () => {
     if (turn) {
       turn.flush();
       turn.typing.hidden = true;
       for (const card of turn.cards.values()) card.setNoResult('No result');
       turn.renderMeta(lastAssistantDuration);
+      if (citations.length) turn.cite(citations);
     }
     turn = null;
     lastAssistantDuration = 0;
+    citations = [];
   };
   for (const m of messages) {
     if (m.role === 'user') {
@@ -228,6 +241,7 @@ export function renderStored(messages) {
       for (const c of m.tool_calls || []) turn.addToolCall(c);
       if (m.input_tokens || m.output_tokens) turn.addUsage(m);
       if (m.duration_ms) lastAssistantDuration += Number(m.duration_ms);
+      if (Array.isArray(m.citations)) citations.push(...m.citations);
       if (m.status === 'incomplete') {
         const reason = m.status_reason || 'incomplete';
         turn.note(FINISH_NOTES[reason] || `This answer is incomplete (${reason.replace(/_/g, ' ')}).`, reason === 'cancelled' ? 'info' : 'warn');

@@ -119,7 +119,7 @@ fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
 }
 
 /// An optional amount; `null` is unset (as stored entries write it).
-fn exact_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+pub(super) fn exact_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
     Option::<Amount>::deserialize(d)?
         .map(Amount::exact)
         .transpose()

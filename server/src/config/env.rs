@@ -247,6 +247,12 @@ pub const ENV_VARS: &[EnvVar] = &[
     json("AGENTCHAT_MCP_SERVERS", "mcp_servers"),
     json("AGENTCHAT_PROVIDERS", "providers"),
     json("AGENTCHAT_MODELS", "models"),
+    json("AGENTCHAT_EMBEDDING_MODELS", "embedding_models"),
+    var("AGENTCHAT_KNOWLEDGE_ENABLED", "knowledge.enabled"),
+    var(
+        "AGENTCHAT_KNOWLEDGE_EMBEDDING_MODEL",
+        "knowledge.embedding_model",
+    ),
     var("AGENTCHAT_OIDC_ISSUER", "oidc.issuer"),
     var("AGENTCHAT_OIDC_CLIENT_ID", "oidc.client_id"),
     var("AGENTCHAT_OIDC_CLIENT_SECRET", "oidc.client_secret"),

@@ -9,6 +9,7 @@ pub mod catalogue;
 mod database;
 mod durable;
 pub mod env;
+mod knowledge;
 mod llm;
 pub mod report;
 pub mod serde_util;
@@ -28,6 +29,7 @@ pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
 pub use catalogue::{ModelConfig, PriceConfig, ProviderConfig};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use durable::DurableSettings;
+pub use knowledge::{EmbeddingModelConfig, KnowledgeSettings, DEMO_EMBEDDING_MODEL};
 pub use llm::{BreakerSettings, LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
@@ -82,6 +84,10 @@ pub struct Settings {
     pub oidc: OidcSettings,
     /// SCIM 2.0 provisioning by the identity provider.
     pub scim: ScimSettings,
+    /// Document collections the agent searches.
+    pub knowledge: KnowledgeSettings,
+    /// The catalogue's embedding models (`[[embedding_models]]`).
+    pub embedding_models: Vec<EmbeddingModelConfig>,
 }
 
 impl Default for Settings {
@@ -105,6 +111,8 @@ impl Default for Settings {
             mcp_servers: Vec::new(),
             oidc: OidcSettings::default(),
             scim: ScimSettings::default(),
+            knowledge: KnowledgeSettings::default(),
+            embedding_models: Vec::new(),
         }
     }
 }
@@ -214,6 +222,13 @@ impl Settings {
         self.durable.validate()?;
         self.oidc.validate()?;
         self.scim.validate()?;
+        let providers: Vec<&str> = if self.providers.is_empty() {
+            vec!["default"]
+        } else {
+            self.providers.iter().map(|p| p.name.as_str()).collect()
+        };
+        self.knowledge
+            .validate(&self.embedding_models, &providers)?;
         crate::tools::mcp::config::validate_all(&self.mcp_servers)
             .map_err(|reason| ConfigError::invalid("mcp_servers", reason))
     }

@@ -90,6 +90,7 @@ diesel::table! {
         created_at -> Timestamptz,
         history_cost -> Nullable<Int4>,
         attachments -> Nullable<Jsonb>,
+        citations -> Nullable<Jsonb>,
     }
 }
 
@@ -356,5 +357,31 @@ diesel::table! {
         spec -> Jsonb,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    collections (id) {
+        id -> Uuid,
+        owner_id -> Uuid,
+        name -> Text,
+        description -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    collection_grants (collection_id, role) {
+        collection_id -> Uuid,
+        role -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    conversation_collections (conversation_id, collection_id) {
+        conversation_id -> Uuid,
+        collection_id -> Uuid,
     }
 }

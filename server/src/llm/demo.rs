@@ -137,7 +137,7 @@ enum Plan {
 pub(super) fn help_text() -> String {
     "Hi! I'm the built-in demo model: I run offline, need no API key, and only understand a few \
      simple requests. Try \"what time is it?\" (or \"time in Europe/Paris\"), \"what is 2+2*3\", \
-     \"list my files\" or \"read notes.txt\" and I will use the matching tool if it is enabled \
+     \"list my files\", \"read notes.txt\" or \"what do our docs say about refunds?\" and I will use the matching tool if it is enabled \
      for this chat. For real conversations, configure an OpenAI or Anthropic provider."
         .to_string()
 }
@@ -163,8 +163,19 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
         .collect();
     let has = |w: &str| words.iter().any(|x| x == w);
 
+    let about_documents = [
+        "docs",
+        "documents",
+        "knowledge",
+        "collection",
+        "collections",
+    ]
+    .iter()
+    .any(|w| has(w));
     let wanted: Option<(&'static str, Value)> = if let Some(path) = read_target(text) {
         Some(("read_file", json!({ "path": path })))
+    } else if about_documents {
+        Some(("search_knowledge", json!({ "query": text })))
     } else if has("files") || (has("list") && has("file")) {
         Some(("list_files", json!({})))
     } else if has("time") || has("date") || has("clock") {

@@ -68,6 +68,11 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
                 return text;
             }
         }
+        "search_knowledge" => {
+            if let Some(text) = payload.and_then(describe_passages) {
+                return text;
+            }
+        }
         _ => {}
     }
     let value = plain_value(payload, content);
@@ -84,6 +89,30 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
         },
         other => format!("The `{other}` tool returned: {value}"),
     }
+}
+
+/// `search_knowledge`'s passages, quoted briefly with their refs as citations.
+fn describe_passages(data: &Value) -> Option<String> {
+    let results = data.get("results")?.as_array()?;
+    if results.is_empty() {
+        return Some("I found nothing about that in the documents you can search.".into());
+    }
+    let lines: Vec<String> = results
+        .iter()
+        .take(3)
+        .filter_map(|r| {
+            let text = r.get("text")?.as_str()?;
+            let reference = r.get("ref")?.as_str()?;
+            let file = r.get("file").and_then(Value::as_str).unwrap_or("a file");
+            let quote =
+                super::truncate_chars(&text.split_whitespace().collect::<Vec<_>>().join(" "), 200);
+            Some(format!("- {quote} [{reference}] ({file})"))
+        })
+        .collect();
+    Some(format!(
+        "Here is what your documents say:\n{}",
+        lines.join("\n")
+    ))
 }
 
 /// A tool result reduced to its main value (a JSON string, or a `result`-like field).

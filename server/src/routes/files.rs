@@ -2,12 +2,10 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
-use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::error::ApiError;
-use crate::security::upload_pace::BodyPace;
 use crate::state::AppState;
 use crate::tools::WorkspaceError;
 
@@ -126,40 +124,11 @@ async fn upload(
         .begin_upload(who.id, &path)
         .map_err(workspace_error)?;
     let limit = usize::try_from(state.workspaces.quota().max_file_bytes).unwrap_or(usize::MAX);
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(workspace_error(WorkspaceError::TooLarge));
-    }
-    let security = &state.settings.security;
-    let pace = BodyPace::start(security.upload_deadline, security.upload_min_bytes_per_sec);
-    let mut bytes = Vec::new();
-    loop {
-        let next = tokio::time::timeout_at(pace.next_by(bytes.len()), body.next()).await;
-        let Ok(next) = next else {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "upload_too_slow",
-                format!(
-                    "the upload arrived too slowly (it must take at most {} s, and after the \
-                     first seconds at least {} bytes/s)",
-                    security.upload_deadline.as_secs(),
-                    security.upload_min_bytes_per_sec
-                ),
-            ));
-        };
-        let Some(chunk) = next else { break };
-        let chunk = chunk.map_err(|e| {
-            ApiError::bad_request("invalid_body", format!("could not read the body: {e}"))
-        })?;
-        if bytes.len() + chunk.len() > limit {
-            return Err(workspace_error(WorkspaceError::TooLarge));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let bytes =
+        super::upload_body::read_upload(&req, &mut body, limit, &state.settings.security, || {
+            workspace_error(WorkspaceError::TooLarge)
+        })
+        .await?;
     let written = ticket.write(bytes).await.map_err(workspace_error)?;
     let status = if written.replaced {
         StatusCode::OK

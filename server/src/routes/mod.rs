@@ -3,6 +3,8 @@
 pub mod admin;
 pub mod approvals;
 pub mod auth;
+pub mod collection_files;
+pub mod collections;
 pub mod conversation_export;
 mod conversation_markdown;
 pub mod conversation_read;
@@ -24,6 +26,7 @@ pub mod scim;
 pub mod table;
 pub mod truncate;
 pub mod turn_events;
+mod upload_body;
 pub mod web;
 
 use actix_web::web as aweb;
@@ -46,6 +49,8 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(turn_events::configure)
                 .configure(models::configure)
                 .configure(files::configure)
+                .configure(collections::configure)
+                .configure(collection_files::configure)
                 .configure(keys::configure)
                 .configure(admin::configure),
         )

@@ -235,6 +235,7 @@ mod tests {
             tool_calls: calls,
             tool_call_id: call_id.map(Into::into),
             attachments: None,
+            citations: None,
             status: MessageStatus::Complete,
             status_reason: None,
             model: None,

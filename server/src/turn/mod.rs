@@ -35,6 +35,7 @@ mod approval;
 mod attachments;
 pub mod breaker_sync;
 pub mod catalogue_sync;
+mod cite;
 mod context;
 mod ending;
 mod engine;

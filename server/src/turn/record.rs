@@ -101,6 +101,7 @@ pub(super) fn incomplete_assistant(
         tool_calls: None,
         tool_call_id: None,
         attachments: None,
+        citations: None,
         status: MessageStatus::Incomplete,
         status_reason: Some(reason.to_owned()),
         model: Some(answered.model.clone()),

@@ -243,6 +243,11 @@ impl TurnEngine {
             let stored_calls: Vec<StoredToolCall> =
                 calls.iter().map(StoredToolCall::from_call).collect();
             let assistant_id = Uuid::new_v4();
+            let citations = if calls.is_empty() {
+                crate::turn::cite::citations(&self.pool, turn.user_id, &text).await
+            } else {
+                None
+            };
             record.account(turn, hold, assistant_id, usage, &answered);
             record.last_assistant = Some(assistant_id);
             record.messages.push(NewMessage {
@@ -254,6 +259,7 @@ impl TurnEngine {
                     .then(|| serde_json::to_value(&stored_calls).unwrap_or(Value::Null)),
                 tool_call_id: None,
                 attachments: None,
+                citations,
                 status: MessageStatus::Complete,
                 status_reason: None,
                 model: model.or_else(|| Some(answered.model.clone())),

@@ -77,6 +77,7 @@ impl TurnEngine {
                 tool_calls: None,
                 tool_call_id: Some(call.id.clone()),
                 attachments: None,
+                citations: None,
                 status: MessageStatus::Complete,
                 status_reason: result.error_code.map(str::to_owned),
                 model: None,

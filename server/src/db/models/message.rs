@@ -44,6 +44,10 @@ pub struct Message {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<i64>,
     pub created_at: DateTime<Utc>,
+    /// The passages an assistant answer cites (`crate::knowledge::citations::Citation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub citations: Option<serde_json::Value>,
 }
 
 /// A message to store.
@@ -56,6 +60,8 @@ pub struct NewMessage {
     pub tool_calls: Option<serde_json::Value>,
     pub tool_call_id: Option<String>,
     pub attachments: Option<serde_json::Value>,
+    /// Set on a final answer that cites knowledge passages.
+    pub citations: Option<serde_json::Value>,
     pub status: MessageStatus,
     pub status_reason: Option<String>,
     pub model: Option<String>,
@@ -75,6 +81,7 @@ impl NewMessage {
             tool_calls: None,
             tool_call_id: None,
             attachments: None,
+            citations: None,
             status: MessageStatus::Complete,
             status_reason: None,
             model: None,
@@ -169,7 +176,7 @@ pub fn list_recent(
              FROM messages WHERE conversation_id = $1) \
          SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
                 status_reason, model, input_tokens, output_tokens, duration_ms, created_at, \
-                attachments \
+                attachments, citations \
          FROM messages WHERE conversation_id = $1 \
            AND seq >= (SELECT COALESCE(min(seq), 9223372036854775807) FROM newer \
                        WHERE cost <= $2) \
@@ -209,16 +216,16 @@ pub fn insert_many(
     sql(
         "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                status, status_reason, model, input_tokens, output_tokens, \
-                               duration_ms, history_cost, attachments) \
+                               duration_ms, history_cost, attachments, citations) \
          SELECT id, conversation_id, role, content, tool_calls, tool_call_id, status, \
                 status_reason, model, input_tokens, output_tokens, duration_ms, history_cost, \
-                attachments \
+                attachments, citations \
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], \
                      $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], \
-                     $13::int4[], $14::jsonb[]) \
+                     $13::int4[], $14::jsonb[], $15::jsonb[]) \
               WITH ORDINALITY AS r (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                     status, status_reason, model, input_tokens, output_tokens, \
-                                    duration_ms, history_cost, attachments, n) \
+                                    duration_ms, history_cost, attachments, citations, n) \
          ORDER BY n",
     )
     .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
@@ -237,6 +244,7 @@ pub fn insert_many(
         history_cost_floor(r.role, &pg_safe_text(&r.content))
     }))
     .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.attachments.as_ref().map(pg_safe_json)))
+    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.citations.as_ref().map(pg_safe_json)))
     .execute(conn)
     .map(|r| r.map(|_| ()))
     .boxed()

@@ -87,7 +87,7 @@ pub async fn messages(
     sql(
         "SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
                 status_reason, model, input_tokens, output_tokens, duration_ms, created_at, \
-                attachments \
+                attachments, citations \
            FROM messages \
           WHERE conversation_id = $1 AND seq > $2 \
             AND seq < COALESCE((SELECT min(seq) FROM messages \

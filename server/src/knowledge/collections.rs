@@ -1,0 +1,358 @@
+//! Collections: who sees one (its owner, and the roles an admin shared it with), who may
+//! change it (its owner; an admin, for the ones they see), and the pins of a conversation.
+//! Every statement names the caller, so a collection outside their reach is "not found".
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{Array, BigInt, Bool, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::KnowledgeError;
+
+/// Who is asking.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub id: Uuid,
+    pub admin: bool,
+}
+
+/// The SQL test "the user `$1` may read collection `c`": owner, or a role it was shared
+/// with. Written once, used by every statement here and by search.
+pub(crate) const READABLE_BY_1: &str =
+    "(c.owner_id = $1 OR EXISTS (SELECT 1 FROM collection_grants g \
+     JOIN users u ON u.role = g.role WHERE g.collection_id = c.id AND u.id = $1))";
+
+/// A collection as the API shows it.
+#[derive(Debug, Clone, Serialize, QueryableByName, utoipa::ToSchema)]
+pub struct CollectionView {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+    #[diesel(sql_type = Text)]
+    pub description: String,
+    #[serde(skip)]
+    #[diesel(sql_type = SqlUuid)]
+    pub owner_id: Uuid,
+    #[serde(skip)]
+    #[diesel(sql_type = Text)]
+    pub owner_name: String,
+    #[diesel(sql_type = Array<Text>)]
+    pub roles: Vec<String>,
+    #[diesel(sql_type = BigInt)]
+    pub documents: i64,
+    #[diesel(sql_type = BigInt)]
+    pub chunks: i64,
+    #[diesel(sql_type = Timestamptz)]
+    pub created_at: DateTime<Utc>,
+    #[diesel(sql_type = Timestamptz)]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The view with what the caller may do with it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Collection {
+    #[serde(flatten)]
+    pub view: CollectionView,
+    #[schema(value_type = Object)]
+    pub owner: serde_json::Value,
+    pub mine: bool,
+    pub can_manage: bool,
+}
+
+impl Collection {
+    fn of(view: CollectionView, caller: &Caller) -> Self {
+        let mine = view.owner_id == caller.id;
+        Self {
+            owner: serde_json::json!({"id": view.owner_id, "username": view.owner_name}),
+            mine,
+            can_manage: mine || caller.admin,
+            view,
+        }
+    }
+}
+
+const SELECT_VIEW: &str = "SELECT c.id, c.name, c.description, c.owner_id, u.username AS owner_name, \
+        COALESCE((SELECT array_agg(g.role ORDER BY g.role) FROM collection_grants g \
+                  WHERE g.collection_id = c.id), '{}') AS roles, \
+        (SELECT count(*) FROM documents d WHERE d.collection_id = c.id) AS documents, \
+        COALESCE((SELECT sum(d.chunk_count) FROM documents d WHERE d.collection_id = c.id), 0)::BIGINT AS chunks, \
+        c.created_at, c.updated_at \
+   FROM collections c JOIN users u ON u.id = c.owner_id";
+
+/// The collections the caller may read, newest first.
+pub async fn list(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+) -> Result<Vec<Collection>, KnowledgeError> {
+    let rows: Vec<CollectionView> = diesel::sql_query(format!(
+        "{SELECT_VIEW} WHERE {READABLE_BY_1} ORDER BY c.created_at DESC LIMIT 500"
+    ))
+    .bind::<SqlUuid, _>(caller.id)
+    .load(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|v| Collection::of(v, caller))
+        .collect())
+}
+
+/// One collection the caller may read.
+pub async fn get(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Collection, KnowledgeError> {
+    let row: Option<CollectionView> =
+        diesel::sql_query(format!("{SELECT_VIEW} WHERE {READABLE_BY_1} AND c.id = $2"))
+            .bind::<SqlUuid, _>(caller.id)
+            .bind::<SqlUuid, _>(id)
+            .get_result(conn)
+            .await
+            .optional()?;
+    row.map(|v| Collection::of(v, caller))
+        .ok_or(KnowledgeError::CollectionNotFound)
+}
+
+/// One the caller may change (its owner, or an admin who can see it).
+pub async fn managed(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Collection, KnowledgeError> {
+    let c = get(conn, caller, id).await?;
+    if !c.can_manage {
+        return Err(KnowledgeError::Forbidden(
+            "only the collection's owner or an admin may change it",
+        ));
+    }
+    Ok(c)
+}
+
+fn check_text(name: &str, description: &str) -> Result<(), KnowledgeError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(KnowledgeError::Invalid(
+            "a collection needs a name of 1-100 characters, without control characters".into(),
+        ));
+    }
+    if description.chars().count() > 2000 {
+        return Err(KnowledgeError::Invalid(
+            "a description may have at most 2000 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// A new personal collection of the caller's.
+pub async fn create(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    name: &str,
+    description: &str,
+    max_per_user: i64,
+) -> Result<Collection, KnowledgeError> {
+    check_text(name, description)?;
+    let owned: Count =
+        diesel::sql_query("SELECT count(*) AS n FROM collections WHERE owner_id = $1")
+            .bind::<SqlUuid, _>(caller.id)
+            .get_result(conn)
+            .await?;
+    if owned.n >= max_per_user {
+        return Err(KnowledgeError::Limit(format!(
+            "you already own {} collections, the most one may",
+            owned.n
+        )));
+    }
+    let id = Uuid::new_v4();
+    let inserted = diesel::sql_query(
+        "INSERT INTO collections (id, owner_id, name, description) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<SqlUuid, _>(caller.id)
+    .bind::<Text, _>(name.trim())
+    .bind::<Text, _>(description)
+    .execute(conn)
+    .await?;
+    if inserted == 0 {
+        return Err(KnowledgeError::CollectionExists(name.trim().to_owned()));
+    }
+    get(conn, caller, id).await
+}
+
+/// Renames or re-describes one the caller manages.
+pub async fn update(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+    name: Option<&str>,
+    description: Option<&str>,
+) -> Result<Collection, KnowledgeError> {
+    let current = managed(conn, caller, id).await?;
+    let name = name.unwrap_or(&current.view.name);
+    let description = description.unwrap_or(&current.view.description);
+    check_text(name, description)?;
+    let updated = diesel::sql_query(
+        "UPDATE collections SET name = $2, description = $3, updated_at = now() WHERE id = $1",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(name.trim())
+    .bind::<Text, _>(description)
+    .execute(conn)
+    .await;
+    match updated {
+        Err(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            _,
+        )) => Err(KnowledgeError::CollectionExists(name.trim().to_owned())),
+        other => {
+            other?;
+            get(conn, caller, id).await
+        }
+    }
+}
+
+/// Deletes one the caller manages, with its files and chunks.
+pub async fn delete(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<(), KnowledgeError> {
+    managed(conn, caller, id).await?;
+    diesel::sql_query("DELETE FROM collections WHERE id = $1")
+        .bind::<SqlUuid, _>(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Shares a collection the admin can see with exactly `roles` (none: personal again).
+pub async fn set_grants(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+    roles: &[String],
+) -> Result<Collection, KnowledgeError> {
+    if !caller.admin {
+        return Err(KnowledgeError::Forbidden(
+            "only an admin may share a collection with roles",
+        ));
+    }
+    get(conn, caller, id).await?;
+    if roles.len() > 100 {
+        return Err(KnowledgeError::Invalid("at most 100 roles".into()));
+    }
+    let known: Count = diesel::sql_query("SELECT count(*) AS n FROM roles WHERE name = ANY($1)")
+        .bind::<Array<Text>, _>(roles)
+        .get_result(conn)
+        .await?;
+    let mut distinct = roles.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    if known.n != i64::try_from(distinct.len()).unwrap_or(i64::MAX) {
+        return Err(KnowledgeError::Invalid(
+            "every role must exist (see the roles page)".into(),
+        ));
+    }
+    diesel::sql_query(
+        "WITH gone AS (DELETE FROM collection_grants WHERE collection_id = $1 \
+                       AND NOT (role = ANY($2))) \
+         INSERT INTO collection_grants (collection_id, role) \
+         SELECT $1, r FROM unnest($2::text[]) r ON CONFLICT DO NOTHING",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<Array<Text>, _>(&distinct)
+    .execute(conn)
+    .await?;
+    get(conn, caller, id).await
+}
+
+/// A collection named to a conversation.
+#[derive(Debug, Clone, Serialize, QueryableByName, utoipa::ToSchema)]
+pub struct Pinned {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+}
+
+#[derive(QueryableByName)]
+struct Owned {
+    #[diesel(sql_type = Bool)]
+    owned: bool,
+}
+
+async fn own_conversation(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    conversation: Uuid,
+) -> Result<(), KnowledgeError> {
+    let row: Owned = diesel::sql_query(
+        "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2) AS owned",
+    )
+    .bind::<SqlUuid, _>(conversation)
+    .bind::<SqlUuid, _>(caller.id)
+    .get_result(conn)
+    .await?;
+    if row.owned {
+        Ok(())
+    } else {
+        Err(KnowledgeError::ConversationNotFound)
+    }
+}
+
+/// The collections pinned to the caller's conversation that the caller may still read.
+pub async fn pins(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    conversation: Uuid,
+) -> Result<Vec<Pinned>, KnowledgeError> {
+    own_conversation(conn, caller, conversation).await?;
+    Ok(diesel::sql_query(format!(
+        "SELECT c.id, c.name FROM conversation_collections p JOIN collections c \
+           ON c.id = p.collection_id WHERE p.conversation_id = $2 AND {READABLE_BY_1} \
+         ORDER BY c.name"
+    ))
+    .bind::<SqlUuid, _>(caller.id)
+    .bind::<SqlUuid, _>(conversation)
+    .load(conn)
+    .await?)
+}
+
+/// Pins exactly `collections` (each one the caller may read) to the conversation.
+pub async fn set_pins(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    conversation: Uuid,
+    collections: &[Uuid],
+) -> Result<Vec<Pinned>, KnowledgeError> {
+    own_conversation(conn, caller, conversation).await?;
+    if collections.len() > 50 {
+        return Err(KnowledgeError::Invalid(
+            "at most 50 collections per conversation".into(),
+        ));
+    }
+    for id in collections {
+        get(conn, caller, *id).await?;
+    }
+    diesel::sql_query(
+        "WITH gone AS (DELETE FROM conversation_collections WHERE conversation_id = $1 \
+                       AND NOT (collection_id = ANY($2))) \
+         INSERT INTO conversation_collections (conversation_id, collection_id) \
+         SELECT $1, x FROM unnest($2::uuid[]) x ON CONFLICT DO NOTHING",
+    )
+    .bind::<SqlUuid, _>(conversation)
+    .bind::<Array<SqlUuid>, _>(collections)
+    .execute(conn)
+    .await?;
+    pins(conn, caller, conversation).await
+}

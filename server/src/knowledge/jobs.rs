@@ -1,0 +1,442 @@
+//! Ingestion jobs. The `documents` row is the job: a worker claims it (its lease names this
+//! process), extracts and chunks the file once (the chunks of the generation being built,
+//! stored with the text in one commit), embeds the chunks batch by batch (each batch
+//! committed, so a restart resumes where it stopped), and at the end makes the new
+//! generation the live one and drops the old in one commit: search never sees a file half
+//! indexed. A job whose process died is claimed again once that process is reaped; a
+//! failing endpoint is retried with a growing pause, then the file fails with its reason.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::sql_types::{Array, BigInt, Bool, Float4, Integer, Text, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+
+use super::chunking::{self, Piece};
+use super::embed_step::{embed_batch, Job, Pending, StepError};
+use super::extract::{self, ExtractLimits};
+use super::Knowledge;
+
+/// How often an idle worker looks for jobs other replicas queued.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Starts the configured number of workers on this process.
+pub fn spawn_workers(k: Arc<Knowledge>) {
+    for _ in 0..k.settings.workers {
+        let k = k.clone();
+        tokio::spawn(async move { worker(k).await });
+    }
+}
+
+async fn worker(k: Arc<Knowledge>) {
+    loop {
+        let claimed = match k.pool.get().await {
+            Ok(mut conn) => claim(&mut conn, k.process_id).await.ok().flatten(),
+            Err(_) => None,
+        };
+        match claimed {
+            Some(job) => run(&k, job).await,
+            None => {
+                tokio::select! {
+                    () = k.wake.notified() => {}
+                    () = tokio::time::sleep(POLL) => {}
+                }
+            }
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct Claimed {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = Integer)]
+    generation: i32,
+    #[diesel(sql_type = SqlUuid)]
+    uploaded_by: Uuid,
+    #[diesel(sql_type = Integer)]
+    attempts: i32,
+}
+
+/// Takes the oldest job nobody alive holds and no pause holds back.
+async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResult<Option<Claimed>> {
+    diesel::sql_query(
+        "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
+                state = CASE WHEN d.state = 'queued' THEN 'extracting' ELSE d.state END \
+          WHERE d.id = (SELECT id FROM documents x \
+                         WHERE x.state IN ('queued', 'extracting', 'embedding') \
+                           AND (x.lease_until IS NULL OR x.lease_until < now()) \
+                           AND (x.lease_owner IS NULL OR NOT EXISTS \
+                                (SELECT 1 FROM server_processes p WHERE p.id = x.lease_owner)) \
+                         ORDER BY x.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED) \
+         RETURNING d.id, d.generation, d.uploaded_by, d.attempts",
+    )
+    .bind::<SqlUuid, _>(me)
+    .get_result(conn)
+    .await
+    .optional()
+}
+
+/// How a job stopped short.
+enum Stop {
+    /// For good: the file's reason, shown with it.
+    Fail { code: &'static str, message: String },
+    /// Try again after a pause.
+    Pause(String),
+    /// Not ours any more (replaced, removed, taken over): leave it.
+    Lost,
+}
+
+async fn run(k: &Knowledge, claimed: Claimed) {
+    let job = Job {
+        id: claimed.id,
+        generation: claimed.generation,
+        uploaded_by: claimed.uploaded_by,
+    };
+    let result = match k.pool.get().await {
+        Ok(mut conn) => work(k, &mut conn, &job).await,
+        Err(e) => Err(Stop::Pause(format!("the database is unavailable: {e}"))),
+    };
+    let Ok(mut conn) = k.pool.get().await else {
+        return; // The lease stays; the job is taken again once this process is reaped.
+    };
+    let ended = match result {
+        Ok(()) => return,
+        Err(Stop::Lost) => return,
+        Err(Stop::Pause(why)) if claimed.attempts < k.settings.max_attempts => {
+            let pause = i64::from(claimed.attempts.clamp(1, 30));
+            pause_job(&mut conn, k, &job, &why, pause).await
+        }
+        Err(Stop::Pause(why)) => fail(&mut conn, k, &job, "embedding_failed", &why).await,
+        Err(Stop::Fail { code, message }) => fail(&mut conn, k, &job, code, &message).await,
+    };
+    if let Err(e) = ended {
+        tracing::warn!(error = %e, document = %job.id, "a knowledge job's end could not be stored");
+    }
+}
+
+/// The job's steps from wherever it stands.
+async fn work(k: &Knowledge, conn: &mut AsyncPgConnection, job: &Job) -> Result<(), Stop> {
+    let db = |e: diesel::result::Error| Stop::Pause(format!("database error: {e}"));
+    if chunk_count(conn, job).await.map_err(db)? == 0 {
+        extract_and_chunk(k, conn, job).await?;
+    }
+    let total = chunk_count(conn, job).await.map_err(db)?.max(1);
+    loop {
+        let batch: Vec<Pending> = diesel::sql_query(
+            "SELECT id, text FROM chunks WHERE document_id = $1 AND generation = $2 \
+               AND dims IS NULL ORDER BY ord LIMIT $3",
+        )
+        .bind::<SqlUuid, _>(job.id)
+        .bind::<Integer, _>(job.generation)
+        .bind::<BigInt, _>(i64::try_from(k.settings.embed_batch).unwrap_or(64))
+        .load(conn)
+        .await
+        .map_err(db)?;
+        if batch.is_empty() {
+            return finish(k, conn, job, total).await;
+        }
+        match embed_batch(k, conn, job, &batch).await {
+            Ok(()) => {}
+            Err(StepError::Lost) => return Err(Stop::Lost),
+            Err(StepError::Budget(message)) => {
+                return Err(Stop::Fail {
+                    code: "budget_exhausted",
+                    message,
+                })
+            }
+            Err(StepError::Db(e)) => return Err(Stop::Pause(format!("database error: {e}"))),
+            Err(StepError::Embed(e)) if e.retryable() => return Err(Stop::Pause(e.to_string())),
+            Err(StepError::Embed(e)) => {
+                return Err(Stop::Fail {
+                    code: "embedding_failed",
+                    message: e.to_string(),
+                })
+            }
+        }
+        let left = chunk_left(conn, job).await.map_err(db)?;
+        let done = (total - left) as f32 / total as f32;
+        set_progress(conn, k, job, "embedding", 0.1 + 0.9 * done)
+            .await
+            .map_err(db)?;
+    }
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn chunk_count(conn: &mut AsyncPgConnection, job: &Job) -> diesel::QueryResult<i64> {
+    let c: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM chunks WHERE document_id = $1 AND generation = $2",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .get_result(conn)
+    .await?;
+    Ok(c.n)
+}
+
+async fn chunk_left(conn: &mut AsyncPgConnection, job: &Job) -> diesel::QueryResult<i64> {
+    let c: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM chunks WHERE document_id = $1 AND generation = $2 \
+           AND dims IS NULL",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .get_result(conn)
+    .await?;
+    Ok(c.n)
+}
+
+#[derive(QueryableByName)]
+struct Source {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = diesel::sql_types::Bytea)]
+    content: Vec<u8>,
+}
+
+/// Extracts the file's text and stores its chunks (not embedded yet) with it, in one commit.
+async fn extract_and_chunk(
+    k: &Knowledge,
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+) -> Result<(), Stop> {
+    let db = |e: diesel::result::Error| Stop::Pause(format!("database error: {e}"));
+    set_progress(conn, k, job, "extracting", 0.02)
+        .await
+        .map_err(db)?;
+    let source: Option<Source> = diesel::sql_query(
+        "SELECT name, content FROM documents WHERE id = $1 AND generation = $2 \
+           AND lease_owner = $3",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .bind::<SqlUuid, _>(k.process_id)
+    .get_result(conn)
+    .await
+    .optional()
+    .map_err(db)?;
+    let Some(source) = source else {
+        return Err(Stop::Lost);
+    };
+    let limits = ExtractLimits {
+        max_text_bytes: k.settings.max_text_bytes,
+        ..ExtractLimits::default()
+    };
+    let (tokens, overlap) = (k.settings.chunk_tokens, k.settings.chunk_overlap_tokens);
+    let made = tokio::task::spawn_blocking(move || {
+        let extracted = extract::extract(&source.name, &source.content, &limits)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        let pieces = chunking::chunk(&extracted.text, extracted.kind, tokens, overlap)
+            .map_err(|e| ("chunking_failed", e))?;
+        Ok::<_, (&'static str, String)>((extracted.text, pieces))
+    })
+    .await;
+    let (text, pieces) = match made {
+        Ok(Ok(made)) => made,
+        Ok(Err((code, message))) => return Err(Stop::Fail { code, message }),
+        Err(_) => {
+            return Err(Stop::Fail {
+                code: "extraction_failed",
+                message: "the file could not be read".into(),
+            })
+        }
+    };
+    if pieces.is_empty() {
+        return Err(Stop::Fail {
+            code: "no_text",
+            message: "the file has no text to index".into(),
+        });
+    }
+    store_chunks(k, conn, job, &text, &pieces).await.map_err(db)
+}
+
+async fn store_chunks(
+    k: &Knowledge,
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    text: &str,
+    pieces: &[Piece],
+) -> diesel::QueryResult<()> {
+    let text = crate::db::pg_safe_text(text).into_owned();
+    let starts: Vec<i32> = pieces.iter().map(|p| to_i32(p.start)).collect();
+    let ends: Vec<i32> = pieces.iter().map(|p| to_i32(p.end)).collect();
+    let texts: Vec<String> = pieces
+        .iter()
+        .map(|p| crate::db::pg_safe_text(&p.text).into_owned())
+        .collect();
+    let (id, generation, me, model) = (job.id, job.generation, k.process_id, &k.model.name);
+    conn.transaction::<(), diesel::result::Error, _>(|conn| {
+        let (text, starts, ends, texts) = (&text, &starts, &ends, &texts);
+        async move {
+            let owned = diesel::sql_query(
+                "UPDATE documents SET text = $4, state = 'embedding', progress = 0.1, \
+                        updated_at = now() \
+                  WHERE id = $1 AND generation = $2 AND lease_owner = $3",
+            )
+            .bind::<SqlUuid, _>(id)
+            .bind::<Integer, _>(generation)
+            .bind::<SqlUuid, _>(me)
+            .bind::<Text, _>(text)
+            .execute(conn)
+            .await?;
+            if owned == 0 {
+                return Ok(());
+            }
+            diesel::sql_query(
+                "INSERT INTO chunks (document_id, collection_id, generation, ord, byte_start, \
+                                     byte_end, text, embedding_model) \
+                 SELECT $1, d.collection_id, $2, r.n - 1, r.s, r.e, r.t, $6 \
+                   FROM documents d, unnest($3::int4[], $4::int4[], $5::text[]) \
+                        WITH ORDINALITY AS r (s, e, t, n) \
+                  WHERE d.id = $1",
+            )
+            .bind::<SqlUuid, _>(id)
+            .bind::<Integer, _>(generation)
+            .bind::<Array<Integer>, _>(starts)
+            .bind::<Array<Integer>, _>(ends)
+            .bind::<Array<Text>, _>(texts)
+            .bind::<Text, _>(model)
+            .execute(conn)
+            .await?;
+            Ok(())
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+fn to_i32(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+async fn set_progress(
+    conn: &mut AsyncPgConnection,
+    k: &Knowledge,
+    job: &Job,
+    state: &str,
+    progress: f32,
+) -> diesel::QueryResult<usize> {
+    diesel::sql_query(
+        "UPDATE documents SET state = $4, progress = $5, updated_at = now() \
+          WHERE id = $1 AND generation = $2 AND lease_owner = $3",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .bind::<SqlUuid, _>(k.process_id)
+    .bind::<Text, _>(state)
+    .bind::<Float4, _>(progress)
+    .execute(conn)
+    .await
+}
+
+#[derive(QueryableByName)]
+struct Done {
+    #[diesel(sql_type = Bool)]
+    done: bool,
+}
+
+/// The new generation goes live and the old one goes, in one commit.
+async fn finish(
+    k: &Knowledge,
+    conn: &mut AsyncPgConnection,
+    job: &Job,
+    total: i64,
+) -> Result<(), Stop> {
+    let (id, generation, me, model) = (job.id, job.generation, k.process_id, &k.model.name);
+    let done = conn
+        .transaction::<bool, diesel::result::Error, _>(|conn| {
+            async move {
+                let live: Done = diesel::sql_query(
+                    "WITH flip AS (UPDATE documents SET live_generation = $2, state = 'ready', \
+                                     progress = 1, error = NULL, error_code = NULL, \
+                                     chunk_count = $4, embedding_model = $5, lease_owner = NULL, \
+                                     attempts = 0, updated_at = now() \
+                                   WHERE id = $1 AND generation = $2 AND lease_owner = $3 \
+                                   RETURNING id) \
+                     SELECT EXISTS (SELECT 1 FROM flip) AS done",
+                )
+                .bind::<SqlUuid, _>(id)
+                .bind::<Integer, _>(generation)
+                .bind::<SqlUuid, _>(me)
+                .bind::<Integer, _>(i32::try_from(total).unwrap_or(i32::MAX))
+                .bind::<Text, _>(model)
+                .get_result(conn)
+                .await?;
+                if live.done {
+                    diesel::sql_query(
+                        "DELETE FROM chunks WHERE document_id = $1 AND generation <> $2",
+                    )
+                    .bind::<SqlUuid, _>(id)
+                    .bind::<Integer, _>(generation)
+                    .execute(conn)
+                    .await?;
+                }
+                Ok(live.done)
+            }
+            .scope_boxed()
+        })
+        .await
+        .map_err(|e| Stop::Pause(format!("database error: {e}")))?;
+    if !done {
+        return Err(Stop::Lost);
+    }
+    k.metrics.knowledge_jobs.with_label_values(&["ready"]).inc();
+    k.metrics
+        .knowledge_chunks
+        .inc_by(u64::try_from(total).unwrap_or(0));
+    Ok(())
+}
+
+async fn pause_job(
+    conn: &mut AsyncPgConnection,
+    k: &Knowledge,
+    job: &Job,
+    why: &str,
+    secs: i64,
+) -> diesel::QueryResult<usize> {
+    diesel::sql_query(
+        "UPDATE documents SET lease_owner = NULL, \
+                lease_until = now() + make_interval(secs => $4), error = $5, updated_at = now() \
+          WHERE id = $1 AND generation = $2 AND lease_owner = $3",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .bind::<SqlUuid, _>(k.process_id)
+    .bind::<diesel::sql_types::Double, _>(secs as f64)
+    .bind::<Text, _>(format!("retrying: {why}"))
+    .execute(conn)
+    .await
+}
+
+async fn fail(
+    conn: &mut AsyncPgConnection,
+    k: &Knowledge,
+    job: &Job,
+    code: &str,
+    message: &str,
+) -> diesel::QueryResult<usize> {
+    k.metrics
+        .knowledge_jobs
+        .with_label_values(&["failed"])
+        .inc();
+    diesel::sql_query(
+        "UPDATE documents SET state = 'failed', error = $4, error_code = $5, lease_owner = NULL, \
+                lease_until = NULL, updated_at = now() \
+          WHERE id = $1 AND generation = $2 AND lease_owner = $3",
+    )
+    .bind::<SqlUuid, _>(job.id)
+    .bind::<Integer, _>(job.generation)
+    .bind::<SqlUuid, _>(k.process_id)
+    .bind::<Text, _>(message)
+    .bind::<Text, _>(code)
+    .execute(conn)
+    .await
+}

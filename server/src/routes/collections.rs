@@ -1,0 +1,242 @@
+//! `/api/knowledge` (whether collections are on here) and `/api/collections`: collections,
+//! their sharing with roles, and the collections a conversation searches. The SQL and its
+//! ownership checks are `crate::knowledge`'s; files are in `collection_files.rs`.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::auth::AuthUser;
+use crate::error::ApiError;
+use crate::knowledge::collections::{self, Caller};
+use crate::knowledge::{documents, extract, Availability};
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/knowledge", web::get().to(status))
+        .route("/collections", web::get().to(list))
+        .route("/collections", web::post().to(create))
+        .route("/collections/{id}", web::get().to(get))
+        .route("/collections/{id}", web::patch().to(update))
+        .route("/collections/{id}", web::delete().to(delete))
+        .route("/collections/{id}/grants", web::put().to(grants))
+        .route("/conversations/{id}/collections", web::get().to(pins))
+        .route("/conversations/{id}/collections", web::put().to(set_pins));
+}
+
+pub(super) fn caller(who: &AuthUser) -> Caller {
+    Caller {
+        id: who.id,
+        admin: who.is_admin(),
+    }
+}
+
+/// Whether collections can be used on this server, and with what.
+#[utoipa::path(get, path = "/api/knowledge", tag = "knowledge",
+    responses((status = 200, description = "Availability, embedding model and file limits", body = Object)))]
+async fn status(state: web::Data<AppState>, _who: AuthUser) -> HttpResponse {
+    let k = &state.knowledge;
+    let (available, reason) = match &k.availability {
+        Availability::Ready { .. } => (true, None),
+        Availability::Off(reason) => (false, Some(reason.clone())),
+    };
+    HttpResponse::Ok().json(json!({
+        "available": available,
+        "reason": reason,
+        "embedding_model": k.model.name,
+        "max_file_bytes": k.settings.max_file_bytes,
+        "accepted": extract::ACCEPTED_EXTENSIONS,
+    }))
+}
+
+/// The collections the caller may read.
+#[utoipa::path(get, path = "/api/collections", tag = "knowledge", responses(
+    (status = 200, description = "`{items: [Collection]}`", body = Object),
+    (status = 503, description = "Collections are off here (`knowledge_unavailable`)", body = crate::error::ErrorBody)))]
+async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let items = collections::list(&mut conn, &caller(&who)).await?;
+    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
+
+/// A new collection.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewCollection {
+    #[schema(min_length = 1, max_length = 100)]
+    name: String,
+    #[serde(default)]
+    #[schema(max_length = 2000)]
+    description: String,
+}
+
+/// Creates a personal collection.
+#[utoipa::path(post, path = "/api/collections", tag = "knowledge", request_body = NewCollection, responses(
+    (status = 201, description = "The collection", body = crate::knowledge::collections::Collection),
+    (status = 400, description = "Invalid name or description", body = crate::error::ErrorBody),
+    (status = 409, description = "A collection of that name exists (`collection_exists`), or the limit is reached", body = crate::error::ErrorBody),
+    (status = 503, description = "Collections are off here", body = crate::error::ErrorBody)))]
+async fn create(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    body: web::Json<NewCollection>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let max = state.knowledge.settings.max_collections_per_user;
+    let c =
+        collections::create(&mut conn, &caller(&who), &body.name, &body.description, max).await?;
+    Ok(HttpResponse::Created().json(c))
+}
+
+/// A collection with its files and their ingestion state.
+#[utoipa::path(get, path = "/api/collections/{id}", tag = "knowledge", params(("id" = Uuid, Path)), responses(
+    (status = 200, description = "The collection and `files`", body = Object),
+    (status = 404, description = "No such collection (or not yours to read)", body = crate::error::ErrorBody)))]
+async fn get(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let c = collections::get(&mut conn, &caller(&who), *id).await?;
+    let files = documents::list(&mut conn, *id).await?;
+    let mut v = serde_json::to_value(c).map_err(ApiError::internal)?;
+    v["files"] = serde_json::to_value(files).map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok().json(v))
+}
+
+/// A new name or description.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CollectionPatch {
+    #[schema(min_length = 1, max_length = 100)]
+    name: Option<String>,
+    #[schema(max_length = 2000)]
+    description: Option<String>,
+}
+
+/// Renames or re-describes a collection (its owner, or an admin).
+#[utoipa::path(patch, path = "/api/collections/{id}", tag = "knowledge", params(("id" = Uuid, Path)),
+    request_body = CollectionPatch, responses(
+    (status = 200, description = "The collection", body = crate::knowledge::collections::Collection),
+    (status = 403, description = "Not the owner", body = crate::error::ErrorBody),
+    (status = 404, description = "No such collection", body = crate::error::ErrorBody)))]
+async fn update(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    body: web::Json<CollectionPatch>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let c = collections::update(
+        &mut conn,
+        &caller(&who),
+        *id,
+        body.name.as_deref(),
+        body.description.as_deref(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(c))
+}
+
+/// Deletes a collection with its files and chunks.
+#[utoipa::path(delete, path = "/api/collections/{id}", tag = "knowledge", params(("id" = Uuid, Path)), responses(
+    (status = 204, description = "Deleted"),
+    (status = 403, description = "Not the owner", body = crate::error::ErrorBody),
+    (status = 404, description = "No such collection", body = crate::error::ErrorBody)))]
+async fn delete(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    collections::delete(&mut conn, &caller(&who), *id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The roles a collection is shared with.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    #[schema(max_items = 100)]
+    roles: Vec<String>,
+}
+
+/// Shares a collection with exactly these roles (admins only).
+#[utoipa::path(put, path = "/api/collections/{id}/grants", tag = "knowledge", params(("id" = Uuid, Path)),
+    request_body = Grants, responses(
+    (status = 200, description = "The collection", body = crate::knowledge::collections::Collection),
+    (status = 400, description = "An unknown role", body = crate::error::ErrorBody),
+    (status = 403, description = "Not an admin", body = crate::error::ErrorBody),
+    (status = 404, description = "No such collection", body = crate::error::ErrorBody)))]
+async fn grants(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    body: web::Json<Grants>,
+) -> Result<HttpResponse, ApiError> {
+    if !who.is_admin() {
+        return Err(ApiError::forbidden(
+            "only an admin may share a collection with roles",
+        ));
+    }
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let before = collections::get(&mut conn, &caller(&who), *id).await?;
+    let c = collections::set_grants(&mut conn, &caller(&who), *id, &body.roles).await?;
+    crate::db::models::admin_change::record(
+        &mut conn,
+        crate::db::models::admin_change::NewChange::by(&who, "collection_grants", &c.view.name)
+            .before(json!({ "roles": before.view.roles }))
+            .after(json!({ "roles": c.view.roles })),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(c))
+}
+
+/// The collections a conversation searches by default.
+#[utoipa::path(get, path = "/api/conversations/{id}/collections", tag = "knowledge", params(("id" = Uuid, Path)), responses(
+    (status = 200, description = "`{items: [{id, name}]}`", body = Object),
+    (status = 404, description = "No such conversation", body = crate::error::ErrorBody)))]
+async fn pins(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let items = collections::pins(&mut conn, &caller(&who), *id).await?;
+    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
+
+/// Collections to pin.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pins {
+    #[schema(max_items = 50)]
+    collections: Vec<Uuid>,
+}
+
+/// Pins exactly these collections to the conversation.
+#[utoipa::path(put, path = "/api/conversations/{id}/collections", tag = "knowledge", params(("id" = Uuid, Path)),
+    request_body = Pins, responses(
+    (status = 200, description = "`{items: [{id, name}]}`", body = Object),
+    (status = 400, description = "Too many", body = crate::error::ErrorBody),
+    (status = 404, description = "No such conversation or collection", body = crate::error::ErrorBody)))]
+async fn set_pins(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    id: web::Path<Uuid>,
+    body: web::Json<Pins>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let mut conn = state.pool.get().await?;
+    let items = collections::set_pins(&mut conn, &caller(&who), *id, &body.collections).await?;
+    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
