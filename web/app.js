@@ -1,6 +1,6 @@
 // AgentChat browser UI: entry point, session bootstrap, top bar and client-side routing.
 
-import { h, clear, toast } from './js/dom.js';
+import { h, clear, toast, icon } from './js/dom.js';
 import { budgetInfo } from './js/budget.js';
 import * as api from './js/api.js';
 import { renderAuth } from './js/auth_view.js';
@@ -109,7 +109,9 @@ function shell(active) {
   });
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' },
     h('a', { href: '/', 'data-nav': '', class: 'navlink', 'aria-current': active === 'chat' ? 'page' : null }, 'Chat'),
-    h('a', { href: '/knowledge', 'data-nav': '', class: 'navlink navlink-knowledge', 'aria-current': active === 'knowledge' ? 'page' : null }, 'Knowledge'),
+    // On a phone only its book icon shows (the name stays for screen readers and as a tooltip).
+    h('a', { href: '/knowledge', 'data-nav': '', class: 'navlink navlink-knowledge', title: 'Knowledge', 'aria-current': active === 'knowledge' ? 'page' : null },
+      icon('book'), h('span', { class: 'navlink-text' }, 'Knowledge')),
     h('a', { href: '/keys', 'data-nav': '', class: 'navlink navlink-keys', 'aria-current': active === 'keys' ? 'page' : null }, 'API keys'),
     isAdmin ? h('a', { href: '/admin/users', 'data-nav': '', class: 'navlink', 'aria-current': active === 'admin' ? 'page' : null }, 'Admin') : null);
   const header = h('header', { class: 'topbar' },

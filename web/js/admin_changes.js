@@ -12,6 +12,7 @@ export const KINDS = {
   'user.password_reset': 'Reset a password',
   'role.create': 'Created a role',
   'role.update': 'Changed a role',
+  'collection.share': 'Shared a collection with roles',
   'custom_tool.create': 'Added a custom tool',
   'custom_tool.update': 'Changed a custom tool',
   'custom_tool.delete': 'Deleted a custom tool',

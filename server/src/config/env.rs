@@ -253,6 +253,17 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_KNOWLEDGE_EMBEDDING_MODEL",
         "knowledge.embedding_model",
     ),
+    var("AGENTCHAT_KNOWLEDGE_CHUNK_TOKENS", "knowledge.chunk_tokens"),
+    var(
+        "AGENTCHAT_KNOWLEDGE_CHUNK_OVERLAP_TOKENS",
+        "knowledge.chunk_overlap_tokens",
+    ),
+    var("AGENTCHAT_KNOWLEDGE_EMBED_BATCH", "knowledge.embed_batch"),
+    var("AGENTCHAT_KNOWLEDGE_WORKERS", "knowledge.workers"),
+    var(
+        "AGENTCHAT_KNOWLEDGE_MAX_FILE_BYTES",
+        "knowledge.max_file_bytes",
+    ),
     var("AGENTCHAT_OIDC_ISSUER", "oidc.issuer"),
     var("AGENTCHAT_OIDC_CLIENT_ID", "oidc.client_id"),
     var("AGENTCHAT_OIDC_CLIENT_SECRET", "oidc.client_secret"),

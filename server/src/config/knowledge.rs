@@ -39,6 +39,9 @@ pub struct KnowledgeSettings {
     pub workers: usize,
     /// A failing job (its embeddings endpoint down) is tried this often before it fails.
     pub max_attempts: i32,
+    /// Nearest neighbours less similar than this (cosine) are not results: a vector search
+    /// always finds *something*, and an unrelated passage only misleads the model.
+    pub min_similarity: f64,
 }
 
 impl Default for KnowledgeSettings {
@@ -55,6 +58,7 @@ impl Default for KnowledgeSettings {
             embed_batch: 64,
             workers: 2,
             max_attempts: 5,
+            min_similarity: 0.2,
         }
     }
 }
@@ -118,6 +122,9 @@ impl KnowledgeSettings {
         }
         if !(1..=64).contains(&self.workers) {
             return bad("knowledge.workers", "must be 1..=64");
+        }
+        if !(-1.0..=1.0).contains(&self.min_similarity) {
+            return bad("knowledge.min_similarity", "must be -1..=1");
         }
         if self.max_attempts < 1 {
             return bad("knowledge.max_attempts", "must be at least 1");

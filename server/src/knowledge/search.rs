@@ -58,7 +58,7 @@ fn statement(dims: usize) -> String {
                 AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
                             AND d.live_generation = ch.generation) \
               ORDER BY (ch.embedding::vector({dims})) <=> $3::vector({dims}) \
-              LIMIT $5) v), \
+              LIMIT $5) v WHERE v.distance <= $8), \
          txt AS MATERIALIZED ( \
            SELECT t.id, row_number() OVER (ORDER BY t.rank DESC, t.id) AS r FROM ( \
              SELECT ch.id, ts_rank_cd(ch.tsv, q) AS rank \
@@ -104,6 +104,7 @@ pub async fn search(
     let sql = statement(k.model.dimensions);
     let model = k.model.name.clone();
     let limit = i64::try_from(limit).unwrap_or(20);
+    let max_distance = 1.0 - k.settings.min_similarity;
     let mut conn = k.pool.get().await?;
     let hits = conn
         .transaction::<Vec<Hit>, diesel::result::Error, _>(|conn| {
@@ -123,6 +124,7 @@ pub async fn search(
                     .bind::<BigInt, _>(CANDIDATES)
                     .bind::<Text, _>(query)
                     .bind::<BigInt, _>(limit)
+                    .bind::<Double, _>(max_distance)
                     .load(conn)
                     .await
             }

@@ -61,6 +61,7 @@ use common::CommonResponses;
         routes::files::upload,
         routes::files::delete,
         routes::collections::status,
+        routes::collections::search,
         routes::collections::list,
         routes::collections::create,
         routes::collections::get,

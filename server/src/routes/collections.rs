@@ -15,6 +15,7 @@ use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/knowledge", web::get().to(status))
+        .route("/knowledge/search", web::get().to(search))
         .route("/collections", web::get().to(list))
         .route("/collections", web::post().to(create))
         .route("/collections/{id}", web::get().to(get))
@@ -192,7 +193,7 @@ async fn grants(
     let c = collections::set_grants(&mut conn, &caller(&who), *id, &body.roles).await?;
     crate::db::models::admin_change::record(
         &mut conn,
-        crate::db::models::admin_change::NewChange::by(&who, "collection_grants", &c.view.name)
+        crate::db::models::admin_change::NewChange::by(&who, "collection.share", &c.view.name)
             .before(json!({ "roles": before.view.roles }))
             .after(json!({ "roles": c.view.roles })),
     )
@@ -239,4 +240,40 @@ async fn set_pins(
     let mut conn = state.pool.get().await?;
     let items = collections::set_pins(&mut conn, &caller(&who), *id, &body.collections).await?;
     Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
+
+/// A search of the caller's collections.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct SearchQuery {
+    /// What to look for (1-1000 characters).
+    q: String,
+    /// Only this collection.
+    collection: Option<Uuid>,
+    /// Passages to return (1-20, default 5).
+    k: Option<usize>,
+}
+
+/// The passages `search_knowledge` would find for the caller (the same grants, the same
+/// hybrid search): for a search box, and for checking what the agent will see.
+#[utoipa::path(get, path = "/api/knowledge/search", tag = "knowledge", params(SearchQuery), responses(
+    (status = 200, description = "`{results: [{chunk_id, document_id, collection_id, file, collection, byte_start, byte_end, text, score}]}`", body = Object),
+    (status = 400, description = "An empty or too long query", body = crate::error::ErrorBody),
+    (status = 503, description = "Collections are off here", body = crate::error::ErrorBody)))]
+async fn search(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    query: web::Query<SearchQuery>,
+) -> Result<HttpResponse, ApiError> {
+    state.knowledge.usable()?;
+    let q = query.q.trim();
+    if q.is_empty() || q.chars().count() > 1000 {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            "the query needs 1-1000 characters",
+        ));
+    }
+    let k = query.k.unwrap_or(5).clamp(1, 20);
+    let only: Vec<Uuid> = query.collection.into_iter().collect();
+    let results = crate::knowledge::search::search(&state.knowledge, who.id, &only, q, k).await?;
+    Ok(HttpResponse::Ok().json(json!({ "results": results })))
 }

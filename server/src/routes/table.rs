@@ -73,6 +73,7 @@ pub const ROUTES: &[Route] = &[
     r("PUT", "/api/files/{path:.+}", User),
     r("DELETE", "/api/files/{path:.+}", User),
     r("GET", "/api/knowledge", User),
+    r("GET", "/api/knowledge/search", User),
     r("GET", "/api/collections", User),
     r("POST", "/api/collections", User),
     r("GET", "/api/collections/{id}", User),

@@ -19,8 +19,15 @@
 //! * `size`  characters per delta
 //!
 //! Control: `POST /control/release` finishes all held streams; `GET /control/stats` reports
-//! `{active, served, models}` (`models`: requests served by the `model` they named, so a kit
-//! running two instances behind two catalogue providers can tell which model reached which).
+//! `{active, served, models, embeddings}` (`models`: requests served by the `model` they
+//! named, so a kit running two instances behind two catalogue providers can tell which model
+//! reached which; `embeddings`: `/v1/embeddings` requests and inputs).
+//!
+//! `POST /v1/embeddings` (OpenAI's shape) answers every input with its `demo-embed` vector
+//! (the server's built-in embedder, `crate::knowledge::corpus::demo_embed`), so a collection
+//! embedded through it searches like one embedded by the server itself. The `model` steers
+//! it: `embed:delay=20,dims=256` waits 20 ms before answering and makes 256-dimensional
+//! vectors (the defaults are 0 and 256).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -114,6 +121,8 @@ struct Shared {
     served: AtomicU64,
     /// Requests by the `model` they named (at most [`MAX_MODELS`] names, then `other`).
     by_model: Mutex<BTreeMap<String, u64>>,
+    embed_requests: AtomicU64,
+    embed_inputs: AtomicU64,
 }
 
 /// Most distinct model names `by_model` keeps.
@@ -146,6 +155,8 @@ pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
         active: AtomicU64::new(0),
         served: AtomicU64::new(0),
         by_model: Mutex::new(BTreeMap::new()),
+        embed_requests: AtomicU64::new(0),
+        embed_inputs: AtomicU64::new(0),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -180,6 +191,9 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     let method = req.method().clone();
     match (method, path.as_str()) {
         (Method::POST, "/v1/chat/completions") | (Method::POST, "/chat/completions") => {}
+        (Method::POST, "/v1/embeddings") | (Method::POST, "/embeddings") => {
+            return Ok(embeddings(req, &shared).await);
+        }
         (Method::POST, "/control/release") => {
             shared.release.send_modify(|g| *g += 1);
             return Ok(full(
@@ -198,6 +212,10 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                 "active": shared.active.load(Ordering::Relaxed),
                 "served": shared.served.load(Ordering::Relaxed),
                 "models": models,
+                "embeddings": {
+                    "requests": shared.embed_requests.load(Ordering::Relaxed),
+                    "inputs": shared.embed_inputs.load(Ordering::Relaxed),
+                },
             });
             return Ok(full(StatusCode::OK, "application/json", body.to_string()));
         }
@@ -270,6 +288,60 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     resp.headers_mut()
         .insert("cache-control", "no-cache".parse().expect("static"));
     Ok(resp)
+}
+
+/// `POST /v1/embeddings`: demo-embed vectors of the inputs (see the module's doc).
+async fn embeddings(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
+    let bad = |m: &str| {
+        full(
+            StatusCode::BAD_REQUEST,
+            "application/json",
+            json!({"error": {"message": m}}).to_string(),
+        )
+    };
+    let Ok(bytes) = req.into_body().collect().await.map(|b| b.to_bytes()) else {
+        return bad("unreadable body");
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(&bytes) else {
+        return bad("bad json");
+    };
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => return bad("input must be a string or an array of strings"),
+    };
+    let model = body["model"].as_str().unwrap_or("");
+    let (mut delay_ms, mut dims) = (0u64, crate::knowledge::corpus_dims());
+    if let Some((_, spec)) = model.split_once(':') {
+        for kv in spec.split(',') {
+            match kv.split_once('=') {
+                Some(("delay", v)) => delay_ms = v.trim().parse::<u64>().unwrap_or(0).min(60_000),
+                Some(("dims", v)) => dims = v.trim().parse::<usize>().unwrap_or(dims).clamp(1, 4096),
+                _ => {}
+            }
+        }
+    }
+    shared.embed_requests.fetch_add(1, Ordering::Relaxed);
+    shared
+        .embed_inputs
+        .fetch_add(inputs.len() as u64, Ordering::Relaxed);
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    let tokens: usize = inputs.iter().map(|t| t.len().div_ceil(4)).sum();
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            json!({"object": "embedding", "index": i,
+                   "embedding": crate::knowledge::corpus::demo_embed(t, dims)})
+        })
+        .collect();
+    let answer = json!({
+        "object": "list", "data": data, "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    });
+    full(StatusCode::OK, "application/json", answer.to_string())
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> Bytes {

@@ -48,6 +48,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(s, "Load average at start `{}`, at end `{}` (other builds/tests share this machine — see \"rough edges\").  ", m.loadavg_start, m.loadavg_end);
     let _ = writeln!(s, "Server binary `{}`. Wall time {:.0} s (setup {:.1} s; Postgres CHECKPOINT before measuring: {}). Generator CPU {} ms, fake upstream CPU {} ms — both share the same {} cores as the server and Postgres.\n",
         m.server_bin, r.wall_secs, r.setup_secs, r.checkpoint_before, f(r.generator_cpu_ms, 0), f(r.fake_upstream_cpu_ms, 0), m.nproc);
+    // A run without chat phases (`--knowledge`, `--search`) has no chat targets to show.
+    let chat = !r.scenarios.is_empty() || r.streams.is_some() || r.commit_probe.is_some();
+    if chat {
     let _ = writeln!(s, "Fake upstream per model call: TTFT {} ms, {} deltas, {} ms apart (tool scenario: first call answers one `calculator` tool call, the second call the text). Added latency = through the server − direct to the fake upstream, the direct baseline sampled at {}/s concurrently in the same phase.\n",
         cfg.ttft_ms, cfg.deltas, cfg.gap_ms, cfg.direct_rate);
     if cfg.history > 0 {
@@ -210,6 +213,7 @@ pub fn markdown(r: &Report) -> String {
             st.after_close_rss_mib.iter().map(|x| f(*x, 1)).collect::<Vec<_>>().join(", "),
             st.after_close_fds.iter().map(fds).collect::<Vec<_>>().join(", "),
             st.completed, st.errors, f(st.mib_per_1000, 1));
+    }
     }
     crate::report_extra::markdown(r, &mut s);
     let _ = writeln!(

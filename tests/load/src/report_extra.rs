@@ -50,6 +50,7 @@ pub fn failures(r: &Report) -> Vec<String> {
         }
     }
     out.extend(crate::search::failures(r));
+    out.extend(crate::knowledge::report::failures(r));
     out.extend(crate::report_catalogue::failures(r));
     out
 }
@@ -63,6 +64,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     crate::report_held::markdown(r, s);
     soak(r, s);
     crate::search::markdown(r, s);
+    crate::knowledge::report::markdown(r, s);
 }
 
 fn mcp(r: &Report, s: &mut String) {

@@ -53,6 +53,29 @@ pub struct Config {
     pub search_others: usize,
     /// `--search-secs S`: each of the search phase's two parts.
     pub search_secs: f64,
+    /// `--knowledge`: instead of the benchmark, only the knowledge scenarios (`knowledge/`),
+    /// on a server of their own on the pgvector cluster; a smoke run includes small ones.
+    pub knowledge: bool,
+    /// `--knowledge-files N`: files the ingestion scenario uploads.
+    pub knowledge_files: usize,
+    /// `--knowledge-max-kib K`: the largest of them (sizes from 3 KiB to K, log-uniform).
+    pub knowledge_max_kib: usize,
+    /// `--knowledge-chunks N`: chunks seeded with SQL for the search scenario.
+    pub knowledge_chunks: usize,
+    /// `--knowledge-users N`: users searching at once, each owning a collection.
+    pub knowledge_users: usize,
+    /// `--knowledge-secs S`: each search phase (and its baseline) lasts at most this long...
+    pub knowledge_secs: f64,
+    /// `--knowledge-requests N`: ...and sends at most this many requests.
+    pub knowledge_requests: usize,
+    /// `--knowledge-upstream`/`--no-knowledge-upstream`: also ingest through the fake
+    /// upstream's `/v1/embeddings` (a second server, fresh database).
+    pub knowledge_upstream: bool,
+    /// `--embed-delay-ms MS`: the fake `/v1/embeddings` waits this long per request.
+    pub embed_delay_ms: u64,
+    /// `--pgvector-url URL` (or `AGENTCHAT_PGVECTOR_URL`): a Postgres with pgvector; unset:
+    /// the one `tests/pgvector/start.sh` starts (and prints).
+    pub pgvector_url: Option<String>,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -68,6 +91,7 @@ impl Config {
         self.held == 0
             && self.soak_secs.is_none()
             && !self.search
+            && !self.knowledge
             && (self.scenarios.is_empty()
                 || self.scenarios.iter().any(|k| k == crate::catalogue::KEY))
     }
@@ -128,6 +152,19 @@ impl Config {
             search_own: if smoke { 1_000 } else { 10_000 },
             search_others: if smoke { 10_000 } else { 1_000_000 },
             search_secs: if smoke { 2.0 } else { 15.0 },
+            knowledge: false,
+            knowledge_files: if smoke { 3 } else { 200 },
+            knowledge_max_kib: if smoke { 24 } else { 100 },
+            knowledge_chunks: if smoke { 2_000 } else { 100_000 },
+            knowledge_users: if smoke { 4 } else { 50 },
+            knowledge_secs: if smoke { 2.0 } else { 15.0 },
+            knowledge_requests: if smoke { 200 } else { 50_000 },
+            knowledge_upstream: true,
+            embed_delay_ms: 0,
+            pgvector_url: std::env::var("AGENTCHAT_PGVECTOR_URL")
+                .ok()
+                .map(|u| u.trim().to_owned())
+                .filter(|u| !u.is_empty()),
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -166,6 +203,17 @@ impl Config {
                 "--search-own" => c.search_own = val()?.parse()?,
                 "--search-others" => c.search_others = val()?.parse()?,
                 "--search-secs" => c.search_secs = val()?.parse()?,
+                "--knowledge" => c.knowledge = true,
+                "--knowledge-files" => c.knowledge_files = val()?.parse()?,
+                "--knowledge-max-kib" => c.knowledge_max_kib = val()?.parse()?,
+                "--knowledge-chunks" => c.knowledge_chunks = val()?.parse()?,
+                "--knowledge-users" => c.knowledge_users = val()?.parse()?,
+                "--knowledge-secs" => c.knowledge_secs = val()?.parse()?,
+                "--knowledge-requests" => c.knowledge_requests = val()?.parse()?,
+                "--knowledge-upstream" => c.knowledge_upstream = true,
+                "--no-knowledge-upstream" => c.knowledge_upstream = false,
+                "--embed-delay-ms" => c.embed_delay_ms = val()?.parse()?,
+                "--pgvector-url" => c.pgvector_url = Some(val()?),
                 other => bail!("unknown option {other}"),
             }
         }
@@ -215,6 +263,27 @@ impl Config {
         anyhow::ensure!(
             (0.5..=600.0).contains(&c.search_secs),
             "--search-secs must be 0.5..=600"
+        );
+        anyhow::ensure!(
+            (1..=1000).contains(&c.knowledge_files) && (4..=10_240).contains(&c.knowledge_max_kib),
+            "--knowledge-files must be 1..=1000 (a collection's limit), --knowledge-max-kib 4..=10240"
+        );
+        anyhow::ensure!(
+            (100..=5_000_000).contains(&c.knowledge_chunks),
+            "--knowledge-chunks must be 100..=5000000"
+        );
+        anyhow::ensure!(
+            (2..=500).contains(&c.knowledge_users),
+            "--knowledge-users must be 2..=500"
+        );
+        anyhow::ensure!(
+            (0.5..=600.0).contains(&c.knowledge_secs) && (1..=10_000_000).contains(&c.knowledge_requests),
+            "--knowledge-secs must be 0.5..=600, --knowledge-requests 1..=10000000"
+        );
+        anyhow::ensure!(c.embed_delay_ms <= 10_000, "--embed-delay-ms must be at most 10000");
+        anyhow::ensure!(
+            !c.knowledge || (c.held == 0 && c.soak_secs.is_none() && !c.search),
+            "--knowledge is a run of its own (not with --held, --soak or --search)"
         );
         Ok(c)
     }

@@ -38,6 +38,7 @@ pub(crate) use ctx::{fd_count, log, upstream_active, Conv, Ctx};
 pub use measure::Phase;
 pub use results::Report;
 pub use scenario::ScenarioResult;
+pub(crate) use setup::{start_on, Started, Target};
 
 pub async fn run_guarded(cfg: Config) -> anyhow::Result<bool> {
     tokio::select! {
@@ -67,6 +68,32 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
         cfg.server_bin.display()
     );
 
+    if cfg.knowledge {
+        // A run of its own: the knowledge scenarios' server on the pgvector cluster only.
+        report.knowledge = Some(crate::knowledge::run(&cfg).await);
+    } else {
+        chat(&cfg, &mut report, t_start).await?;
+        if cfg.smoke {
+            // After the chat server is gone: its own server and database on pgvector.
+            report.knowledge = Some(crate::knowledge::run(&cfg).await);
+        }
+    }
+    report.machine.loadavg_end = sys::loadavg();
+    report.wall_secs = t_start.elapsed().as_secs_f64();
+
+    // Kit health: the kit works if turns completed in every scenario and streams opened.
+    let failures = health::kit_failures(&report);
+    report.kit_ok = failures.is_empty();
+    report.kit_failures = failures;
+    report.config = Some(cfg.clone());
+    results::write(&cfg, &report)?;
+    Ok(report.kit_ok)
+}
+
+/// The chat benchmark (or the held, soak or search run): its server, its phases, and its
+/// teardown (the processes stopped, the database dropped) before the report is written.
+async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Result<()> {
+    let cfg = cfg.clone();
     let setup::Started {
         procs,
         db,
@@ -134,7 +161,7 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
             report.burst = Some(crate::burst::burst(&ctx, cfg.burst).await);
         }
         report.streams = Some(streams::streams(&ctx).await);
-        commit_probe::commit_probes(&ctx, &mut report).await;
+        commit_probe::commit_probes(&ctx, report).await;
         if cfg.smoke {
             // Exercises the soak's code path briefly; the real one is `--soak 600`.
             report.soak = Some(crate::soak::soak(&ctx, 5, 20).await);
@@ -155,16 +182,6 @@ async fn run(cfg: Config) -> anyhow::Result<bool> {
     if cfg.catalogue() {
         report.catalogue_usage = Some(crate::catalogue::usage(&ctx));
     }
-    report.machine.loadavg_end = sys::loadavg();
-    report.wall_secs = t_start.elapsed().as_secs_f64();
-
-    // Kit health: the kit works if turns completed in every scenario and streams opened.
-    let failures = health::kit_failures(&report);
-    report.kit_ok = failures.is_empty();
-    report.kit_failures = failures;
-    report.config = Some(cfg.clone());
-
     drop(procs); // stop everything, drop the database
-    results::write(&cfg, &report)?;
-    Ok(report.kit_ok)
+    Ok(())
 }

@@ -41,6 +41,8 @@ pub struct Report {
     pub soak: Option<crate::soak::SoakResult>,
     pub held: Option<crate::held::HeldResult>,
     pub search: Option<crate::search::SearchResult>,
+    /// The knowledge scenarios (ingestion, search on pgvector), on a server of their own.
+    pub knowledge: Option<crate::knowledge::KnowledgeResult>,
     /// The catalogue scenario: the usage ledger per model and the roles' budgets at the end.
     pub catalogue_usage: Option<crate::catalogue::CatalogueUsage>,
     pub mcp_server_cpu_ms: Option<f64>,

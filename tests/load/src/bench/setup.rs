@@ -14,7 +14,7 @@ use crate::client::{self, Api};
 use crate::sys;
 
 /// Child processes and the database, torn down on drop whatever happens.
-pub(super) struct Procs {
+pub(crate) struct Procs {
     fake: Option<Child>,
     fake_b: Option<Child>,
     mcp: Option<Child>,
@@ -119,22 +119,46 @@ pub(super) async fn wait_mcp_connected(api: &Api, admin: &str) -> anyhow::Result
 }
 
 /// What [`start`] leaves running, and how to reach it.
-pub(super) struct Started {
-    pub(super) procs: Procs,
-    pub(super) db: String,
-    pub(super) fake_pid: u32,
-    pub(super) fake_base: String,
+pub(crate) struct Started {
+    pub(crate) procs: Procs,
+    pub(crate) db: String,
+    pub(crate) fake_pid: u32,
+    pub(crate) fake_base: String,
     /// The second fake upstream, when the catalogue scenario runs (else the base is empty).
-    pub(super) fake_b_pid: Option<u32>,
-    pub(super) fake_b_base: String,
-    pub(super) mcp_pid: u32,
-    pub(super) mcp_base: String,
-    pub(super) server_pid: u32,
-    pub(super) api: Api,
+    pub(crate) fake_b_pid: Option<u32>,
+    pub(crate) fake_b_base: String,
+    pub(crate) mcp_pid: u32,
+    pub(crate) mcp_base: String,
+    pub(crate) server_pid: u32,
+    pub(crate) api: Api,
+}
+
+/// Where a server of the kit keeps its data, and what else it is told.
+pub(crate) struct Target {
+    pub(crate) pg_host: String,
+    pub(crate) pg_port: String,
+    /// The server's log, in the run's output directory.
+    pub(crate) log_name: String,
+    /// Extra environment for the server (after the kit's own, so it may override them).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// Starts the helpers and the server, and waits (bounded) until the server is ready.
 pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
+    start_on(
+        cfg,
+        Target {
+            pg_host: cfg.pg_host.clone(),
+            pg_port: cfg.pg_port.clone(),
+            log_name: "server.log".into(),
+            env: Vec::new(),
+        },
+    )
+    .await
+}
+
+/// [`start`] on the Postgres of `target` (the knowledge scenarios' pgvector cluster).
+pub(crate) async fn start_on(cfg: &Config, target: Target) -> anyhow::Result<Started> {
     let db = format!("agentchat_load_{}", rand_suffix());
     let mut procs = Procs {
         fake: None,
@@ -142,8 +166,8 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
         mcp: None,
         server: None,
         db: db.clone(),
-        pg_host: cfg.pg_host.clone(),
-        pg_port: cfg.pg_port.clone(),
+        pg_host: target.pg_host.clone(),
+        pg_port: target.pg_port.clone(),
         db_created: false,
     };
 
@@ -179,7 +203,8 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
     // The server, on a fresh database.
     let port = free_port()?;
     let base = format!("http://127.0.0.1:{port}");
-    let server_log = std::fs::File::create(cfg.out_dir.join("server.log"))?;
+    let log_path = cfg.out_dir.join(&target.log_name);
+    let server_log = std::fs::File::create(&log_path)?;
     let mut command = Command::new(&cfg.server_bin);
     if catalogue {
         // `[[providers]]` + `[[models]]` (the `[llm]` provider is then not used; its limits
@@ -194,7 +219,7 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
     let server = command
         .env(
             "DATABASE_URL",
-            format!("postgres://postgres@{}:{}/{db}", cfg.pg_host, cfg.pg_port),
+            format!("postgres://postgres@{}:{}/{db}", target.pg_host, target.pg_port),
         )
         .env("AGENTCHAT_BIND", format!("127.0.0.1:{port}"))
         .env(
@@ -228,6 +253,7 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
         )
+        .envs(target.env.iter().map(|(k, v)| (k, v)))
         .stdout(server_log.try_clone()?)
         .stderr(server_log)
         .spawn()
@@ -246,7 +272,7 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
             if let Ok(Some(status)) = s.try_wait() {
                 bail!(
                     "the server exited during start ({status}); see {}",
-                    cfg.out_dir.join("server.log").display()
+                    log_path.display()
                 );
             }
         }
@@ -263,7 +289,7 @@ pub(super) async fn start(cfg: &Config) -> anyhow::Result<Started> {
         if Instant::now() > ready_by {
             bail!(
                 "the server was not ready within 120 s; see {}",
-                cfg.out_dir.join("server.log").display()
+                log_path.display()
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
