@@ -2,6 +2,7 @@
 //! `{"error": {"code", "message"}}`; 5xx bodies never carry internal detail. The domain's
 //! errors (database, turn, account) become answers in one place: [`map`].
 
+mod knowledge_map;
 mod map;
 
 use actix_web::http::{header, StatusCode};

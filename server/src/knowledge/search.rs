@@ -95,10 +95,8 @@ pub async fn search(
         KnowledgeError::Unavailable(format!("the query could not be embedded: {e}"))
     })?;
     k.metrics.knowledge_embedding_tokens.inc_by(embedded.tokens);
-    let vector = embedded
-        .vectors
-        .iter()
-        .next()
+    // Not `.first()`: diesel-async's `RunQueryDsl::first` would be picked.
+    let vector = <[Vec<f32>]>::first(&embedded.vectors)
         .map(|v| vector_literal(v))
         .unwrap_or_default();
     let sql = statement(k.model.dimensions);
