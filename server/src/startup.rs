@@ -73,11 +73,10 @@ impl Application {
             http: settings.tools.http.clone(),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
-        if knowledge.usable().is_ok() {
-            tools.register(Arc::new(crate::knowledge::tool::SearchKnowledge::new(
-                knowledge.clone(),
-            )))?;
-        }
+        // Always known (roles list it); without pgvector its calls say why.
+        tools.register(Arc::new(crate::knowledge::tool::SearchKnowledge::new(
+            knowledge.clone(),
+        )))?;
         let (catalogue, breakers) = crate::turn::catalogue_sync::build(&settings, &metrics)?;
         let engine = TurnEngine {
             mcp: mcp.clone(),

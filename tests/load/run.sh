@@ -2,6 +2,8 @@
 # AgentChat load kit — one command:
 #   tests/load/run.sh            full benchmark (~5 min), writes tests/load/RESULTS.md (+ RESULTS.json)
 #   tests/load/run.sh --smoke    CI smoke run (seconds): checks the kit works, not the speed
+#   tests/load/run.sh --knowledge  knowledge scenarios on pgvector (~4 min), writes
+#                                tests/load/RESULTS-knowledge.md (+ .json)
 # Extra options are passed to `agentchat-load run` (see tests/load/README.md).
 # The server binary: $AGENTCHAT_BIN, else target/release/agentchat, else target/debug/agentchat.
 set -euo pipefail
@@ -25,9 +27,14 @@ fi
 BIN="$CARGO_TARGET_DIR/release/agentchat-load"
 
 SMOKE=0
-for a in "$@"; do [ "$a" = "--smoke" ] && SMOKE=1; done
+RESULTS="$HERE/RESULTS.md"
+for a in "$@"; do
+  [ "$a" = "--smoke" ] && SMOKE=1
+  # The knowledge scenarios' results have a file of their own.
+  [ "$a" = "--knowledge" ] && RESULTS="$HERE/RESULTS-knowledge.md"
+done
 if [ "$SMOKE" = 1 ]; then
   exec "$BIN" run --command "$(echo "tests/load/run.sh $*" | sed "s/ *$//")" "$@"
 else
-  exec "$BIN" run --results-md "$HERE/RESULTS.md" --command "$(echo "tests/load/run.sh $*" | sed "s/ *$//")" "$@"
+  exec "$BIN" run --results-md "$RESULTS" --command "$(echo "tests/load/run.sh $*" | sed "s/ *$//")" "$@"
 fi

@@ -32,7 +32,13 @@ fi
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 BASE="http://127.0.0.1:$PORT"
 DB="agentchat_schemathesis_$(date +%s)_$$"
-PG="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+# The pgvector cluster when there is one (`.ci/run` starts it), so that the knowledge
+# operations are exercised for real rather than answering 503.
+if [ -n "${AGENTCHAT_PGVECTOR_URL:-}" ]; then
+  PG="${TEST_DATABASE_URL:-${AGENTCHAT_PGVECTOR_URL%/}/postgres}"
+else
+  PG="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+fi
 WORK=$(mktemp -d)
 LOG="$WORK/server.log"
 
@@ -77,6 +83,13 @@ for t in "$ADMIN" "$MEMBER"; do
     -H 'content-type: application/json' -d '{"title":"seed"}' >/dev/null
   curl -fsS -X PUT "$BASE/api/files/notes.txt" -H "authorization: Bearer $t" \
     -H 'content-type: application/octet-stream' --data-binary 'hello' >/dev/null
+  # A collection with a file, when collections are on here.
+  if c=$(curl -fsS -X POST "$BASE/api/collections" -H "authorization: Bearer $t" \
+      -H 'content-type: application/json' -d '{"name":"seed"}' 2>/dev/null); then
+    cid=$(echo "$c" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+    curl -fsS -X PUT "$BASE/api/collections/$cid/files/seed.md" -H "authorization: Bearer $t" \
+      -H 'content-type: application/octet-stream' --data-binary '# Seed\n\nRefunds take thirty days.' >/dev/null
+  fi
 done
 
 CHECKS=not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance

@@ -261,6 +261,23 @@ pub const ENV_VARS: &[EnvVar] = &[
     var("AGENTCHAT_KNOWLEDGE_EMBED_BATCH", "knowledge.embed_batch"),
     var("AGENTCHAT_KNOWLEDGE_WORKERS", "knowledge.workers"),
     var(
+        "AGENTCHAT_KNOWLEDGE_MAX_TEXT_BYTES",
+        "knowledge.max_text_bytes",
+    ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_MAX_FILES_PER_COLLECTION",
+        "knowledge.max_files_per_collection",
+    ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_MAX_COLLECTIONS_PER_USER",
+        "knowledge.max_collections_per_user",
+    ),
+    var("AGENTCHAT_KNOWLEDGE_MAX_ATTEMPTS", "knowledge.max_attempts"),
+    var(
+        "AGENTCHAT_KNOWLEDGE_MIN_SIMILARITY",
+        "knowledge.min_similarity",
+    ),
+    var(
         "AGENTCHAT_KNOWLEDGE_MAX_FILE_BYTES",
         "knowledge.max_file_bytes",
     ),

@@ -174,8 +174,6 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
     .any(|w| has(w));
     let wanted: Option<(&'static str, Value)> = if let Some(path) = read_target(text) {
         Some(("read_file", json!({ "path": path })))
-    } else if about_documents {
-        Some(("search_knowledge", json!({ "query": text })))
     } else if has("files") || (has("list") && has("file")) {
         Some(("list_files", json!({})))
     } else if has("time") || has("date") || has("clock") {
@@ -183,6 +181,8 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
             Some(tz) => Some(("current_time", json!({ "timezone": tz }))),
             None => Some(("current_time", json!({}))),
         }
+    } else if about_documents {
+        Some(("search_knowledge", json!({ "query": text })))
     } else {
         arithmetic_in(text).map(|e| ("calculator", json!({ "expression": e })))
     };

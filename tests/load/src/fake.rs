@@ -307,7 +307,10 @@ async fn embeddings(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
     };
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
         _ => return bad("input must be a string or an array of strings"),
     };
     let model = body["model"].as_str().unwrap_or("");
@@ -316,7 +319,9 @@ async fn embeddings(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
         for kv in spec.split(',') {
             match kv.split_once('=') {
                 Some(("delay", v)) => delay_ms = v.trim().parse::<u64>().unwrap_or(0).min(60_000),
-                Some(("dims", v)) => dims = v.trim().parse::<usize>().unwrap_or(dims).clamp(1, 4096),
+                Some(("dims", v)) => {
+                    dims = v.trim().parse::<usize>().unwrap_or(dims).clamp(1, 4096)
+                }
                 _ => {}
             }
         }

@@ -40,7 +40,7 @@ fn usage() -> ! {
          \x20     [--search] [--search-own N] [--search-others N] [--search-secs S]\n\
          \x20     [--knowledge] [--knowledge-files N] [--knowledge-max-kib K] [--knowledge-chunks N]\n\
          \x20     [--knowledge-users N] [--knowledge-secs S] [--knowledge-requests N]\n\
-         \x20     [--no-knowledge-upstream] [--embed-delay-ms MS] [--pgvector-url URL]\n\
+         \x20     [--no-knowledge-upstream] [--embed-delay-ms MS] [--pgvector-url URL] [--keep-db]\n\
          \x20 agentchat-load fake-upstream [--port N]\n  agentchat-load mcp-server [--port N]"
     );
     std::process::exit(2)

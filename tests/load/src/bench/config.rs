@@ -76,6 +76,8 @@ pub struct Config {
     /// `--pgvector-url URL` (or `AGENTCHAT_PGVECTOR_URL`): a Postgres with pgvector; unset:
     /// the one `tests/pgvector/start.sh` starts (and prints).
     pub pgvector_url: Option<String>,
+    /// `--keep-db`: do not drop the test databases (to look at plans afterwards).
+    pub keep_db: bool,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -165,6 +167,7 @@ impl Config {
                 .ok()
                 .map(|u| u.trim().to_owned())
                 .filter(|u| !u.is_empty()),
+            keep_db: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -214,6 +217,7 @@ impl Config {
                 "--no-knowledge-upstream" => c.knowledge_upstream = false,
                 "--embed-delay-ms" => c.embed_delay_ms = val()?.parse()?,
                 "--pgvector-url" => c.pgvector_url = Some(val()?),
+                "--keep-db" => c.keep_db = true,
                 other => bail!("unknown option {other}"),
             }
         }
@@ -277,10 +281,14 @@ impl Config {
             "--knowledge-users must be 2..=500"
         );
         anyhow::ensure!(
-            (0.5..=600.0).contains(&c.knowledge_secs) && (1..=10_000_000).contains(&c.knowledge_requests),
+            (0.5..=600.0).contains(&c.knowledge_secs)
+                && (1..=10_000_000).contains(&c.knowledge_requests),
             "--knowledge-secs must be 0.5..=600, --knowledge-requests 1..=10000000"
         );
-        anyhow::ensure!(c.embed_delay_ms <= 10_000, "--embed-delay-ms must be at most 10000");
+        anyhow::ensure!(
+            c.embed_delay_ms <= 10_000,
+            "--embed-delay-ms must be at most 10000"
+        );
         anyhow::ensure!(
             !c.knowledge || (c.held == 0 && c.soak_secs.is_none() && !c.search),
             "--knowledge is a run of its own (not with --held, --soak or --search)"

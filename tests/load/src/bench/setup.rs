@@ -23,6 +23,8 @@ pub(crate) struct Procs {
     pg_host: String,
     pg_port: String,
     db_created: bool,
+    /// `--keep-db`: leave the database for a look afterwards.
+    keep_db: bool,
 }
 
 impl Drop for Procs {
@@ -40,7 +42,12 @@ impl Drop for Procs {
             let _ = c.kill();
             let _ = c.wait();
         }
-        if self.db_created {
+        if self.db_created && self.keep_db {
+            eprintln!(
+                "[load] --keep-db: database {} left on {}:{}",
+                self.db, self.pg_host, self.pg_port
+            );
+        } else if self.db_created {
             let r = sys::psql(
                 &self.pg_host,
                 &self.pg_port,
@@ -169,6 +176,7 @@ pub(crate) async fn start_on(cfg: &Config, target: Target) -> anyhow::Result<Sta
         pg_host: target.pg_host.clone(),
         pg_port: target.pg_port.clone(),
         db_created: false,
+        keep_db: cfg.keep_db,
     };
 
     // Fake upstream and MCP server (own processes, so their CPU is not the generator's).
@@ -219,7 +227,10 @@ pub(crate) async fn start_on(cfg: &Config, target: Target) -> anyhow::Result<Sta
     let server = command
         .env(
             "DATABASE_URL",
-            format!("postgres://postgres@{}:{}/{db}", target.pg_host, target.pg_port),
+            format!(
+                "postgres://postgres@{}:{}/{db}",
+                target.pg_host, target.pg_port
+            ),
         )
         .env("AGENTCHAT_BIND", format!("127.0.0.1:{port}"))
         .env(

@@ -82,7 +82,11 @@ pub fn files(cfg: &Config) -> Vec<(String, String)> {
         .collect()
 }
 
-pub(super) async fn create_collection(api: &Api, token: &str, name: &str) -> anyhow::Result<String> {
+pub(super) async fn create_collection(
+    api: &Api,
+    token: &str,
+    name: &str,
+) -> anyhow::Result<String> {
     let r = api
         .http
         .post(format!("{}/api/collections", api.base))
@@ -96,7 +100,10 @@ pub(super) async fn create_collection(api: &Api, token: &str, name: &str) -> any
     if status.as_u16() != 201 {
         bail!("POST /api/collections: HTTP {status}: {v}");
     }
-    v["id"].as_str().map(str::to_owned).context("collection: no id")
+    v["id"]
+        .as_str()
+        .map(str::to_owned)
+        .context("collection: no id")
 }
 
 pub(super) async fn delete_collection(api: &Api, token: &str, id: &str) -> anyhow::Result<()> {
@@ -153,23 +160,40 @@ struct Uploads {
     done: AtomicUsize,
 }
 
-async fn upload_all(api: Api, token: String, collection: String, files: Arc<Vec<(String, String)>>, u: Arc<Uploads>) {
+async fn upload_all(
+    api: Api,
+    token: String,
+    collection: String,
+    files: Arc<Vec<(String, String)>>,
+    u: Arc<Uploads>,
+) {
     let next = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..UPLOADERS)
         .map(|_| {
-            let (api, token, collection, files, u, next) =
-                (api.clone(), token.clone(), collection.clone(), files.clone(), u.clone(), next.clone());
+            let (api, token, collection, files, u, next) = (
+                api.clone(),
+                token.clone(),
+                collection.clone(),
+                files.clone(),
+                u.clone(),
+                next.clone(),
+            );
             tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((name, body)) = files.get(i) else { break };
+                    let Some((name, body)) = files.get(i) else {
+                        break;
+                    };
                     let mut tries = 0;
                     let outcome = loop {
                         tries += 1;
                         let t = Instant::now();
                         let r = api
                             .http
-                            .put(format!("{}/api/collections/{collection}/files/{name}", api.base))
+                            .put(format!(
+                                "{}/api/collections/{collection}/files/{name}",
+                                api.base
+                            ))
                             .bearer_auth(&token)
                             .header("content-type", "application/octet-stream")
                             .body(body.clone())
@@ -183,7 +207,10 @@ async fn upload_all(api: Api, token: String, collection: String, files: Arc<Vec<
                                 if let Ok(mut l) = u.latencies.lock() {
                                     l.push(us(at - t));
                                 }
-                                break v["id"].as_str().map(|id| (id.to_owned(), at)).ok_or("202 without an id".to_owned());
+                                break v["id"]
+                                    .as_str()
+                                    .map(|id| (id.to_owned(), at))
+                                    .ok_or("202 without an id".to_owned());
                             }
                             Ok(r) if r.status().as_u16() == 429 && tries < 6000 => {
                                 u.retries.fetch_add(1, Ordering::Relaxed);
@@ -216,7 +243,11 @@ async fn upload_all(api: Api, token: String, collection: String, files: Arc<Vec<
 }
 
 /// The collection's files: id → (state, chunks, error).
-async fn file_states(api: &Api, token: &str, collection: &str) -> anyhow::Result<HashMap<String, (String, u64, Option<String>)>> {
+async fn file_states(
+    api: &Api,
+    token: &str,
+    collection: &str,
+) -> anyhow::Result<HashMap<String, (String, u64, Option<String>)>> {
     let v: Value = api
         .http
         .get(format!("{}/api/collections/{collection}", api.base))
@@ -274,7 +305,11 @@ pub(super) async fn ingest(
         files.clone(),
         u.clone(),
     ));
-    let limit = Duration::from_secs(if cfg.smoke { 60 } else { (files.len() as u64 * 5).clamp(120, 1800) });
+    let limit = Duration::from_secs(if cfg.smoke {
+        60
+    } else {
+        (files.len() as u64 * 5).clamp(120, 1800)
+    });
     let mut ready_at: HashMap<String, Instant> = HashMap::new();
     let mut last: HashMap<String, (String, u64, Option<String>)> = HashMap::new();
     let mut timed_out = false;
@@ -293,10 +328,18 @@ pub(super) async fn ingest(
         let done = u.done.load(Ordering::Relaxed) == files.len();
         if done && uploads_done_at.is_none() {
             uploads_done_at = Some(
-                u.accepted.lock().ok().and_then(|a| a.iter().map(|x| x.at).max()).unwrap_or(now),
+                u.accepted
+                    .lock()
+                    .ok()
+                    .and_then(|a| a.iter().map(|x| x.at).max())
+                    .unwrap_or(now),
             );
         }
-        let accepted: Vec<String> = u.accepted.lock().map(|a| a.iter().map(|x| x.id.clone()).collect()).unwrap_or_default();
+        let accepted: Vec<String> = u
+            .accepted
+            .lock()
+            .map(|a| a.iter().map(|x| x.id.clone()).collect())
+            .unwrap_or_default();
         if done && accepted.iter().all(|id| ready_at.contains_key(id)) {
             break;
         }
@@ -305,11 +348,19 @@ pub(super) async fn ingest(
             break;
         }
     }
-    let end = ready_at.values().max().copied().unwrap_or_else(Instant::now);
+    let end = ready_at
+        .values()
+        .max()
+        .copied()
+        .unwrap_or_else(Instant::now);
     uploader.abort();
     let m1 = metrics(api).await;
     let (cpu1, pg1) = (sys::cpu_ticks(started.server_pid), sys::pg_cpu(&started.db));
-    let accepted = u.accepted.lock().map(|a| a.iter().map(|x| (x.id.clone(), x.at)).collect::<Vec<_>>()).unwrap_or_default();
+    let accepted = u
+        .accepted
+        .lock()
+        .map(|a| a.iter().map(|x| (x.id.clone(), x.at)).collect::<Vec<_>>())
+        .unwrap_or_default();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     for e in u.errors.lock().map(|e| e.clone()).unwrap_or_default() {
         *errors.entry(e).or_insert(0) += 1;
@@ -323,7 +374,9 @@ pub(super) async fn ingest(
             }
             Some((s, _, e)) if s == "failed" => {
                 failed += 1;
-                *errors.entry(format!("file failed: {}", e.as_deref().unwrap_or("?"))).or_insert(0) += 1;
+                *errors
+                    .entry(format!("file failed: {}", e.as_deref().unwrap_or("?")))
+                    .or_insert(0) += 1;
             }
             Some((s, _, _)) => *errors.entry(format!("still {s} at the end")).or_insert(0) += 1,
             None => *errors.entry("not listed".into()).or_insert(0) += 1,
@@ -332,7 +385,11 @@ pub(super) async fn ingest(
     let file_ready = Dist::of(
         accepted
             .iter()
-            .filter_map(|(id, at)| ready_at.get(id).map(|r| us(r.saturating_duration_since(*at))))
+            .filter_map(|(id, at)| {
+                ready_at
+                    .get(id)
+                    .map(|r| us(r.saturating_duration_since(*at)))
+            })
             .collect(),
     );
     let wall = end.saturating_duration_since(t0).as_secs_f64().max(1e-3);
@@ -361,7 +418,9 @@ pub(super) async fn ingest(
         embed_secs: metric_delta(&m0, &m1, "agentchat_knowledge_embed_duration_seconds_sum"),
         embedding_tokens: metric_delta(&m0, &m1, "agentchat_knowledge_embedding_tokens_total"),
         chunks_stored_metric: metric_delta(&m0, &m1, "agentchat_knowledge_chunks_total"),
-        server_cpu_ms: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a) as f64 * 1000.0 / sys::CLK_TCK),
+        server_cpu_ms: cpu0
+            .zip(cpu1)
+            .map(|(a, b)| b.saturating_sub(a) as f64 * 1000.0 / sys::CLK_TCK),
         pg_backend_cpu_ms: Some(pg_db),
         pg_all_cpu_ms: Some(pg_all),
         timed_out,

@@ -6,22 +6,24 @@
 //! nothing queues). Each phase is bounded by `--knowledge-secs` and
 //! `--knowledge-requests`. Every result is checked against what the kit granted its user:
 //! a chunk of a collection they may not read (or, scoped, of another collection) is a
-//! violation. The server's statement is run once more under `EXPLAIN (ANALYZE, BUFFERS)`
-//! with the slowest search's parameters.
+//! violation. The server's statement is run once more, alone, under `EXPLAIN (ANALYZE,
+//! BUFFERS)` with the parameters of the slowest search under load, of the median unscoped
+//! search one at a time, and of the slowest one at a time of each kind (unscoped, scoped
+//! to the user's own collection, scoped to one they may not read).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
 use tokio::time::Instant;
 
 use super::corpus::{self, Rng};
 use super::ingest::{metric_delta, metrics};
 use super::seed::Seeded;
-use super::{corpus_dims, Users};
+use super::verify::{check, Sample, Tally};
+use super::Users;
 use crate::bench::{log, Config, Started};
 use crate::client::us;
 use crate::stats::Dist;
@@ -34,7 +36,10 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LoadPhase {
     pub what: String,
+    /// Closed loops (0 for the open-model phase).
     pub concurrency: usize,
+    /// The open-model phase's arrival rate.
+    pub rate_per_s: Option<f64>,
     pub ok: usize,
     pub errors: BTreeMap<String, u64>,
     pub secs: f64,
@@ -42,6 +47,8 @@ pub struct LoadPhase {
     pub latency: Dist,
     pub server_cpu_ms_per_req: Option<f64>,
     pub pg_backend_cpu_ms_per_req: Option<f64>,
+    /// The kit's own (it shares the cores).
+    pub generator_cpu_ms_per_req: Option<f64>,
     /// Searches only: the server's own mean (`agentchat_knowledge_search_duration_seconds`:
     /// embedding the query, waiting for a connection, the statement).
     pub server_search_mean_ms: Option<f64>,
@@ -59,6 +66,11 @@ pub struct SearchLoad {
     pub searches: u64,
     pub results: u64,
     pub empty: u64,
+    /// Empty answers to searches that were not scoped to a collection the user may not read
+    /// (those must be empty): none of what the user may read has the query's words, nor a
+    /// vector within the server's `knowledge.min_similarity` (0.2) of the query's.
+    pub empty_readable: u64,
+    pub empty_examples: Vec<String>,
     /// Results from a collection shared with the user's role (grants at work).
     pub shared_results: u64,
     pub scoped_own: u64,
@@ -66,24 +78,22 @@ pub struct SearchLoad {
     /// Results outside what the user may read (or outside the scope asked for).
     pub violations: u64,
     pub violation_examples: Vec<String>,
-    /// The slowest search at full concurrency, and its plan run alone.
-    pub slowest_ms: Option<f64>,
-    pub slowest_query: Option<String>,
-    pub explain: Option<String>,
-    pub explain_error: Option<String>,
+    /// Searches run again alone under `EXPLAIN (ANALYZE, BUFFERS)`.
+    pub explains: Vec<Explained>,
 }
 
-#[derive(Default)]
-struct Tally {
-    searches: AtomicU64,
-    results: AtomicU64,
-    empty: AtomicU64,
-    shared: AtomicU64,
-    scoped_own: AtomicU64,
-    scoped_foreign: AtomicU64,
-    violations: AtomicU64,
-    examples: Mutex<Vec<String>>,
-    slowest: Mutex<Option<(u64, usize, String, Option<String>)>>,
+/// One search's statement under `EXPLAIN (ANALYZE, BUFFERS)`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Explained {
+    /// Which search: "slowest under load", "median alone, unscoped", ...
+    pub label: String,
+    /// Its latency through the API when it ran in the phase.
+    pub api_ms: f64,
+    pub query: String,
+    pub planning_ms: Option<f64>,
+    pub execution_ms: Option<f64>,
+    pub plan: Option<String>,
+    pub error: Option<String>,
 }
 
 /// One search: (user, query, scope).
@@ -97,6 +107,46 @@ fn next_search(rng: &mut Rng, user: usize, seeded: &Seeded) -> (String, Option<S
     (q, scope)
 }
 
+/// How a phase sends its requests.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// This many closed loops (with more than one, loop w is user w; with one, the users
+    /// take turns).
+    Closed(usize),
+    /// Arrivals at a fixed rate per second, users in turn; latency counts from the
+    /// scheduled arrival, so queueing anywhere shows.
+    Open(f64),
+}
+
+/// One request; its latency from `from` (the send, or the scheduled arrival).
+async fn request(
+    api: &crate::client::Api,
+    token: &str,
+    search: bool,
+    q: &str,
+    scope: Option<&str>,
+    from: Instant,
+) -> Result<(u64, bytes::Bytes), String> {
+    let rb = if search {
+        let mut query = vec![("q", q), ("k", "5")];
+        if let Some(s) = scope {
+            query.push(("collection", s));
+        }
+        api.http
+            .get(format!("{}/api/knowledge/search", api.base))
+            .query(&query)
+    } else {
+        api.http.get(format!("{}/api/knowledge", api.base))
+    };
+    let body = match rb.bearer_auth(token).timeout(TIMEOUT).send().await {
+        Ok(r) if r.status().is_success() => r.bytes().await.map_err(|e| format!("body: {e}")),
+        Ok(r) => Err(format!("HTTP {}", r.status().as_u16())),
+        Err(e) if e.is_timeout() => Err("timeout".into()),
+        Err(_) => Err("request".into()),
+    }?;
+    Ok((us(from.elapsed()), body))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn phase(
     started: &Started,
@@ -104,7 +154,7 @@ async fn phase(
     seeded: &Arc<Seeded>,
     tally: &Arc<Tally>,
     search: bool,
-    concurrency: usize,
+    mode: Mode,
     secs: f64,
     max: usize,
     measured: bool,
@@ -112,60 +162,100 @@ async fn phase(
     let api = started.api.clone();
     let m0 = metrics(&api).await;
     let (cpu0, pg0) = (sys::cpu_ticks(started.server_pid), sys::pg_cpu(&started.db));
+    let gen0 = sys::cpu_ticks(std::process::id());
     let t0 = Instant::now();
     let until = t0 + Duration::from_secs_f64(secs);
     let sent = Arc::new(AtomicUsize::new(0));
     let tokens = Arc::new(users.tokens.clone());
-    let loops: Vec<_> = (0..concurrency)
-        .map(|w| {
-            let (api, tokens, seeded, tally, sent) =
-                (api.clone(), tokens.clone(), seeded.clone(), tally.clone(), sent.clone());
-            tokio::spawn(async move {
-                let mut rng = Rng::new(1000 + w as u64 + if search { 0 } else { 500 });
-                let (mut lat, mut errs) = (Vec::new(), Vec::new());
-                let mut turn = 0usize;
-                while Instant::now() < until && sent.fetch_add(1, Ordering::Relaxed) < max {
-                    // At full concurrency worker w is user w; one at a time, users take turns.
-                    let user = if concurrency > 1 { w % tokens.len() } else { turn % tokens.len() };
-                    turn += 1;
-                    let (q, scope) = next_search(&mut rng, user, &seeded);
-                    let mut rb = if search {
-                        let mut query = vec![("q", q.clone()), ("k", "5".to_owned())];
-                        if let Some(s) = &scope {
-                            query.push(("collection", s.clone()));
+    // The slowest searches are kept from the closed phases (at full concurrency, alone).
+    let under_load = match mode {
+        Mode::Closed(c) => Some(c > 1),
+        Mode::Open(_) => None,
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    match mode {
+        Mode::Closed(concurrency) => {
+            for w in 0..concurrency {
+                let (api, tokens, seeded, tally, sent) = (
+                    api.clone(),
+                    tokens.clone(),
+                    seeded.clone(),
+                    tally.clone(),
+                    sent.clone(),
+                );
+                tasks.spawn(async move {
+                    let mut rng = Rng::new(1000 + w as u64 + if search { 0 } else { 500 });
+                    let (mut lat, mut errs) = (Vec::new(), Vec::new());
+                    let mut turn = 0usize;
+                    while Instant::now() < until && sent.fetch_add(1, Ordering::Relaxed) < max {
+                        let user = if concurrency > 1 {
+                            w % tokens.len()
+                        } else {
+                            turn % tokens.len()
+                        };
+                        turn += 1;
+                        let (q, scope) = next_search(&mut rng, user, &seeded);
+                        let r = request(
+                            &api,
+                            &tokens[user],
+                            search,
+                            &q,
+                            scope.as_deref(),
+                            Instant::now(),
+                        )
+                        .await;
+                        match r {
+                            Ok((t, body)) => {
+                                lat.push(t);
+                                if search && measured {
+                                    check(
+                                        &tally,
+                                        &seeded,
+                                        user,
+                                        &q,
+                                        scope.as_deref(),
+                                        &body,
+                                        t,
+                                        under_load,
+                                    );
+                                }
+                            }
+                            Err(e) => errs.push(e),
                         }
-                        api.http.get(format!("{}/api/knowledge/search", api.base)).query(&query)
-                    } else {
-                        api.http.get(format!("{}/api/knowledge", api.base))
-                    };
-                    rb = rb.bearer_auth(&tokens[user]).timeout(TIMEOUT);
-                    let t = Instant::now();
-                    let body = match rb.send().await {
-                        Ok(r) if r.status().is_success() => r.bytes().await.map_err(|e| format!("body: {e}")),
-                        Ok(r) => Err(format!("HTTP {}", r.status().as_u16())),
-                        Err(e) if e.is_timeout() => Err("timeout".into()),
-                        Err(_) => Err("request".into()),
-                    };
-                    let elapsed = us(t.elapsed());
-                    let body = match body {
-                        Ok(b) => b,
-                        Err(e) => {
-                            errs.push(e);
-                            continue;
-                        }
-                    };
-                    lat.push(elapsed);
-                    if search && measured {
-                        check(&tally, &seeded, user, &q, scope.as_deref(), &body, elapsed, concurrency);
                     }
+                    (lat, errs)
+                });
+            }
+        }
+        Mode::Open(rate) => {
+            let mut rng = Rng::new(3000);
+            for i in 0..max {
+                let at = t0 + Duration::from_secs_f64(i as f64 / rate);
+                if at >= until {
+                    break;
                 }
-                (lat, errs)
-            })
-        })
-        .collect();
+                tokio::time::sleep_until(at).await;
+                let user = i % tokens.len();
+                let (q, scope) = next_search(&mut rng, user, seeded);
+                let (api, tokens, seeded, tally) =
+                    (api.clone(), tokens.clone(), seeded.clone(), tally.clone());
+                tasks.spawn(async move {
+                    match request(&api, &tokens[user], search, &q, scope.as_deref(), at).await {
+                        Ok((t, body)) => {
+                            if search && measured {
+                                check(&tally, &seeded, user, &q, scope.as_deref(), &body, t, None);
+                            }
+                            (vec![t], Vec::new())
+                        }
+                        Err(e) => (Vec::new(), vec![e]),
+                    }
+                });
+            }
+        }
+    }
     let (mut lat, mut errors) = (Vec::new(), BTreeMap::new());
-    for l in loops {
-        if let Ok((l, e)) = l.await {
+    while let Some(r) = tasks.join_next().await {
+        if let Ok((l, e)) = r {
             lat.extend(l);
             for e in e {
                 *errors.entry(e).or_insert(0u64) += 1;
@@ -175,19 +265,35 @@ async fn phase(
     let secs = t0.elapsed().as_secs_f64();
     let m1 = metrics(&api).await;
     let (cpu1, pg1) = (sys::cpu_ticks(started.server_pid), sys::pg_cpu(&started.db));
+    let gen1 = sys::cpu_ticks(std::process::id());
     let ok = lat.len();
     let per_req = |ms: f64| (ok > 0).then(|| ms / ok as f64);
     let (pg_db, _) = pg1.since(&pg0);
     let mean = match (
         metric_delta(&m0, &m1, "agentchat_knowledge_search_duration_seconds_sum"),
-        metric_delta(&m0, &m1, "agentchat_knowledge_search_duration_seconds_count"),
+        metric_delta(
+            &m0,
+            &m1,
+            "agentchat_knowledge_search_duration_seconds_count",
+        ),
     ) {
         (Some(s), Some(n)) if search && n > 0.0 => Some(s / n * 1000.0),
         _ => None,
     };
     LoadPhase {
-        what: if search { "search".into() } else { "baseline GET /api/knowledge".into() },
-        concurrency,
+        what: if search {
+            "search".into()
+        } else {
+            "baseline GET /api/knowledge".into()
+        },
+        concurrency: match mode {
+            Mode::Closed(c) => c,
+            Mode::Open(_) => 0,
+        },
+        rate_per_s: match mode {
+            Mode::Open(r) => Some(r),
+            Mode::Closed(_) => None,
+        },
         ok,
         errors,
         secs,
@@ -197,56 +303,10 @@ async fn phase(
             .zip(cpu1)
             .and_then(|(a, b)| per_req(b.saturating_sub(a) as f64 * 1000.0 / sys::CLK_TCK)),
         pg_backend_cpu_ms_per_req: per_req(pg_db),
+        generator_cpu_ms_per_req: gen0
+            .zip(gen1)
+            .and_then(|(a, b)| per_req(b.saturating_sub(a) as f64 * 1000.0 / sys::CLK_TCK)),
         server_search_mean_ms: mean,
-    }
-}
-
-/// Checks one answer's results against what `user` may read.
-#[allow(clippy::too_many_arguments)]
-fn check(
-    tally: &Tally,
-    seeded: &Seeded,
-    user: usize,
-    q: &str,
-    scope: Option<&str>,
-    body: &[u8],
-    elapsed_us: u64,
-    concurrency: usize,
-) {
-    tally.searches.fetch_add(1, Ordering::Relaxed);
-    let results: Vec<Value> = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("results").and_then(Value::as_array).cloned())
-        .unwrap_or_default();
-    match scope {
-        Some(s) if seeded.readable[user].contains(s) => tally.scoped_own.fetch_add(1, Ordering::Relaxed),
-        Some(_) => tally.scoped_foreign.fetch_add(1, Ordering::Relaxed),
-        None => 0,
-    };
-    if results.is_empty() {
-        tally.empty.fetch_add(1, Ordering::Relaxed);
-    }
-    tally.results.fetch_add(results.len() as u64, Ordering::Relaxed);
-    for r in &results {
-        let c = r.get("collection_id").and_then(Value::as_str).unwrap_or("");
-        let wrong = !seeded.readable[user].contains(c) || scope.is_some_and(|s| s != c);
-        if wrong {
-            tally.violations.fetch_add(1, Ordering::Relaxed);
-            if let Ok(mut ex) = tally.examples.lock() {
-                if ex.len() < 5 {
-                    ex.push(format!("user {user}, q {q:?}, scope {scope:?}: a chunk of collection {c}"));
-                }
-            }
-        } else if seeded.collections[user].id != c {
-            tally.shared.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    if concurrency > 1 {
-        if let Ok(mut s) = tally.slowest.lock() {
-            if s.as_ref().is_none_or(|(t, ..)| elapsed_us > *t) {
-                *s = Some((elapsed_us, user, q.to_owned(), scope.map(str::to_owned)));
-            }
-        }
     }
 }
 
@@ -275,16 +335,63 @@ pub(super) async fn run(
     let (secs, max) = (cfg.knowledge_secs, cfg.knowledge_requests);
     // Warm-up: connections, and the index and table pages in the caches.
     let warm = (secs / 3.0).clamp(0.5, 5.0);
-    phase(started, users, &seeded, &tally, true, n, warm, max, false).await;
-    phase(started, users, &seeded, &tally, false, n, warm / 2.0, max, false).await;
-    log(format!("knowledge: search load, {n} users at once, {secs} s a phase"));
-    let mut phases = Vec::new();
-    for (search, conc) in [(false, n), (true, n), (true, 1), (false, 1)] {
-        let p = phase(started, users, &seeded, &tally, search, conc, secs, max, true).await;
+    phase(
+        started,
+        users,
+        &seeded,
+        &tally,
+        true,
+        Mode::Closed(n),
+        warm,
+        max,
+        false,
+    )
+    .await;
+    phase(
+        started,
+        users,
+        &seeded,
+        &tally,
+        false,
+        Mode::Closed(n),
+        warm / 2.0,
+        max,
+        false,
+    )
+    .await;
+    log(format!(
+        "knowledge: search load, {n} users at once, {secs} s a phase"
+    ));
+    let mut phases: Vec<LoadPhase> = Vec::new();
+    for (search, mode) in [
+        (false, Mode::Closed(n)),
+        (true, Mode::Closed(n)),
+        (true, Mode::Open(0.0)),
+        (true, Mode::Closed(1)),
+        (false, Mode::Closed(1)),
+    ] {
+        // The open model runs at half of what the closed loops of searches achieved (the
+        // kit's "half of saturation"): as many users, each pausing between searches.
+        let mode = match mode {
+            Mode::Open(_) => {
+                let full = phases
+                    .iter()
+                    .find(|p| p.what == "search" && p.concurrency == n);
+                Mode::Open((full.map_or(1.0, |p| p.per_s) / 2.0).max(0.5))
+            }
+            m => m,
+        };
+        let p = phase(
+            started, users, &seeded, &tally, search, mode, secs, max, true,
+        )
+        .await;
         log(format!(
-            "knowledge: {} at {}: {} ok, {:.0}/s, p50 {} ms, p99 {} ms, errors {:?}",
+            "knowledge: {} {}: {} ok, {:.0}/s, p50 {} ms, p99 {} ms, errors {:?}",
             p.what,
-            conc,
+            match mode {
+                Mode::Closed(c) => format!("at {c}"),
+                Mode::Open(r) => format!("at {r:.1}/s (open)"),
+            },
             p.ok,
             p.per_s,
             crate::stats::f(p.latency.p50_ms, 1),
@@ -301,7 +408,21 @@ pub(super) async fn run(
             .unwrap_or_default()
     };
     let (s, b, s1, b1) = (get(true, n), get(false, n), get(true, 1), get(false, 1));
-    let slowest = tally.slowest.lock().ok().and_then(|s| s.clone());
+    let mut picks: Vec<(String, Sample)> = Vec::new();
+    let slowest = tally.slowest.lock().map(|s| s.clone()).unwrap_or_default();
+    if let Some(s) = slowest.get("slowest under load") {
+        picks.push((format!("slowest under load ({n} at once)"), s.clone()));
+    }
+    let mut alone = tally.alone.lock().map(|a| a.clone()).unwrap_or_default();
+    alone.sort_by_key(|s| s.0);
+    if let Some(s) = alone.get(alone.len() / 2) {
+        picks.push(("median alone, unscoped".into(), s.clone()));
+    }
+    for (label, s) in &slowest {
+        if *label != "slowest under load" {
+            picks.push((label.to_string(), s.clone()));
+        }
+    }
     let mut out = SearchLoad {
         users: n,
         ratio_p50: ratio(s.p50_ms, b.p50_ms),
@@ -312,80 +433,43 @@ pub(super) async fn run(
         searches: tally.searches.load(Ordering::Relaxed),
         results: tally.results.load(Ordering::Relaxed),
         empty: tally.empty.load(Ordering::Relaxed),
+        empty_readable: tally.empty_readable.load(Ordering::Relaxed),
+        empty_examples: tally
+            .empty_examples
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default(),
         shared_results: tally.shared.load(Ordering::Relaxed),
         scoped_own: tally.scoped_own.load(Ordering::Relaxed),
         scoped_foreign: tally.scoped_foreign.load(Ordering::Relaxed),
         violations: tally.violations.load(Ordering::Relaxed),
         violation_examples: tally.examples.lock().map(|e| e.clone()).unwrap_or_default(),
-        slowest_ms: slowest.as_ref().map(|s| s.0 as f64 / 1000.0),
-        slowest_query: slowest.as_ref().map(|s| format!("user {} q={:?} collection={:?}", s.1, s.2, s.3)),
-        ..Default::default()
+        explains: Vec::new(),
     };
-    if let Some((_, user, q, scope)) = slowest {
-        match explain(pg, &started.db, &users.ids[user], &q, scope.as_deref()) {
-            Ok(plan) => out.explain = Some(plan),
-            Err(e) => out.explain_error = Some(format!("{e:#}")),
+    for (label, (t, user, q, scope)) in picks {
+        let mut e = Explained {
+            label,
+            api_ms: t as f64 / 1000.0,
+            query: format!(
+                "user {user} q={q:?} collection={}",
+                scope.as_deref().unwrap_or("none")
+            ),
+            ..Default::default()
+        };
+        match super::explain::explain(pg, &started.db, &users.ids[user], &q, scope.as_deref()) {
+            Ok(plan) => {
+                let time = |what: &str| {
+                    plan.lines()
+                        .find_map(|l| l.trim().strip_prefix(what))
+                        .and_then(|v| v.trim().trim_end_matches(" ms").parse().ok())
+                };
+                e.planning_ms = time("Planning Time:");
+                e.execution_ms = time("Execution Time:");
+                e.plan = Some(plan);
+            }
+            Err(err) => e.error = Some(format!("{err:#}")),
         }
+        out.explains.push(e);
     }
     Ok(out)
-}
-
-fn lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-/// The server's search statement (`server/src/knowledge/search.rs`, `statement()`, with
-/// its parameters written in, the caller's collection test `READABLE_BY_1` of
-/// `collections.rs`, and the two settings the server sets for its transaction) under
-/// `EXPLAIN (ANALYZE, BUFFERS)`. A copy: keep it in step with the server's.
-fn explain(pg: &(String, String), db: &str, user: &str, q: &str, scope: Option<&str>) -> anyhow::Result<String> {
-    let dims = corpus_dims();
-    let vector = corpus::vector_text(&corpus::demo_embed(q, dims));
-    let only = match scope {
-        Some(s) => format!("ARRAY[{}]::uuid[]", lit(s)),
-        None => "ARRAY[]::uuid[]".into(),
-    };
-    let (u, v, qq) = (format!("{}::uuid", lit(user)), lit(&vector), lit(q));
-    let sql = format!(
-        "BEGIN; SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 100; \
-         EXPLAIN (ANALYZE, BUFFERS) \
-         WITH granted AS MATERIALIZED ( \
-           SELECT c.id, c.name FROM collections c \
-            WHERE (c.owner_id = {u} OR EXISTS (SELECT 1 FROM collection_grants g \
-                   JOIN users u ON u.role = g.role WHERE g.collection_id = c.id AND u.id = {u})) \
-              AND (cardinality({only}) = 0 OR c.id = ANY({only}))), \
-         vec AS MATERIALIZED ( \
-           SELECT v.id, row_number() OVER (ORDER BY v.distance) AS r FROM ( \
-             SELECT ch.id, (ch.embedding::vector({dims})) <=> {v}::vector({dims}) AS distance \
-               FROM chunks ch \
-              WHERE ch.dims = {dims} AND ch.embedding_model = 'demo-embed' \
-                AND ch.collection_id IN (SELECT id FROM granted) \
-                AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
-                            AND d.live_generation = ch.generation) \
-              ORDER BY (ch.embedding::vector({dims})) <=> {v}::vector({dims}) \
-              LIMIT 40) v), \
-         txt AS MATERIALIZED ( \
-           SELECT t.id, row_number() OVER (ORDER BY t.rank DESC, t.id) AS r FROM ( \
-             SELECT ch.id, ts_rank_cd(ch.tsv, q) AS rank \
-               FROM chunks ch, websearch_to_tsquery('english', {qq}) q \
-              WHERE ch.tsv @@ q AND ch.collection_id IN (SELECT id FROM granted) \
-                AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
-                            AND d.live_generation = ch.generation) \
-              ORDER BY rank DESC LIMIT 40) t), \
-         fused AS ( \
-           SELECT id, sum(1.0 / (60 + r))::float8 AS score \
-             FROM (SELECT id, r FROM vec UNION ALL SELECT id, r FROM txt) x \
-            GROUP BY id ORDER BY score DESC, id LIMIT 5) \
-         SELECT ch.id AS chunk_id, ch.document_id, ch.collection_id, d.name AS file, \
-                g.name AS collection, ch.byte_start, ch.byte_end, ch.text, f.score \
-           FROM fused f JOIN chunks ch ON ch.id = f.id \
-           JOIN documents d ON d.id = ch.document_id \
-           JOIN granted g ON g.id = ch.collection_id \
-          ORDER BY f.score DESC, ch.id; ROLLBACK;"
-    );
-    let out = std::process::Command::new("psql")
-        .args(["-h", &pg.0, "-p", &pg.1, "-U", "postgres", "-d", db, "-XAtq", "-c", &sql])
-        .output()?;
-    anyhow::ensure!(out.status.success(), "EXPLAIN failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }

@@ -12,13 +12,18 @@
 //! * `load` — `GET /api/knowledge/search` by every user at once against a trivial
 //!   authenticated GET at the same concurrency; every result checked against what its user
 //!   may read.
+//! * `explain` — the server's statement under `EXPLAIN (ANALYZE, BUFFERS)`;
+//! * `corpus`, `vocab` — the generated text, queries and demo-embed vectors;
 //! * `report` — the markdown section and what makes the kit fail.
 
 pub mod corpus;
+mod explain;
 mod ingest;
 mod load;
 pub mod report;
 mod seed;
+mod verify;
+mod vocab;
 
 use std::time::Duration;
 
@@ -95,7 +100,10 @@ async fn pgvector_url(cfg: &Config) -> anyhow::Result<String> {
         return Ok(u.clone());
     }
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pgvector/start.sh");
-    log(format!("knowledge: {} (a Postgres with pgvector)", script.display()));
+    log(format!(
+        "knowledge: {} (a Postgres with pgvector)",
+        script.display()
+    ));
     let out = tokio::time::timeout(
         Duration::from_secs(900),
         tokio::process::Command::new("bash")
@@ -152,7 +160,7 @@ async fn server(
 
 /// Registers `n` users (the first becomes admin), logs them in, and gives both roles a
 /// budget large enough never to run out (every embedding batch takes a real reservation).
-async fn users(api: &Api, n: usize) -> anyhow::Result<Users> {
+async fn register(api: &Api, n: usize) -> anyhow::Result<Users> {
     let password = "load-test-password-1";
     let mut tokens = Vec::new();
     api.register("load_user_0", password).await?;
@@ -229,7 +237,10 @@ pub(crate) async fn put_role(
         .await?;
     let status = r.status();
     if !status.is_success() {
-        bail!("PUT /api/admin/roles/{role}: HTTP {status}: {}", r.text().await.unwrap_or_default());
+        bail!(
+            "PUT /api/admin/roles/{role}: HTTP {status}: {}",
+            r.text().await.unwrap_or_default()
+        );
     }
     Ok(())
 }
@@ -255,7 +266,7 @@ async fn scenarios(cfg: &Config, r: &mut KnowledgeResult) -> anyhow::Result<()> 
         "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
     )
     .unwrap_or_default();
-    let users = users(&started.api, cfg.knowledge_users).await?;
+    let users = register(&started.api, cfg.knowledge_users).await?;
     r.setup_secs = t.elapsed().as_secs_f64();
     log(format!(
         "knowledge: server ready on {}, database {}, pgvector {}, {} users, in {:.1} s",
@@ -293,10 +304,13 @@ async fn scenarios(cfg: &Config, r: &mut KnowledgeResult) -> anyhow::Result<()> 
         }]);
         let env = vec![
             ("AGENTCHAT_EMBEDDING_MODELS".to_owned(), models.to_string()),
-            ("AGENTCHAT_KNOWLEDGE_EMBEDDING_MODEL".to_owned(), UPSTREAM_MODEL.to_owned()),
+            (
+                "AGENTCHAT_KNOWLEDGE_EMBEDDING_MODEL".to_owned(),
+                UPSTREAM_MODEL.to_owned(),
+            ),
         ];
         let started = server(cfg, &pg, "server-knowledge-upstream.log", env).await?;
-        let users = users(&started.api, 2).await?;
+        let users = register(&started.api, 2).await?;
         let via = format!(
             "{UPSTREAM_MODEL}: the fake upstream's /v1/embeddings ({} ms per request)",
             cfg.embed_delay_ms
@@ -342,7 +356,10 @@ fn embed_check(pg: &(String, String), db: &str, collection: &str) -> anyhow::Res
         ),
     )?;
     let rows: Vec<Value> = serde_json::from_str(&rows).context("embed check: bad JSON")?;
-    anyhow::ensure!(!rows.is_empty(), "embed check: no embedded chunk to compare");
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "embed check: no embedded chunk to compare"
+    );
     let mut min = f64::MAX;
     for row in &rows {
         let text = row["t"].as_str().unwrap_or("");

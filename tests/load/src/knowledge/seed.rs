@@ -2,7 +2,8 @@
 //! the admin's shared with the `member` role, and one of the admin's shared with a role no
 //! load user has (`auditor`), so grants decide what a search may return both ways. Their
 //! documents and chunks with SQL (one `psql` reading a COPY stream the kit writes): generated
-//! prose of about 1.1–1.6 KB a chunk, each with the vector `demo-embed` gives its text, the
+//! prose of about 1.0–1.5 KB a chunk (the server's 300-token chunks of the same prose average
+//! about 1.25 KB), each with the vector `demo-embed` gives its text, the
 //! document's text the concatenation of its chunks (the byte offsets point into it). The
 //! HNSW index the server made is dropped for the load and built again from its own
 //! definition (`pg_indexes.indexdef`), which is much faster than 100,000 inserts into it.
@@ -89,7 +90,22 @@ fn copy(
 ) -> anyhow::Result<(usize, usize, u64)> {
     let err = std::fs::File::create(log_path)?;
     let mut child = Command::new("psql")
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", &pg.0, "-p", &pg.1, "-U", "postgres", "-d", db, "-f", "-"])
+        .args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            &pg.0,
+            "-p",
+            &pg.1,
+            "-U",
+            "postgres",
+            "-d",
+            db,
+            "-f",
+            "-",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(err)
@@ -130,12 +146,15 @@ fn copy(
         )?;
         let mut line = String::with_capacity(8192);
         for (id, coll, _, n) in &docs {
-            let target = 1100 + rng.below(200);
+            let target = 950 + rng.below(200);
             let mut start = 0usize;
             for (ord, text) in corpus::chunk_texts(&mut rng, *n, target).iter().enumerate() {
                 let v = corpus::demo_embed(text, corpus_dims());
                 line.clear();
-                line.push_str(&format!("{id}\t{coll}\t1\t{ord}\t{start}\t{}\t", start + text.len()));
+                line.push_str(&format!(
+                    "{id}\t{coll}\t1\t{ord}\t{start}\t{}\t",
+                    start + text.len()
+                ));
                 copy_escape(text, &mut line);
                 line.push_str(&format!("\tdemo-embed\t{}\t", corpus_dims()));
                 line.push_str(&corpus::vector_text(&v));
@@ -194,7 +213,11 @@ pub(super) async fn seed(
     put_role(api, admin, OTHER_ROLE, None).await?;
     let mut shared = Vec::new();
     for j in 0..=member_shared {
-        let role = if j < member_shared { "member" } else { OTHER_ROLE };
+        let role = if j < member_shared {
+            "member"
+        } else {
+            OTHER_ROLE
+        };
         let id = ingest::create_collection(api, admin, &format!("shared {j} ({role})")).await?;
         let r = api
             .http
@@ -204,12 +227,20 @@ pub(super) async fn seed(
             .send()
             .await?;
         anyhow::ensure!(r.status().is_success(), "grants: HTTP {}", r.status());
-        shared.push((Coll { id, owner: 0, chunks: 0 }, role));
+        shared.push((
+            Coll {
+                id,
+                owner: 0,
+                chunks: 0,
+            },
+            role,
+        ));
     }
     let api_secs = t.elapsed().as_secs_f64();
 
     // Who may read what, from what the kit made.
-    let mut readable: Vec<HashSet<String>> = (0..n).map(|i| HashSet::from([own[i].id.clone()])).collect();
+    let mut readable: Vec<HashSet<String>> =
+        (0..n).map(|i| HashSet::from([own[i].id.clone()])).collect();
     for (c, role) in &shared {
         for (i, set) in readable.iter_mut().enumerate() {
             if i == 0 || *role == "member" {
@@ -225,16 +256,27 @@ pub(super) async fn seed(
         .collect();
 
     // The same number of chunks in every collection.
-    let mut all: Vec<Coll> = own.into_iter().chain(shared.into_iter().map(|(c, _)| c)).collect();
+    let mut all: Vec<Coll> = own
+        .into_iter()
+        .chain(shared.into_iter().map(|(c, _)| c))
+        .collect();
     let per = cfg.knowledge_chunks / all.len();
     let extra = cfg.knowledge_chunks % all.len();
     for (i, c) in all.iter_mut().enumerate() {
         c.chunks = per + usize::from(i < extra);
     }
-    let with_owner: Vec<(Coll, String)> = all.iter().map(|c| (c.clone(), users.ids[c.owner].clone())).collect();
+    let with_owner: Vec<(Coll, String)> = all
+        .iter()
+        .map(|c| (c.clone(), users.ids[c.owner].clone()))
+        .collect();
 
     let index = format!("chunks_embedding_hnsw_{}", corpus_dims());
-    let indexdef = sys::psql_in(&pg.0, &pg.1, &started.db, &format!("SELECT indexdef FROM pg_indexes WHERE indexname = '{index}'"))?;
+    let indexdef = sys::psql_in(
+        &pg.0,
+        &pg.1,
+        &started.db,
+        &format!("SELECT indexdef FROM pg_indexes WHERE indexname = '{index}'"),
+    )?;
     anyhow::ensure!(!indexdef.is_empty(), "the server made no index {index}");
     log(format!(
         "knowledge: seeding {} chunks in {} collections ({} shared with member, 1 with {OTHER_ROLE})",
@@ -243,25 +285,43 @@ pub(super) async fn seed(
         member_shared
     ));
     let t_copy = Instant::now();
-    let (pg2, db, idx, path) = (pg.clone(), started.db.clone(), index.clone(), cfg.out_dir.join("knowledge-seed.psql.log"));
+    let (pg2, db, idx, path) = (
+        pg.clone(),
+        started.db.clone(),
+        index.clone(),
+        cfg.out_dir.join("knowledge-seed.psql.log"),
+    );
     let with_owner = Arc::new(with_owner);
     let (documents, chunks, text_bytes) =
         tokio::task::spawn_blocking(move || copy(&pg2, &db, &with_owner, &idx, &path)).await??;
     let copy_secs = t_copy.elapsed().as_secs_f64();
     let t_index = Instant::now();
-    sys::psql_in(&pg.0, &pg.1, &started.db, &format!("SET maintenance_work_mem = '1GB'; {indexdef}"))?;
+    sys::psql_in(
+        &pg.0,
+        &pg.1,
+        &started.db,
+        &format!("SET maintenance_work_mem = '1GB'; {indexdef}"),
+    )?;
     let index_secs = t_index.elapsed().as_secs_f64();
     let t_vac = Instant::now();
-    sys::psql_in(&pg.0, &pg.1, &started.db, "VACUUM (ANALYZE) chunks, documents, collections, collection_grants")?;
+    sys::psql_in(
+        &pg.0,
+        &pg.1,
+        &started.db,
+        "VACUUM (ANALYZE) chunks, documents, collections, collection_grants",
+    )?;
     let vacuum_secs = t_vac.elapsed().as_secs_f64();
 
     let counted: usize = sys::psql_in(
         &pg.0,
         &pg.1,
         &started.db,
-        &format!("SELECT count(*) FROM chunks ch JOIN documents d ON d.id = ch.document_id \
+        &format!(
+            "SELECT count(*) FROM chunks ch JOIN documents d ON d.id = ch.document_id \
                   WHERE ch.dims = {} AND ch.embedding_model = 'demo-embed' \
-                    AND d.live_generation = ch.generation", corpus_dims()),
+                    AND d.live_generation = ch.generation",
+            corpus_dims()
+        ),
     )?
     .parse()?;
     anyhow::ensure!(
@@ -270,12 +330,21 @@ pub(super) async fn seed(
         cfg.knowledge_chunks
     );
     let mib = |rel: &str| -> f64 {
-        sys::psql_in(&pg.0, &pg.1, &started.db, &format!("SELECT pg_total_relation_size('{rel}')"))
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(0.0, |b| b / 1_048_576.0)
+        sys::psql_in(
+            &pg.0,
+            &pg.1,
+            &started.db,
+            &format!("SELECT pg_total_relation_size('{rel}')"),
+        )
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0.0, |b| b / 1_048_576.0)
     };
-    let member_chunks: usize = all.iter().filter(|c| n > 1 && readable[1].contains(&c.id)).map(|c| c.chunks).sum();
+    let member_chunks: usize = all
+        .iter()
+        .filter(|c| n > 1 && readable[1].contains(&c.id))
+        .map(|c| c.chunks)
+        .sum();
     let result = SeedResult {
         users: n,
         own_collections: n,
