@@ -72,6 +72,11 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
             json!({"from": "00000000-0000-4000-8000-000000000000"})
         }
         ("POST", "/api/conversations") => json!({}),
+        ("POST", "/api/collections") => json!({"name": "intruder"}),
+        ("PATCH", "/api/collections/{id}") => json!({"name": "pwned"}),
+        ("POST", "/api/collections/{id}/files") => json!({"workspace_path": "notes.txt"}),
+        ("PUT", "/api/collections/{id}/grants") => json!({"roles": ["member"]}),
+        ("PUT", "/api/conversations/{id}/collections") => json!({"collections": []}),
         ("POST", "/api/approvals/{id}") => json!({"decision": "approve"}),
         ("PATCH", "/api/admin/users/{id}") => json!({"role": "admin", "disabled": true}),
         ("POST", "/api/admin/users/{id}/password") => json!({"password": "password-of-intruder"}),
@@ -140,7 +145,8 @@ async fn call(
 
 #[tokio::test]
 async fn every_route_refuses_other_users_objects_and_changes_nothing() {
-    let app = spawn_app().await;
+    // On pgvector, so that the knowledge routes answer for real.
+    let app = TestApp::builder().on_pgvector().start().await;
     let admin = app.signed_up("root").await;
     let victim = app.signed_up("victim").await;
     let thief = app.signed_up("thief").await;

@@ -15,20 +15,16 @@ use crate::knowledge::KnowledgeError;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route(
-        "/collections/{id}/files",
-        web::post().to(add_from_workspace),
-    )
-    .route("/collections/{id}/files/{name}", web::put().to(upload))
-    .route("/collections/{id}/files/{file}", web::delete().to(remove))
-    .route(
-        "/collections/{id}/files/{file}/retry",
-        web::post().to(retry),
-    )
-    .route(
-        "/collections/{id}/files/{file}/passage",
-        web::get().to(passage),
-    );
+    cfg.service(web::resource("/collections/{id}/files").route(web::post().to(add_from_workspace)))
+        .service(
+            web::resource("/collections/{id}/files/{file}")
+                .route(web::put().to(upload))
+                .route(web::delete().to(remove)),
+        )
+        .service(web::resource("/collections/{id}/files/{file}/retry").route(web::post().to(retry)))
+        .service(
+            web::resource("/collections/{id}/files/{file}/passage").route(web::get().to(passage)),
+        );
 }
 
 fn limits(state: &AppState) -> FileLimits {
@@ -60,8 +56,8 @@ async fn add(
 }
 
 /// Uploads a file (the raw body) to a collection; the same name replaces it.
-#[utoipa::path(put, path = "/api/collections/{id}/files/{name}", tag = "knowledge",
-    params(("id" = Uuid, Path), ("name" = String, Path, description = "The file's name, with its extension")),
+#[utoipa::path(put, path = "/api/collections/{id}/files/{file}", tag = "knowledge",
+    params(("id" = Uuid, Path), ("file" = String, Path, description = "The file's name, with its extension")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses(
     (status = 202, description = "Queued for ingestion", body = crate::knowledge::documents::FileView),
     (status = 400, description = "Empty file or bad name", body = crate::error::ErrorBody),
@@ -195,6 +191,7 @@ async fn retry(
 
 /// The byte range of a cited passage.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Range {
     start: usize,
     end: usize,

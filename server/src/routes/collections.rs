@@ -165,6 +165,7 @@ async fn delete(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
+    #[serde(default)]
     #[schema(max_items = 100)]
     roles: Vec<String>,
 }
@@ -220,6 +221,7 @@ async fn pins(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pins {
+    #[serde(default)]
     #[schema(max_items = 50)]
     collections: Vec<Uuid>,
 }
@@ -244,8 +246,10 @@ async fn set_pins(
 
 /// A search of the caller's collections.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// What to look for (1-1000 characters).
+    /// What to look for (at most 1000 characters; none: no results).
+    #[serde(default)]
     q: String,
     /// Only this collection.
     collection: Option<Uuid>,
@@ -264,9 +268,12 @@ async fn search(
     who: AuthUser,
     query: web::Query<SearchQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    state.knowledge.usable()?;
     let q = query.q.trim();
-    if q.is_empty() || q.chars().count() > 1000 {
+    if q.is_empty() {
+        return Ok(HttpResponse::Ok().json(json!({ "results": [] })));
+    }
+    state.knowledge.usable()?;
+    if q.chars().count() > 1000 {
         return Err(ApiError::bad_request(
             "invalid_query",
             "the query needs 1-1000 characters",

@@ -83,7 +83,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/api/conversations/{id}/collections", User),
     r("PUT", "/api/conversations/{id}/collections", User),
     r("POST", "/api/collections/{id}/files", User),
-    r("PUT", "/api/collections/{id}/files/{name}", User),
+    r("PUT", "/api/collections/{id}/files/{file}", User),
     r("DELETE", "/api/collections/{id}/files/{file}", User),
     r("POST", "/api/collections/{id}/files/{file}/retry", User),
     r("GET", "/api/collections/{id}/files/{file}/passage", User),
