@@ -75,11 +75,15 @@ fn fill(path: &str, conversation: &str, user: uuid::Uuid) -> String {
 
 #[tokio::test]
 async fn every_route_answers_hostile_text_with_a_4xx_and_stores_none() {
-    let app = spawn_app_with(|s| {
-        s.scim.token = Some(SecretString::from(TOKEN));
-        s.telemetry.metrics_token = Some("scrape-secret".to_owned().into());
-    })
-    .await;
+    // On pgvector, so that the knowledge routes answer for real.
+    let app = TestApp::builder()
+        .on_pgvector()
+        .settings(|s| {
+            s.scim.token = Some(SecretString::from(TOKEN));
+            s.telemetry.metrics_token = Some("scrape-secret".to_owned().into());
+        })
+        .start()
+        .await;
     let admin = app.signed_up("root").await;
     let conversation = app.new_conversation(&admin.access).await;
     let send = |method: &str, url: String, token: &str, body: Option<String>| {
