@@ -6,6 +6,7 @@
 //! used (`citations`). `schema` decides at start whether the database can hold vectors at
 //! all; `collections` and `documents` are the API's SQL.
 
+mod chunk_store;
 pub mod chunking;
 pub mod citations;
 pub mod collections;
