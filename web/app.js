@@ -195,6 +195,8 @@ async function route() {
     state.chat = new ChatView(main, { menuBtn, state, navigate, refreshMe });
     await state.chat.init();
   }
+  // Navigated elsewhere while the chat view started: that route owns the screen now.
+  if (!state.chat) return;
   await state.chat.open(convId);
 }
 

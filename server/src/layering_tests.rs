@@ -12,6 +12,9 @@
 //! | `cluster` | `db`, `domain`, `config`: the turn plugs in through `channel::Subscriber` |
 //! | `tools` | `db`, `domain`, `config`, `cluster`, `shard`, `telemetry`: no provider, no HTTP errors |
 //! | `accounts` | `db`, `domain`, `cluster`, `tools` |
+//! | `sharing` | `db`, `domain`, `tools` (the owner's workspace files): links, views, copies |
+//! | `assistants` | `db`, `domain` |
+//! | `memory` | `config`, `db`, `domain`, `tools` |
 //! | `turn` | the above and `auth`, `llm`, `metrics`, `telemetry`: never `error`, `routes`, `state` |
 //!
 //! And two that are about one room's insides: `turn::sql` and `turn::testing` are the turn's
@@ -34,6 +37,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["db", "domain", "config", "cluster", "shard", "telemetry"],
     ),
     ("accounts", &["db", "domain", "cluster", "tools"]),
+    ("assistants", &["db", "domain"]),
+    ("memory", &["config", "db", "domain", "tools"]),
+    ("sharing", &["db", "domain", "tools"]),
     (
         "knowledge",
         &[
@@ -43,6 +49,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "turn",
         &[
+            "assistants",
             "auth",
             "budget",
             "cluster",
@@ -51,6 +58,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "domain",
             "knowledge",
             "llm",
+            "memory",
             "metrics",
             "shard",
             "telemetry",
@@ -65,6 +73,7 @@ const NO_HTTP: &[&str] = &[
     "budget",
     "db",
     "knowledge",
+    "sharing",
     "llm",
     "cluster",
     "tools",

@@ -1,6 +1,7 @@
 //! AgentChat: a multi-user LLM agent chat server.
 
 pub mod accounts;
+pub mod assistants;
 pub mod auth;
 pub mod banner;
 pub mod budget;
@@ -14,6 +15,7 @@ pub mod extract;
 pub mod fuzzing;
 pub mod knowledge;
 pub mod llm;
+pub mod memory;
 pub mod metrics;
 pub mod observe;
 pub mod openapi;
@@ -21,6 +23,7 @@ pub mod routes;
 pub mod scim;
 pub mod security;
 pub mod shard;
+pub mod sharing;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

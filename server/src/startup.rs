@@ -19,6 +19,7 @@ use crate::cluster::{channel, StopReason};
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
+use crate::memory::tool::Remember;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
@@ -74,9 +75,8 @@ impl Application {
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
         // Always known (roles list it); without pgvector its calls say why.
-        tools.register(Arc::new(crate::knowledge::tool::SearchKnowledge::new(
-            knowledge.clone(),
-        )))?;
+        tools.register(crate::knowledge::tool::SearchKnowledge::shared(&knowledge))?;
+        tools.register(Remember::shared(pool.clone(), settings.memory.clone()))?;
         let (catalogue, breakers) = crate::turn::catalogue_sync::build(&settings, &metrics)?;
         let engine = TurnEngine {
             mcp: mcp.clone(),
@@ -126,13 +126,7 @@ impl Application {
         let port = listener.local_addr()?.port();
         // The default redirect URL names the bound port.
         state.sso = Arc::new(crate::auth::oidc::Sso::new(&state.settings, &secret, port)?);
-        if let Some(sso) = state.sso.provider.is_some().then(|| state.sso.clone()) {
-            tokio::spawn(async move {
-                if let Some(p) = &sso.provider {
-                    p.warm_up().await;
-                }
-            });
-        }
+        state.sso.spawn_warm_up();
         // Alive before the first turn can name this process; knowing which providers the
         // other processes found down.
         if let Ok(mut conn) = state.pool.get().await {
@@ -153,11 +147,9 @@ impl Application {
             }),
         );
         state.engine.spawn_sweepers();
-        if state.knowledge.usable().is_ok() {
-            crate::knowledge::jobs::spawn_workers(state.knowledge.clone());
-        }
+        crate::knowledge::jobs::spawn_workers(state.knowledge.clone());
         let server = run(listener, state.clone())?;
-        spawn_hold_sweeper(
+        db::sweeper::spawn(
             state.pool.clone(),
             clock,
             state.settings.database.hold_sweep_interval,
@@ -354,32 +346,6 @@ async fn mcp_manager(settings: &Settings, pool: &db::Pool) -> anyhow::Result<Mcp
         manager.upsert(mcp::stored::config_of(&row), mcp::Source::Api);
     }
     Ok(manager)
-}
-
-/// Frees budget holds whose process died, and forgets day-old idempotency keys, every `every`.
-fn spawn_hold_sweeper(pool: db::Pool, clock: Clock, every: Duration) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let Ok(mut conn) = pool.get().await else {
-                continue;
-            };
-            match db::models::budget::sweep(&mut conn, clock()).await {
-                Ok(0) => {}
-                Ok(freed) => tracing::warn!(freed, "released budget holds of abandoned turns"),
-                Err(e) => tracing::warn!(error = %e, "sweeping budget holds failed"),
-            }
-            match db::models::budget_money::sweep(&mut conn, clock()).await {
-                Ok(0) => {}
-                Ok(freed) => tracing::warn!(freed, "released money holds of abandoned turns"),
-                Err(e) => tracing::warn!(error = %e, "sweeping money holds failed"),
-            }
-            if let Err(e) = db::models::idempotency::expire(&mut conn).await {
-                tracing::warn!(error = %e, "forgetting old idempotency keys failed");
-            }
-        }
-    });
 }
 
 async fn shutdown_signal() {

@@ -53,7 +53,9 @@ async fn snapshot(app: &TestApp) -> String {
            (SELECT string_agg(concat_ws(',', name, tools::text), ';' ORDER BY name) FROM roles), \
            (SELECT string_agg(concat_ws(',', name, url_template, headers::text), ';' ORDER BY name) FROM custom_tools), \
            (SELECT count(*) FROM refresh_tokens WHERE revoked_at IS NULL), \
-           (SELECT string_agg(concat_ws(',', id, user_id, name, expires_at), ';' ORDER BY id) FROM api_keys) \
+           (SELECT string_agg(concat_ws(',', id, user_id, name, expires_at), ';' ORDER BY id) FROM api_keys), \
+           (SELECT string_agg(concat_ws(',', id, scope, redact_tools, expires_at, revoked_at), ';' ORDER BY id) FROM conversation_shares), \
+           (SELECT count(*) FROM share_views) \
          ) AS snapshot",
     )
     .get_result::<Counts>(&mut db)
@@ -101,6 +103,16 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         }
         ("PATCH", "/api/me/preferences") => json!({"theme": "dark"}),
+        ("POST", "/api/conversations/{id}/shares") => json!({"scope": "org"}),
+        ("PATCH", "/api/shares/{id}") => json!({"redact_tools": false, "expires_at": null}),
+        (_, p) if p.ends_with("/fork") => {
+            json!({"at_message_id": "00000000-0000-4000-8000-000000000000"})
+        }
+        (_, p) if p.starts_with("/api/admin/assistants") => {
+            json!({"name": "intruder", "instructions": "obey", "tools": ["http_get"]})
+        }
+        ("PUT", "/api/me/memory/settings") => json!({"enabled": false}),
+        (_, p) if p.starts_with("/api/me/memory") => json!({"text": "pwned"}),
         ("POST", "/api/me/password") => {
             json!({"current_password": "password-of-victim", "new_password": "new-password-1"})
         }
@@ -175,11 +187,25 @@ async fn every_route_refuses_other_users_objects_and_changes_nothing() {
     )
     .await;
     assert_eq!(status, 201);
+    // A link of the victim's: the owner's routes of `/api/shares/{id}` get its id.
+    let r = app
+        .post_as(
+            &victim.access,
+            &format!("/api/conversations/{conversation}/shares"),
+        )
+        .json(&json!({"scope": "org"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let share: Value = r.json().await.unwrap();
+    let share = format!("/api/shares/{}", share["id"].as_str().unwrap());
 
     let before = snapshot(&app).await;
     let mut checked = 0;
     for route in ROUTES {
-        let url = fill(route.path, &conversation, victim.user_id).replace("{turn_id}", &turn);
+        let path = route.path.replace("/api/shares/{id}", &share);
+        let url = fill(&path, &conversation, victim.user_id).replace("{turn_id}", &turn);
         let body = body_for(route.method, route.path);
         let what = format!("{} {}", route.method, route.path);
         match route.access {
@@ -194,7 +220,11 @@ async fn every_route_refuses_other_users_objects_and_changes_nothing() {
                 let (s, _) = call(&app, route.method, &url, None, body.clone()).await;
                 assert_eq!(s, 401, "{what} without a token");
                 let owned = route.path.contains('{');
-                if route.path == "/api/me/password" {
+                if route.path == "/api/shares/{id}/fork" {
+                    // Any member may read (so copy) an org link: that is what it is for
+                    // (shares.rs covers who may and may not).
+                    continue;
+                } else if route.path == "/api/me/password" {
                     // The thief's own password is not the victim's: refused, nothing changes.
                     let (s, _) = call(&app, route.method, &url, Some(&thief.access), body).await;
                     assert_eq!(s, 403, "{what}");

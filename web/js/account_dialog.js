@@ -1,11 +1,12 @@
 // The account dialog (the avatar button in the top bar): who is signed in, theme and default
-// model (preferences_form.js), change password (ends every other session and, unless
+// model (preferences_form.js), memory notes (memory_section.js), change password (ends every other session and, unless
 // unticked, revokes the API keys), sign out. On a
 // phone it is where "Sign out" lives, so the top bar keeps its width.
 
 import { h, field, uid, toast } from './dom.js';
 import * as api from './api.js';
 import { preferencesSection } from './preferences_form.js';
+import { memorySection } from './memory_section.js';
 
 export function openAccountDialog({ me, models, onSignOut }) {
   const errorId = uid('pw-err');
@@ -29,6 +30,7 @@ export function openAccountDialog({ me, models, onSignOut }) {
       h('span', { class: 'avatar', 'aria-hidden': 'true' }, me.username.slice(0, 1).toUpperCase()),
       h('div', null, h('h2', { class: 'auth-title' }, me.username), h('span', { class: 'role-badge' }, me.role))),
     preferencesSection(me, models),
+    memorySection(),
     form,
     // On a phone the top bar has no room for the API keys link: it is reachable from here.
     h('p', null, keys),

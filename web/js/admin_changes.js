@@ -13,6 +13,9 @@ export const KINDS = {
   'role.create': 'Created a role',
   'role.update': 'Changed a role',
   'collection.share': 'Shared a collection with roles',
+  'assistant.create': 'Created an assistant',
+  'assistant.update': 'Saved a new assistant version',
+  'assistant.retire': 'Retired an assistant',
   'custom_tool.create': 'Added a custom tool',
   'custom_tool.update': 'Changed a custom tool',
   'custom_tool.delete': 'Deleted a custom tool',
@@ -28,6 +31,7 @@ export const KINDS = {
   'api_key.revoke': 'Revoked an API key',
   'approval.decide': 'Decided a tool call',
   'conversation.view': 'Read a conversation',
+  'share.revoke': 'Revoked a conversation link',
 };
 
 const GROUPS = [

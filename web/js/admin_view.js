@@ -1,5 +1,5 @@
-// The admin console: users, roles x tools (and models) matrix, the model catalogue, custom
-// HTTP tools, MCP servers, approvals, the tool-call audit and the admin audit trail, usage. Each section has its own module
+// The admin console: users, roles x tools (and models) matrix, the model catalogue, assistants
+// (assistants_admin.js), custom HTTP tools, MCP servers, approvals, the tool-call audit and the admin audit trail, usage. Each section has its own module
 // where it grew large.
 
 import { h, clear, field, toast } from './dom.js';
@@ -13,6 +13,7 @@ import { renderAudit } from './admin_audit.js';
 import { renderChanges } from './admin_changes.js';
 import { renderConversation } from './admin_conversation.js';
 import { renderModels, loadCatalogue, modelChecks, modelsToSave } from './admin_models.js';
+import { renderAssistants } from './assistants_admin.js';
 
 export { unavailable };
 
@@ -20,6 +21,7 @@ const SECTIONS = [
   ['users', 'Users'],
   ['roles', 'Roles & tools'],
   ['models', 'Models'],
+  ['assistants', 'Assistants'],
   ['tools', 'Custom tools'],
   ['mcp', 'MCP servers'],
   ['approvals', 'Approvals'],
@@ -41,7 +43,7 @@ export function renderAdmin(main, section, { id = null, me = null } = {}) {
     h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
   if (reading) { renderConversation(body, id); return; }
   const renderers = {
-    users: (b) => renderUsers(b, me), roles: renderRoles, models: renderModels, tools: renderCustomTools, mcp: renderMcpServers,
+    users: (b) => renderUsers(b, me), roles: renderRoles, models: renderModels, assistants: renderAssistants, tools: renderCustomTools, mcp: renderMcpServers,
     audit: renderAudit, changes: renderChanges, usage: renderUsage, approvals: (b) => renderApprovals(b, unavailable),
   };
   renderers[section](body);
@@ -142,7 +144,14 @@ async function renderRoles(body) {
     // Which catalogue models the role may use (deny by default; `*` allows all).
     const modelsRow = catalogue ? h('tr', { class: 'matrix-settings' }, h('th', { scope: 'row' }, 'Models', h('span', { class: 'tool-desc' }, 'none ticked = no chat')),
       roleList.map((r) => h('td', null, modelChecks(r, catalogue, () => markDirty(r))))) : null;
-    tbody.append(modelsRow, budgetRow, moneyRow, periodRow);
+    // Whether the role's users may make public chat links (share_dialog.js); org links need nothing.
+    const shareRow = h('tr', { class: 'matrix-settings' }, h('th', { scope: 'row' }, 'Public share links', h('span', { class: 'tool-desc' }, 'readable without signing in')),
+      roleList.map((r) => {
+        const cb = h('input', { type: 'checkbox', checked: Boolean(r.can_share_public), 'aria-label': `${r.name} may make public share links` });
+        cb.addEventListener('change', () => { r.can_share_public = cb.checked; markDirty(r); });
+        return h('td', { class: 'center' }, cb);
+      }));
+    tbody.append(modelsRow, budgetRow, moneyRow, periodRow, shareRow);
     table.append(tbody);
   }
   draw();
@@ -153,7 +162,7 @@ async function renderRoles(body) {
     let failed = 0;
     for (const r of roleList.filter((x) => x.dirty)) {
       try {
-        const b = { tools: r.tools, token_budget: r.token_budget ?? null, budget_period: r.budget_period || 'month', approvals: r.approvals || {} };
+        const b = { tools: r.tools, token_budget: r.token_budget ?? null, budget_period: r.budget_period || 'month', approvals: r.approvals || {}, can_share_public: Boolean(r.can_share_public) };
         // Without the catalogue the role keeps its models (the field is absent).
         if (catalogue) b.models = modelsToSave(r, catalogue);
         // Sent only when the page could offer currencies (the field absent keeps it).

@@ -309,3 +309,29 @@ export async function readSse(resp, onEvent) {
   }
   if (buf.trim()) dispatch(buf);
 }
+
+// ---- Assistants (assistants_*.js) and memory (memory_*.js) ----
+
+const assistantPath = (id) => `/api/admin/assistants/${encodeURIComponent(id)}`;
+
+/** Admin: every live assistant (`{items}`). */
+export const adminAssistants = () => get('/api/admin/assistants');
+/** Admin: creates (no `id`) or saves a new version of assistant `id`. */
+export const saveAssistant = (id, body) => (id ? put(assistantPath(id), body) : post('/api/admin/assistants', body));
+/** Admin: the versions of one assistant, newest first (`{items}`). */
+export const assistantVersions = (id) => get(`${assistantPath(id)}/versions`);
+/** Admin: retires an assistant (no new chats; its chats take no new messages). */
+export const retireAssistant = (id) => del(assistantPath(id));
+/** The assistants the caller's role may chat with (`{items}`). */
+export const myAssistants = () => get('/api/assistants');
+/** Starts a chat with assistant `id`: the new conversation. */
+export const startAssistantChat = (id) => post('/api/conversations', { assistant_id: id });
+
+/** The caller's memory: `{enabled, notes, limits, used_tokens}`. */
+export const memory = () => get('/api/me/memory');
+export const addMemoryNote = (text) => post('/api/me/memory', { text });
+export const editMemoryNote = (id, text) => put(`/api/me/memory/${encodeURIComponent(id)}`, { text });
+export const deleteMemoryNote = (id) => del(`/api/me/memory/${encodeURIComponent(id)}`);
+export const setMemoryEnabled = (enabled) => put('/api/me/memory/settings', { enabled });
+/** Whether the memory notes go into conversation `id`'s prompt: the conversation saved. */
+export const setChatMemory = (id, enabled) => patch(`/api/conversations/${encodeURIComponent(id)}`, { memory_enabled: enabled });

@@ -18,6 +18,8 @@ import { watchTitle, provisionalTitle, applyTitle } from './title_watch.js';
 import { emptyState } from './chat_empty.js';
 import { sendRefusalText } from './send_refusal.js';
 import { KnowledgePins } from './knowledge_pins.js';
+import { shareButton } from './share_dialog.js';
+import { forkMenu } from './fork_action.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -67,7 +69,9 @@ export class ChatView {
     this.exportMenu = exportMenu(() => this.current?.id || null);
     // Knowledge collections pinned to the open chat (knowledge_pins.js).
     this.pins = new KnowledgePins({ current: () => this.current });
-    const header = h('div', { class: 'chat-header' }, this.title, this.settings.el, h('span', { class: 'spacer' }), this.pins.el, this.exportMenu, this.filesBtn);
+    // A read-only link to the open chat (share_dialog.js).
+    this.share = shareButton(() => this.current);
+    const header = h('div', { class: 'chat-header' }, this.title, this.settings.el, h('span', { class: 'spacer' }), this.pins.el, this.share.el, this.exportMenu, this.filesBtn);
 
     // Log
     this.log = h('div', { class: 'messages', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
@@ -151,6 +155,7 @@ export class ChatView {
     this.settings.update();
     this.pins.update();
     this.exportMenu.hidden = !this.current;
+    this.share.update();
     // The model is chosen when a chat starts.
     this.modelWrap.hidden = this.current !== null || this.modelSelect.options.length < 2;
   }
@@ -182,6 +187,9 @@ export class ChatView {
 
   /** Opens a conversation (or the empty "new chat" state when id is null). */
   async open(id) {
+    // A later open (the user clicked on while this one loaded) wins: a slow load that
+    // finishes after it must not paint over it.
+    const seq = (this.openSeq = (this.openSeq || 0) + 1);
     this.clearBanner();
     const liveHere = this.streaming && this.streaming.convId === id;
     if (!id) {
@@ -198,7 +206,7 @@ export class ChatView {
     try {
       conv = await api.get(`/api/conversations/${encodeURIComponent(id)}`);
     } catch (err) {
-      if (err.status === 401) return;
+      if (err.status === 401 || seq !== this.openSeq) return;
       this.current = null;
       this.showTitle();
       clear(this.log);
@@ -206,6 +214,7 @@ export class ChatView {
       this.enableComposer();
       return;
     }
+    if (seq !== this.openSeq) return;
     this.current = conv;
     this.showTitle();
     this.convList.render();
@@ -252,6 +261,8 @@ export class ChatView {
     decorate(this.log, {
       busy: () => Boolean(this.streaming),
       resend: (fromId, text) => this.resend(fromId, text),
+      // "Continue as copy from here" (fork_action.js): the copy opens in place.
+      fork: (id) => forkMenu(() => this.current?.id, id, (c) => { this.convList.add(c); this.navigate(`/c/${encodeURIComponent(c.id)}`); }),
     });
   }
 

@@ -1,10 +1,13 @@
-// The chat header's settings button: which model this chat uses and its own instructions
-// (a system prompt added after the server's, never replacing it). Saved with PATCH
-// /api/conversations/{id}; a change applies from the next message.
+// The chat header's settings button: which model this chat uses, its own instructions
+// (a system prompt added after the server's, never replacing it) and whether the user's memory
+// notes go into it (memory_chat.js). Saved with PATCH /api/conversations/{id}; a change
+// applies from the next message. Beside it, the badge of the chat's assistant (assistants_badge.js).
 
 import { h, uid, icon } from './dom.js';
 import * as api from './api.js';
 import { modelLabel } from './model_label.js';
+import { assistantBadge } from './assistants_badge.js';
+import { memoryChoice } from './memory_chat.js';
 
 /** Longest per-chat instructions the server accepts, in characters. */
 export const MAX_SYSTEM_PROMPT = 4000;
@@ -14,8 +17,10 @@ export function settingsButton({ current, models, onSaved }) {
   const label = h('span', { class: 'conv-settings-model' });
   const btn = h('button', { type: 'button', class: 'btn btn-ghost btn-small conv-settings-btn', 'aria-haspopup': 'dialog' },
     icon('sliders'), label);
+  const badge = assistantBadge();
   const update = () => {
     const conv = current();
+    badge.update(conv, btn);
     btn.hidden = !conv;
     if (!conv) return;
     const model = conv.model || models()?.default || '';
@@ -55,6 +60,7 @@ function openSettings(conv, models, onSaved) {
   const count = () => { counter.textContent = `${prompt.value.length} / ${MAX_SYSTEM_PROMPT}`; };
   prompt.addEventListener('input', count);
   count();
+  const memory = memoryChoice(conv);
   const save = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Save');
   const cancel = h('button', { type: 'button', class: 'btn btn-ghost' }, 'Cancel');
   const form = h('form', { class: 'conv-settings-form', novalidate: true },
@@ -65,6 +71,7 @@ function openSettings(conv, models, onSaved) {
       prompt,
       h('p', { class: 'small muted', id: `${promptId}-help` },
         'Added after the server\'s own instructions, which still apply. Changes apply from your next message. ', counter)),
+    memory?.el,
     err,
     h('div', { class: 'dialog-actions' }, cancel, save));
   const dialog = h('dialog', { class: 'account-dialog conv-settings-dialog', 'aria-label': 'Chat settings' }, form);
@@ -77,6 +84,7 @@ function openSettings(conv, models, onSaved) {
     if (select.value && select.value !== (conv.model || '')) change.model = select.value;
     const text = prompt.value.trim();
     if (text !== (conv.system_prompt || '')) change.system_prompt = text || null;
+    if (memory?.changed()) change.memory_enabled = memory.value();
     if (!Object.keys(change).length) { dialog.close(); return; }
     if (text.length > MAX_SYSTEM_PROMPT) {
       err.textContent = `The instructions are too long: at most ${MAX_SYSTEM_PROMPT} characters.`;

@@ -38,6 +38,7 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
       case 'approval_required': showApproval(turn, ev, { me: view.appState.me, log: view.log }); break;
       case 'done': {
         finished = true;
+        if (ev.message_id) turn.el.dataset.messageId = ev.message_id;
         done = true;
         let extra = '';
         if (ev.finish_reason === 'budget_exhausted') extra = view.resetsText();

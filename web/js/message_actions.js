@@ -29,8 +29,9 @@ function button(label, onClick) {
 /**
  * Puts the action bars on the messages in `log`. `resend(fromMessageId, text)` takes the chat
  * back to before that question and sends `text`; it is not offered while `busy()`.
+ * `fork(messageId)`, when given, makes the control that continues a copy from a message.
  */
-export function decorate(log, { busy, resend }) {
+export function decorate(log, { busy, resend, fork }) {
   for (const old of log.querySelectorAll('.msg-actions')) old.remove();
   if (busy()) return;
   const questions = [...log.querySelectorAll('.msg-user[data-message-id]')];
@@ -38,6 +39,7 @@ export function decorate(log, { busy, resend }) {
     const id = q.dataset.messageId;
     const actions = [button('Copy', () => copy(textOf(q)))];
     if (id) actions.push(button('Edit', () => edit(q, id, resend)));
+    if (id && fork) actions.push(fork(id));
     q.append(bar(...actions));
   }
   const answers = [...log.querySelectorAll('.msg-assistant')];
@@ -51,6 +53,7 @@ export function decorate(log, { busy, resend }) {
       const failed = a.querySelector('.turn-note.note-error, .turn-note.note-warn') !== null;
       actions.push(button(failed ? 'Retry' : 'Regenerate', () => resend(question.dataset.messageId, textOf(question))));
     }
+    if (a.dataset.messageId && fork) actions.push(fork(a.dataset.messageId));
     a.querySelector('.assistant-body')?.append(bar(...actions));
   });
 }

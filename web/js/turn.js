@@ -237,6 +237,7 @@ export function renderStored(messages) {
       out.push(turn.el);
     }
     if (m.role === 'assistant') {
+      turn.el.dataset.messageId = m.id; // the turn's last answer: where a copy continues from
       if (m.content) { turn.textEl = null; turn.addText(m.content); turn.flush(); turn.textEl = null; }
       for (const c of m.tool_calls || []) turn.addToolCall(c);
       if (m.input_tokens || m.output_tokens) turn.addUsage(m);

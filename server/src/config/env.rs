@@ -260,6 +260,12 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_KNOWLEDGE_EMBED_BATCH", "knowledge.embed_batch"),
     var("AGENTCHAT_KNOWLEDGE_WORKERS", "knowledge.workers"),
+    var("AGENTCHAT_MEMORY_MAX_NOTES", "memory.max_notes"),
+    var("AGENTCHAT_MEMORY_MAX_NOTE_CHARS", "memory.max_note_chars"),
+    var(
+        "AGENTCHAT_MEMORY_MAX_TOTAL_TOKENS",
+        "memory.max_total_tokens",
+    ),
     var(
         "AGENTCHAT_KNOWLEDGE_MAX_TEXT_BYTES",
         "knowledge.max_text_bytes",

@@ -58,7 +58,7 @@ impl Default for KnowledgeSettings {
             embed_batch: 64,
             workers: 2,
             max_attempts: 5,
-            min_similarity: 0.2,
+            min_similarity: 0.1,
         }
     }
 }

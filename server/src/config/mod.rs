@@ -11,6 +11,7 @@ mod durable;
 pub mod env;
 mod knowledge;
 mod llm;
+mod memory;
 pub mod report;
 pub mod serde_util;
 mod sso;
@@ -31,6 +32,7 @@ pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use durable::DurableSettings;
 pub use knowledge::{EmbeddingModelConfig, KnowledgeSettings, DEMO_EMBEDDING_MODEL};
 pub use llm::{BreakerSettings, LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
+pub use memory::MemorySettings;
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
 pub use tools::ToolSettings;
@@ -88,6 +90,8 @@ pub struct Settings {
     pub knowledge: KnowledgeSettings,
     /// The catalogue's embedding models (`[[embedding_models]]`).
     pub embedding_models: Vec<EmbeddingModelConfig>,
+    /// How much a user's memory notes may hold.
+    pub memory: MemorySettings,
 }
 
 impl Default for Settings {
@@ -113,6 +117,7 @@ impl Default for Settings {
             scim: ScimSettings::default(),
             knowledge: KnowledgeSettings::default(),
             embedding_models: Vec::new(),
+            memory: MemorySettings::default(),
         }
     }
 }
@@ -222,6 +227,7 @@ impl Settings {
         self.durable.validate()?;
         self.oidc.validate()?;
         self.scim.validate()?;
+        self.memory.validate()?;
         let providers: Vec<&str> = if self.providers.is_empty() {
             vec!["default"]
         } else {

@@ -69,6 +69,8 @@ diesel::table! {
         system_prompt -> Nullable<Text>,
         title_auto -> Bool,
         key_scopes -> Nullable<Array<Text>>,
+        assistant_id -> Nullable<Uuid>,
+        memory_enabled -> Bool,
     }
 }
 

@@ -95,6 +95,9 @@ impl From<TurnError> for ApiError {
                 ApiError::new(StatusCode::FORBIDDEN, "model_not_allowed", message)
             }
             TurnError::ModelUnavailable(_) => ApiError::conflict("model_unavailable", message),
+            TurnError::AssistantUnavailable(_) => {
+                ApiError::conflict("assistant_unavailable", message)
+            }
             TurnError::Busy => ApiError::conflict(
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",

@@ -4,6 +4,7 @@
 
 mod knowledge_map;
 mod map;
+mod sharing_map;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};

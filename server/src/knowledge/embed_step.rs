@@ -7,7 +7,7 @@ use std::time::Duration;
 use diesel::sql_types::{Array, BigInt, Integer, Text, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use uuid::Uuid;
 
 use super::{vector_literal, Knowledge};
@@ -48,11 +48,13 @@ pub(super) struct Job {
 /// Embeds `batch` (chunks of `job` not embedded yet) and stores the vectors.
 pub(super) async fn embed_batch(
     k: &Knowledge,
-    conn: &mut AsyncPgConnection,
     job: &Job,
     batch: &[Pending],
 ) -> Result<(), StepError> {
     let db = |e: diesel::result::Error| StepError::Db(e.to_string());
+    let pool = |e: crate::db::PoolError| StepError::Db(e.to_string());
+    // Released while the embedder answers; taken again to store what it answered.
+    let mut conn = k.pool.get().await.map_err(pool)?;
     let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
     let estimate = i64::try_from(
         texts
@@ -63,7 +65,9 @@ pub(super) async fn embed_batch(
     .unwrap_or(i64::MAX)
     .max(1);
     let now = (k.clock)();
-    let limit = budget::limit_for(conn, job.uploaded_by).await.map_err(db)?;
+    let limit = budget::limit_for(&mut conn, job.uploaded_by)
+        .await
+        .map_err(db)?;
     let ask = ReserveAsk {
         user_id: job.uploaded_by,
         limit,
@@ -76,7 +80,7 @@ pub(super) async fn embed_batch(
         process_id: k.process_id,
         turn_id: None,
     };
-    let hold = match budget::reserve(conn, &ask).await.map_err(db)? {
+    let hold = match budget::reserve(&mut conn, &ask).await.map_err(db)? {
         Reserve::Granted(hold) => hold,
         Reserve::Exhausted { left, .. } => {
             return Err(StepError::Budget(format!(
@@ -91,6 +95,7 @@ pub(super) async fn embed_batch(
         }
         Reserve::Money(refusal) => return Err(StepError::Budget(format!("{refusal:?}"))),
     };
+    drop(conn);
     let started = std::time::Instant::now();
     let embedded = k.model.embed(&texts).await;
     k.metrics
@@ -99,10 +104,14 @@ pub(super) async fn embed_batch(
     let embedded = match embedded {
         Ok(e) => e,
         Err(e) => {
-            let _ = budget::settle(conn, &hold, Spend::default()).await;
+            // Best effort: a hold left behind expires by itself (`HOLD_TTL`).
+            if let Ok(mut conn) = k.pool.get().await {
+                let _ = budget::settle(&mut conn, &hold, Spend::default()).await;
+            }
             return Err(StepError::Embed(e));
         }
     };
+    let mut conn = k.pool.get().await.map_err(pool)?;
     let tokens = i64::try_from(embedded.tokens).unwrap_or(i64::MAX);
     let charged = if hold.is_limited() {
         tokens.min(hold.amount)

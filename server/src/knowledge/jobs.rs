@@ -18,13 +18,17 @@ use uuid::Uuid;
 use super::chunking;
 use super::embed_step::{embed_batch, Job, Pending, StepError};
 use super::extract::{self, ExtractLimits};
+use super::job_end::{fail, pause_job};
 use super::Knowledge;
 
 /// How often an idle worker looks for jobs other replicas queued.
 const POLL: Duration = Duration::from_secs(1);
 
-/// Starts the configured number of workers on this process.
+/// Starts the configured number of workers on this process (none while knowledge is off).
 pub fn spawn_workers(k: Arc<Knowledge>) {
+    if k.usable().is_err() {
+        return;
+    }
     for _ in 0..k.settings.workers {
         let k = k.clone();
         tokio::spawn(async move { worker(k).await });
@@ -96,10 +100,7 @@ async fn run(k: &Knowledge, claimed: Claimed) {
         generation: claimed.generation,
         uploaded_by: claimed.uploaded_by,
     };
-    let result = match k.pool.get().await {
-        Ok(mut conn) => work(k, &mut conn, &job).await,
-        Err(e) => Err(Stop::Pause(format!("the database is unavailable: {e}"))),
-    };
+    let result = work(k, &job).await;
     let Ok(mut conn) = k.pool.get().await else {
         return; // The lease stays; the job is taken again once this process is reaped.
     };
@@ -118,28 +119,44 @@ async fn run(k: &Knowledge, claimed: Claimed) {
     }
 }
 
-/// The job's steps from wherever it stands.
-async fn work(k: &Knowledge, conn: &mut AsyncPgConnection, job: &Job) -> Result<(), Stop> {
-    let db = |e: diesel::result::Error| Stop::Pause(format!("database error: {e}"));
-    if chunk_count(conn, job).await.map_err(db)? == 0 {
-        extract_and_chunk(k, conn, job).await?;
-    }
-    let total = chunk_count(conn, job).await.map_err(db)?.max(1);
-    loop {
-        let batch: Vec<Pending> = diesel::sql_query(
-            "SELECT id, text FROM chunks WHERE document_id = $1 AND generation = $2 \
-               AND dims IS NULL ORDER BY ord LIMIT $3",
-        )
-        .bind::<SqlUuid, _>(job.id)
-        .bind::<Integer, _>(job.generation)
-        .bind::<BigInt, _>(i64::try_from(k.settings.embed_batch).unwrap_or(64))
-        .load(conn)
+/// A pooled connection for one step of a job (none is held while the embedder answers: a
+/// slow embedder must not take the pool from the requests).
+async fn connect(k: &Knowledge) -> Result<crate::db::PooledConn, Stop> {
+    k.pool
+        .get()
         .await
-        .map_err(db)?;
-        if batch.is_empty() {
-            return finish(k, conn, job, total).await;
+        .map_err(|e| Stop::Pause(format!("the database is unavailable: {e}")))
+}
+
+/// The job's steps from wherever it stands.
+async fn work(k: &Knowledge, job: &Job) -> Result<(), Stop> {
+    let db = |e: diesel::result::Error| Stop::Pause(format!("database error: {e}"));
+    let total = {
+        let mut conn = connect(k).await?;
+        if chunk_count(&mut conn, job).await.map_err(db)? == 0 {
+            extract_and_chunk(k, &mut conn, job).await?;
         }
-        match embed_batch(k, conn, job, &batch).await {
+        chunk_count(&mut conn, job).await.map_err(db)?.max(1)
+    };
+    loop {
+        let batch: Vec<Pending> = {
+            let mut conn = connect(k).await?;
+            let batch: Vec<Pending> = diesel::sql_query(
+                "SELECT id, text FROM chunks WHERE document_id = $1 AND generation = $2 \
+                   AND dims IS NULL ORDER BY ord LIMIT $3",
+            )
+            .bind::<SqlUuid, _>(job.id)
+            .bind::<Integer, _>(job.generation)
+            .bind::<BigInt, _>(i64::try_from(k.settings.embed_batch).unwrap_or(64))
+            .load(&mut conn)
+            .await
+            .map_err(db)?;
+            if batch.is_empty() {
+                return finish(k, &mut conn, job, total).await;
+            }
+            batch
+        };
+        match embed_batch(k, job, &batch).await {
             Ok(()) => {}
             Err(StepError::Lost) => return Err(Stop::Lost),
             Err(StepError::Budget(message)) => {
@@ -157,9 +174,10 @@ async fn work(k: &Knowledge, conn: &mut AsyncPgConnection, job: &Job) -> Result<
                 })
             }
         }
-        let left = chunk_left(conn, job).await.map_err(db)?;
+        let mut conn = connect(k).await?;
+        let left = chunk_left(&mut conn, job).await.map_err(db)?;
         let done = (total - left) as f32 / total as f32;
-        set_progress(conn, k, job, "embedding", 0.1 + 0.9 * done)
+        set_progress(&mut conn, k, job, "embedding", 0.1 + 0.9 * done)
             .await
             .map_err(db)?;
     }
@@ -336,50 +354,4 @@ async fn finish(
         .knowledge_chunks
         .inc_by(u64::try_from(total).unwrap_or(0));
     Ok(())
-}
-
-async fn pause_job(
-    conn: &mut AsyncPgConnection,
-    k: &Knowledge,
-    job: &Job,
-    why: &str,
-    secs: i64,
-) -> diesel::QueryResult<usize> {
-    diesel::sql_query(
-        "UPDATE documents SET lease_owner = NULL, \
-                lease_until = now() + make_interval(secs => $4), error = $5, updated_at = now() \
-          WHERE id = $1 AND generation = $2 AND lease_owner = $3",
-    )
-    .bind::<SqlUuid, _>(job.id)
-    .bind::<Integer, _>(job.generation)
-    .bind::<SqlUuid, _>(k.process_id)
-    .bind::<diesel::sql_types::Double, _>(secs as f64)
-    .bind::<Text, _>(format!("retrying: {why}"))
-    .execute(conn)
-    .await
-}
-
-async fn fail(
-    conn: &mut AsyncPgConnection,
-    k: &Knowledge,
-    job: &Job,
-    code: &str,
-    message: &str,
-) -> diesel::QueryResult<usize> {
-    k.metrics
-        .knowledge_jobs
-        .with_label_values(&["failed"])
-        .inc();
-    diesel::sql_query(
-        "UPDATE documents SET state = 'failed', error = $4, error_code = $5, lease_owner = NULL, \
-                lease_until = NULL, updated_at = now() \
-          WHERE id = $1 AND generation = $2 AND lease_owner = $3",
-    )
-    .bind::<SqlUuid, _>(job.id)
-    .bind::<Integer, _>(job.generation)
-    .bind::<SqlUuid, _>(k.process_id)
-    .bind::<Text, _>(message)
-    .bind::<Text, _>(code)
-    .execute(conn)
-    .await
 }

@@ -7,7 +7,7 @@
 use diesel::sql_types::{Array, BigInt, Double, Integer, Text, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -18,6 +18,19 @@ use super::{vector_literal, Knowledge, KnowledgeError};
 const CANDIDATES: i64 = 40;
 /// Reciprocal rank fusion's damping constant (the usual 60).
 const RRF_K: u32 = 60;
+/// Up to this many readable chunks the vector half compares them all (exact, a few
+/// milliseconds); above it, the HNSW index walks the graph. A walk for a small scope is the
+/// slow case: most neighbours it meets are someone else's, so it runs long to find a few.
+const EXACT_SCAN_MAX_CHUNKS: i64 = 5_000;
+
+/// The collections a search covers: readable by the caller, inside its scope.
+#[derive(QueryableByName)]
+struct Scope {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = BigInt)]
+    chunks: i64,
+}
 
 /// One chunk found.
 #[derive(Debug, Clone, Serialize, QueryableByName)]
@@ -43,34 +56,48 @@ pub struct Hit {
 }
 
 /// The statement for vectors of `dims` dimensions (a validated number, the partial HNSW
-/// index's predicate, never user text).
-fn statement(dims: usize) -> String {
-    format!(
-        "WITH granted AS MATERIALIZED ( \
-           SELECT c.id, c.name FROM collections c \
-            WHERE {READABLE_BY_1} AND (cardinality($2::uuid[]) = 0 OR c.id = ANY($2::uuid[]))), \
-         vec AS MATERIALIZED ( \
-           SELECT v.id, row_number() OVER (ORDER BY v.distance) AS r FROM ( \
-             SELECT ch.id, (ch.embedding::vector({dims})) <=> $3::vector({dims}) AS distance \
+/// index's predicate, never user text). `exact`: the vector half compares every readable
+/// chunk instead of walking the index (the expression differs from the index's on purpose).
+fn statement(dims: usize, exact: bool) -> String {
+    let nearest = if exact {
+        format!(
+            "SELECT ch.id, ch.embedding <=> $2::vector AS distance \
                FROM chunks ch \
-              WHERE ch.dims = {dims} AND ch.embedding_model = $4 \
+              WHERE ch.dims = {dims} AND ch.embedding_model = $3 \
+                AND ch.collection_id = ANY($1::uuid[]) \
+                AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
+                            AND d.live_generation = ch.generation) \
+              ORDER BY ch.embedding <=> $2::vector LIMIT $4"
+        )
+    } else {
+        format!(
+            "SELECT ch.id, (ch.embedding::vector({dims})) <=> $2::vector({dims}) AS distance \
+               FROM chunks ch \
+              WHERE ch.dims = {dims} AND ch.embedding_model = $3 \
                 AND ch.collection_id IN (SELECT id FROM granted) \
                 AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
                             AND d.live_generation = ch.generation) \
-              ORDER BY (ch.embedding::vector({dims})) <=> $3::vector({dims}) \
-              LIMIT $5) v WHERE v.distance <= $8), \
+              ORDER BY (ch.embedding::vector({dims})) <=> $2::vector({dims}) LIMIT $4"
+        )
+    };
+    format!(
+        "WITH granted AS MATERIALIZED ( \
+           SELECT c.id, c.name FROM collections c WHERE c.id = ANY($1::uuid[])), \
+         vec AS MATERIALIZED ( \
+           SELECT v.id, row_number() OVER (ORDER BY v.distance) AS r FROM ({nearest}) v \
+            WHERE v.distance <= $7), \
          txt AS MATERIALIZED ( \
            SELECT t.id, row_number() OVER (ORDER BY t.rank DESC, t.id) AS r FROM ( \
              SELECT ch.id, ts_rank_cd(ch.tsv, q) AS rank \
-               FROM chunks ch, websearch_to_tsquery('english', $6) q \
-              WHERE ch.tsv @@ q AND ch.collection_id IN (SELECT id FROM granted) \
+               FROM chunks ch, websearch_to_tsquery('english', $5) q \
+              WHERE ch.tsv @@ q AND ch.collection_id = ANY($1::uuid[]) \
                 AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
                             AND d.live_generation = ch.generation) \
-              ORDER BY rank DESC LIMIT $5) t), \
+              ORDER BY rank DESC LIMIT $4) t), \
          fused AS ( \
            SELECT id, sum(1.0 / ({RRF_K} + r))::float8 AS score \
              FROM (SELECT id, r FROM vec UNION ALL SELECT id, r FROM txt) x \
-            GROUP BY id ORDER BY score DESC, id LIMIT $7) \
+            GROUP BY id ORDER BY score DESC, id LIMIT $6) \
          SELECT ch.id AS chunk_id, ch.document_id, ch.collection_id, d.name AS file, \
                 g.name AS collection, ch.byte_start, ch.byte_end, ch.text, f.score \
            FROM fused f JOIN chunks ch ON ch.id = f.id \
@@ -78,6 +105,27 @@ fn statement(dims: usize) -> String {
            JOIN granted g ON g.id = ch.collection_id \
           ORDER BY f.score DESC, ch.id"
     )
+}
+
+/// The collections `user` may read among `only` (all of them when `only` is empty), with
+/// their live chunks. Asked before anything else: a search with nothing to read embeds
+/// nothing and walks no index.
+async fn scope(
+    conn: &mut AsyncPgConnection,
+    user: Uuid,
+    only: &[Uuid],
+) -> Result<Vec<Scope>, KnowledgeError> {
+    Ok(diesel::sql_query(format!(
+        "SELECT c.id, coalesce(sum(d.chunk_count) \
+                  FILTER (WHERE d.live_generation IS NOT NULL), 0)::int8 AS chunks \
+           FROM collections c LEFT JOIN documents d ON d.collection_id = c.id \
+          WHERE {READABLE_BY_1} AND (cardinality($2::uuid[]) = 0 OR c.id = ANY($2::uuid[])) \
+          GROUP BY c.id"
+    ))
+    .bind::<SqlUuid, _>(user)
+    .bind::<Array<SqlUuid>, _>(only)
+    .load(conn)
+    .await?)
 }
 
 /// The `k` best chunks for `query` in the collections `user` may read (only those of
@@ -91,6 +139,15 @@ pub async fn search(
 ) -> Result<Vec<Hit>, KnowledgeError> {
     k.usable()?;
     let started = std::time::Instant::now();
+    let scope = {
+        let mut conn = k.pool.get().await?;
+        scope(&mut conn, user, only).await?
+    };
+    let readable_chunks: i64 = scope.iter().map(|s| s.chunks).sum();
+    if readable_chunks == 0 {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = scope.iter().map(|s| s.id).collect();
     let embedded = k.model.embed(&[query.to_owned()]).await.map_err(|e| {
         KnowledgeError::Unavailable(format!("the query could not be embedded: {e}"))
     })?;
@@ -99,14 +156,14 @@ pub async fn search(
     let vector = <[Vec<f32>]>::first(&embedded.vectors)
         .map(|v| vector_literal(v))
         .unwrap_or_default();
-    let sql = statement(k.model.dimensions);
+    let sql = statement(k.model.dimensions, readable_chunks <= EXACT_SCAN_MAX_CHUNKS);
     let model = k.model.name.clone();
     let limit = i64::try_from(limit).unwrap_or(20);
     let max_distance = 1.0 - k.settings.min_similarity;
     let mut conn = k.pool.get().await?;
     let hits = conn
         .transaction::<Vec<Hit>, diesel::result::Error, _>(|conn| {
-            let (sql, vector, model) = (&sql, &vector, &model);
+            let (sql, vector, model, ids) = (&sql, &vector, &model, &ids);
             async move {
                 diesel::sql_query(
                     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), \
@@ -115,8 +172,7 @@ pub async fn search(
                 .execute(conn)
                 .await?;
                 diesel::sql_query(sql.as_str())
-                    .bind::<SqlUuid, _>(user)
-                    .bind::<Array<SqlUuid>, _>(only)
+                    .bind::<Array<SqlUuid>, _>(ids)
                     .bind::<Text, _>(vector)
                     .bind::<Text, _>(model)
                     .bind::<BigInt, _>(CANDIDATES)

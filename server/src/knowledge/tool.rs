@@ -50,6 +50,11 @@ impl SearchKnowledge {
     pub fn new(knowledge: Arc<Knowledge>) -> Self {
         Self { knowledge }
     }
+
+    /// The tool as the registry holds it.
+    pub fn shared(knowledge: &Arc<Knowledge>) -> Arc<Self> {
+        Arc::new(Self::new(knowledge.clone()))
+    }
 }
 
 #[derive(QueryableByName)]
@@ -136,11 +141,19 @@ impl Tool for SearchKnowledge {
 
 impl SearchKnowledge {
     /// The conversation's pinned collections (none: search everything readable).
+    /// The collections a search without `collections` covers (none: all the user may read).
     async fn pinned(&self, conversation: Uuid) -> Result<Vec<Uuid>, ToolError> {
         let unavailable = |_| ToolError::Failed("the knowledge search is unavailable now".into());
         let mut conn = self.knowledge.pool.get().await.map_err(unavailable)?;
+        // The conversation's pins and its assistant's collections (searched only where the
+        // user may read them: search applies the grants).
         let rows: Vec<PinRow> = diesel::sql_query(
-            "SELECT collection_id FROM conversation_collections WHERE conversation_id = $1",
+            "SELECT collection_id FROM conversation_collections WHERE conversation_id = $1 \
+             UNION \
+             SELECT unnest(v.collections) FROM conversations c \
+               JOIN assistants a ON a.id = c.assistant_id AND a.retired_at IS NULL \
+               JOIN assistant_versions v ON v.assistant_id = a.id AND v.version = a.version \
+              WHERE c.id = $1",
         )
         .bind::<SqlUuid, _>(conversation)
         .load(&mut conn)

@@ -172,7 +172,9 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
     ]
     .iter()
     .any(|w| has(w));
-    let wanted: Option<(&'static str, Value)> = if let Some(path) = read_target(text) {
+    let wanted: Option<(&'static str, Value)> = if let Some(fact) = remember_target(text) {
+        Some(("remember", json!({ "text": fact })))
+    } else if let Some(path) = read_target(text) {
         Some(("read_file", json!({ "path": path })))
     } else if has("files") || (has("list") && has("file")) {
         Some(("list_files", json!({})))
@@ -199,6 +201,17 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
 
 fn tool_available(req: &ChatRequest, name: &str) -> bool {
     req.tool_choice != ToolChoice::None && req.tools.iter().any(|t| t.name == name)
+}
+
+/// What a message starting "remember (that) ..." asks to keep.
+fn remember_target(text: &str) -> Option<String> {
+    let t = text.trim();
+    let lower = t.to_lowercase();
+    let rest = ["remember that ", "remember: ", "remember "]
+        .iter()
+        .find_map(|p| lower.starts_with(p).then(|| t.get(p.len()..)).flatten())?;
+    let fact = rest.trim().trim_end_matches(['.', '!']).trim();
+    (!fact.is_empty()).then(|| fact.to_owned())
 }
 
 /// The file named after the word "read" (`read notes.txt`, `read the file "a b.md"`).

@@ -83,6 +83,13 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
             None => format!("The result is {value}."),
         },
         "list_files" => format!("Here are your files:\n{value}"),
+        "remember" => match payload
+            .and_then(|p| p.get("remembered"))
+            .and_then(Value::as_str)
+        {
+            Some(note) => format!("Noted — I will remember: {note}"),
+            None => format!("The `remember` tool returned: {value}"),
+        },
         "read_file" => match args.get("path").and_then(Value::as_str) {
             Some(path) => format!("Contents of {path}:\n{value}"),
             None => format!("The file contains:\n{value}"),

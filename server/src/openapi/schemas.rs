@@ -75,6 +75,13 @@ pub struct ConversationDetail {
     pub system_prompt: Option<String>,
     /// The title is still the default; a generated one replaces it after an answer.
     pub title_auto: bool,
+    /// The assistant the conversation was started with.
+    pub assistant_id: Option<Uuid>,
+    /// `{id, name, retired}` of that assistant.
+    #[schema(value_type = Option<Object>)]
+    pub assistant: Option<serde_json::Value>,
+    /// Whether the user's memory notes go into this conversation's prompts.
+    pub memory_enabled: bool,
     /// The latest messages (at most `limit`), oldest first.
     pub messages: Vec<message::Message>,
     /// Older messages exist: ask for them with `?before=` this cursor.
@@ -269,6 +276,8 @@ pub struct UsageReport {
     pub to: Option<DateTime<Utc>>,
     pub by_user: Vec<usage::UserModelUsage>,
     pub by_model: Vec<ModelUsage>,
+    /// The usage line of each assistant (its chats and `/v1` calls).
+    pub by_assistant: Vec<usage::AssistantUsage>,
     pub tools: Vec<audit::ToolTally>,
     pub grafana_url: Option<String>,
 }

@@ -262,6 +262,7 @@ pub struct SearchQuery {
 #[utoipa::path(get, path = "/api/knowledge/search", tag = "knowledge", params(SearchQuery), responses(
     (status = 200, description = "`{results: [{chunk_id, document_id, collection_id, file, collection, byte_start, byte_end, text, score}]}`", body = Object),
     (status = 400, description = "An empty or too long query", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many searches are running (`too_many_searches`)", body = crate::error::ErrorBody),
     (status = 503, description = "Collections are off here", body = crate::error::ErrorBody)))]
 async fn search(
     state: web::Data<AppState>,
@@ -281,6 +282,18 @@ async fn search(
     }
     let k = query.k.unwrap_or(5).clamp(1, 20);
     let only: Vec<Uuid> = query.collection.into_iter().collect();
+    // The same slots as the conversation search: both are Postgres CPU the other users share.
+    let _permit = state
+        .searches
+        .admit_within(who.id, crate::routes::conversations::SEARCH_WAIT)
+        .await
+        .ok_or_else(|| {
+            ApiError::too_many(
+                "too_many_searches",
+                "too many searches are running; retry in a moment",
+                1,
+            )
+        })?;
     let results = crate::knowledge::search::search(&state.knowledge, who.id, &only, q, k).await?;
     Ok(HttpResponse::Ok().json(json!({ "results": results })))
 }

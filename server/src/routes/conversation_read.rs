@@ -75,7 +75,16 @@ pub async fn get(
     // messages (read the other way round, its answer and its claim could both be missing).
     let active = conversation::active_turn(&mut conn, conv.id).await?;
     let window = message_window::window(&mut conn, conv.id, before, limit).await?;
+    let assistant = match conv.assistant_id {
+        Some(a) => crate::assistants::store::name_of(&mut conn, a).await?,
+        None => None,
+    };
     let mut body = serde_json::to_value(&conv).map_err(ApiError::internal)?;
+    // Named even once retired: the chat shows whose it was.
+    body["assistant"] = assistant.map_or(
+        json!(null),
+        |(id, name, retired)| json!({"id": id, "name": name, "retired": retired}),
+    );
     body["messages_before"] = json!(cursor_before(&window));
     body["messages"] = serde_json::to_value(window.messages).map_err(ApiError::internal)?;
     // A reloaded page learns that a reply is still being generated.

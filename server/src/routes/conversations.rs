@@ -26,7 +26,7 @@ const MAX_QUERY_CHARS: usize = 200;
 /// matched against every one of the searcher's messages.
 const MAX_QUERY_TERMS: usize = 12;
 /// How long a search waits for a free search slot before 429.
-const SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -67,6 +67,9 @@ struct CreateBody {
     model: Option<String>,
     /// Instructions added after the server's system prompt, up to 4,000 characters.
     system_prompt: Option<String>,
+    /// Starts the conversation with an assistant (`GET /api/assistants`): its model, tools,
+    /// collections and instructions apply to every message.
+    assistant_id: Option<Uuid>,
 }
 
 /// What `PATCH` may change; at least one field. `model` and `system_prompt` apply from the
@@ -84,6 +87,8 @@ struct PatchBody {
     #[serde(default, deserialize_with = "super::preferences::present")]
     #[schema(value_type = Option<String>, nullable)]
     system_prompt: Option<Option<String>>,
+    /// Whether the caller's memory notes go into this conversation's prompts.
+    memory_enabled: Option<bool>,
 }
 
 /// A conversation's instructions, trimmed; `None` when empty (no instructions).
@@ -212,9 +217,22 @@ async fn create(
     let mut conn = db::conn(&state.pool).await?;
     let access = RoleModels::of(&mut conn, &who.role).await?;
     let catalogue = &state.engine.catalogue.now();
-    // Named explicitly: kept even when it is the default today.
-    let explicit = body.model.is_some();
-    let model = match body.model {
+    let assistant = match body.assistant_id {
+        Some(id) => Some(
+            crate::assistants::store::get(&mut conn, id)
+                .await?
+                .filter(|a| a.visible_to(&who.role))
+                .ok_or_else(|| ApiError::not_found("assistant"))?,
+        ),
+        None => None,
+    };
+    // Named explicitly: kept even when it is the default today (an assistant's wins).
+    let asked = assistant
+        .as_ref()
+        .and_then(|a| a.model.clone())
+        .or(body.model);
+    let explicit = asked.is_some();
+    let model = match asked {
         Some(m) => {
             access.check(catalogue, &m)?;
             m
@@ -231,9 +249,10 @@ async fn create(
     let named = (explicit || model != catalogue.default_model()).then_some(model);
     let mut created =
         conversation::create(&mut conn, who.id, title.as_deref(), named.as_deref()).await?;
-    if system_prompt.is_some() {
+    if system_prompt.is_some() || assistant.is_some() {
         let changes = conversation::Changes {
-            system_prompt: Some(system_prompt),
+            system_prompt: system_prompt.is_some().then_some(system_prompt),
+            assistant_id: assistant.map(|a| Some(a.id)),
             ..Default::default()
         };
         created = conversation::update_owned(&mut conn, created.id, who.id, &changes)
@@ -260,10 +279,11 @@ async fn update(
         && body.archived.is_none()
         && body.model.is_none()
         && body.system_prompt.is_none()
+        && body.memory_enabled.is_none()
     {
         return Err(ApiError::bad_request(
             "nothing_to_change",
-            "send at least one of title, pinned, archived, model, system_prompt",
+            "send at least one of title, pinned, archived, model, system_prompt, memory_enabled",
         ));
     }
     let title = body.title.as_deref().map(clean_title).transpose()?;
@@ -281,6 +301,8 @@ async fn update(
             .map(|p| p.as_deref().map(clean_system_prompt).transpose())
             .transpose()?
             .map(Option::flatten),
+        memory_enabled: body.memory_enabled,
+        assistant_id: None,
     };
     let mut conn = db::conn(&state.pool).await?;
     if let Some(m) = changes.model.as_deref() {

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod approvals;
+pub mod assistants;
 pub mod auth;
 pub mod collection_files;
 pub mod collections;
@@ -15,6 +16,7 @@ pub mod health;
 pub mod jwks;
 pub mod keys;
 pub mod me;
+pub mod memory;
 pub mod messages;
 pub mod metrics;
 pub(crate) mod model_access;
@@ -23,6 +25,9 @@ pub mod oidc;
 pub mod openai;
 pub mod preferences;
 pub mod scim;
+mod share_page;
+pub mod share_read;
+pub mod shares;
 pub mod table;
 pub mod truncate;
 pub mod turn_events;
@@ -42,6 +47,8 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(oidc::configure)
                 .configure(auth::configure)
                 .configure(me::configure)
+                .configure(memory::configure)
+                .configure(assistants::configure)
                 .configure(conversations::configure)
                 .configure(messages::configure)
                 .configure(truncate::configure)
@@ -51,6 +58,8 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(files::configure)
                 .configure(collections::configure)
                 .configure(collection_files::configure)
+                .configure(shares::configure)
+                .configure(share_read::configure)
                 .configure(keys::configure)
                 .configure(admin::configure),
         )
@@ -60,5 +69,6 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
                 .configure(openai::configure)
                 .default_service(aweb::to(openai::error::unknown_route)),
         )
+        .configure(share_page::configure_page)
         .configure(web::configure);
 }

@@ -17,6 +17,32 @@ pub fn entry_matches(entry: &str, name: &str) -> bool {
     }
 }
 
+/// The allowlist that allows exactly what both `a` and `b` allow (an assistant's tools
+/// narrowing a role's): equal entries stay, and a `{server}__*` pattern meeting one of its
+/// server's tools leaves that tool.
+pub fn intersect(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in a {
+        for y in b {
+            let kept = if x == y {
+                Some(x)
+            } else if entry_matches(x, y) {
+                Some(y)
+            } else if entry_matches(y, x) {
+                Some(x)
+            } else {
+                None
+            };
+            if let Some(k) = kept {
+                if !out.contains(k) {
+                    out.push(k.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The server named by a `{server}__*` entry.
 pub fn server_pattern(entry: &str) -> Option<&str> {
     entry
@@ -36,6 +62,26 @@ pub fn expand<'a>(allowed: &[String], names: impl IntoIterator<Item = &'a str>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_intersection_allows_only_what_both_allow() {
+        let role = list(&["calculator", "time__*", "http_get"]);
+        let preset = list(&[
+            "calculator",
+            "time__get_current_time",
+            "read_file",
+            "web__*",
+        ]);
+        let both = intersect(&role, &preset);
+        assert_eq!(both, list(&["calculator", "time__get_current_time"]));
+        assert!(!allows(&both, "time__convert_time"));
+        assert!(!allows(&both, "read_file"));
+        assert_eq!(
+            intersect(&list(&["a__*"]), &list(&["a__*"])),
+            list(&["a__*"])
+        );
+        assert!(intersect(&role, &[]).is_empty());
+    }
 
     fn list(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| (*s).to_owned()).collect()

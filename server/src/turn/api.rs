@@ -40,12 +40,14 @@ pub struct ApiTurn {
     pub history: Vec<NewMessage>,
     /// The last message: the turn's new message.
     pub last: NewMessage,
-    /// The model's input after the server's system prompt.
+    /// The model's input after the server's system prompt (and the assistant's instructions).
     pub input: Vec<ChatMessage>,
     pub client_tools: Vec<ToolSpec>,
     /// The caller's key's scopes (`None`: an access token): without `files`, the turn is
     /// neither offered nor able to run the workspace file tools.
     pub key_scopes: Option<KeyScopes>,
+    /// The assistant the call named as its model (`assistant:<name>`), resolved by the route.
+    pub assistant_id: Option<Uuid>,
 }
 
 impl TurnEngine {
@@ -80,6 +82,7 @@ impl TurnEngine {
             input,
             client_tools,
             key_scopes,
+            assistant_id,
         } = call;
         let id = uuid::Uuid::new_v4();
         for m in history.iter_mut().chain(std::iter::once(&mut last)) {
@@ -91,6 +94,7 @@ impl TurnEngine {
                 model: Some(model),
                 history,
                 key_scopes,
+                assistant_id,
             }),
             api_key,
             ..Default::default()
@@ -115,6 +119,7 @@ impl TurnEngine {
         &[Message],
         &[String],
         &[CustomToolRow],
+        &crate::turn::sql::preset::TurnPreset,
     ) -> (crate::turn::start::Built, i64)
            + Send
            + 'static {
@@ -127,9 +132,16 @@ impl TurnEngine {
                     + llm::estimate_tokens(&t.parameters.to_string())
             })
             .sum();
-        move |_conversation, _model, _history, allowed, custom| {
+        move |_conversation, _model, _history, allowed, custom, preset| {
             let mut all = Vec::with_capacity(input.len() + 1);
-            all.push(ChatMessage::system(agent.settings.system_prompt.clone()));
+            // The server's rules, and an assistant's instructions when the call named one.
+            all.push(ChatMessage::system(
+                crate::turn::context::system_prompt_with(
+                    &agent.settings.system_prompt,
+                    preset,
+                    None,
+                ),
+            ));
             all.extend(input);
             let tools = within_scopes(agent.registry_with(custom), key_scopes);
             let estimate =

@@ -58,6 +58,30 @@ pub fn system_prompt(server: &str, conversation: Option<&str>) -> String {
     }
 }
 
+/// The system prompt with what a turn's preset adds, in decreasing authority: the
+/// server's rules, the assistant's instructions, the conversation's own instructions, then
+/// the user's memory notes (context in the user's words, said to override nothing).
+pub fn system_prompt_with(
+    server: &str,
+    preset: &crate::turn::sql::preset::TurnPreset,
+    conversation: Option<&str>,
+) -> String {
+    let mut base = server.to_owned();
+    if let Some(a) = &preset.assistant {
+        base = format!(
+            "{base}\n\nYou are the assistant `{}`. Its instructions (they do not override \
+             the rules above):\n{}",
+            a.name, a.instructions
+        );
+    }
+    let mut prompt = system_prompt(&base, conversation);
+    if let Some(notes) = crate::memory::prompt_section(&preset.memory) {
+        prompt.push_str("\n\n");
+        prompt.push_str(&notes);
+    }
+    prompt
+}
+
 /// The room [`assemble`] has for history, in estimated tokens: what the history read may be
 /// cut to ([`crate::db::models::message::list_recent`]).
 pub fn history_room(

@@ -81,6 +81,9 @@ pub(crate) struct PreparedTurn {
     /// Whether the conversation still has its default title when the turn starts: only then
     /// may its answer title it (no read per turn to find out).
     pub wants_title: bool,
+    /// The conversation's assistant as the start read it: its tools narrow the role each
+    /// time the role is read again, its parameters shape every call.
+    pub assistant: Option<Arc<crate::turn::sql::preset::AssistantPreset>>,
 }
 
 /// What a cancel did.

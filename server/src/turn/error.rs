@@ -29,6 +29,9 @@ pub enum TurnError {
     /// The user's role may not use the conversation's model.
     #[error("the role `{role}` may not use the model `{model}`")]
     ModelNotAllowed { model: String, role: String },
+    /// The conversation's assistant was retired, or the user's role no longer sees it.
+    #[error("the assistant `{0}` is no longer available to you; start a new conversation")]
+    AssistantUnavailable(String),
     /// The catalogue no longer offers the conversation's model.
     #[error("the model `{0}` is no longer offered; pick another model for this conversation")]
     ModelUnavailable(String),

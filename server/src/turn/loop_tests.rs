@@ -124,6 +124,7 @@ fn prepared(agent: &TurnEngine) -> PreparedTurn {
         outstanding: Default::default(),
         client_tools: Vec::new(),
         wants_title: false,
+        assistant: None,
     }
 }
 

@@ -135,7 +135,7 @@ impl TurnEngine {
                     .await
                 {
                     Ok(Some((granted, role_now))) => {
-                        role = role_now;
+                        role = role_now.narrowed(turn.assistant.as_deref());
                         granted
                     }
                     Ok(None) => return Ending::Finished(FinishReason::BudgetExhausted),
@@ -166,7 +166,11 @@ impl TurnEngine {
                 ),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: Some(max_tokens),
-                temperature: None,
+                temperature: turn
+                    .assistant
+                    .as_ref()
+                    .and_then(|a| a.params.temperature)
+                    .map(|t| t as f32),
             };
             let input_estimate = Self::count_input(&messages, &role.tools, &turn.tools);
             events.begin_step(iteration);

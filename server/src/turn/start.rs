@@ -2,6 +2,8 @@
 //! reserves the first model call's budget, stores the user message and reads what the model
 //! input is built from. Its COMMIT goes out with the first model call.
 
+use std::sync::Arc;
+
 use uuid::Uuid;
 
 use crate::budget;
@@ -15,6 +17,7 @@ use super::engine::{PreparedTurn, TurnEngine};
 use super::error::{BudgetShortfall, TurnError};
 use super::model_choice::priced_for;
 use super::sql as turn_db;
+use super::sql::preset::TurnPreset;
 use crate::auth::SignedToken;
 use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::models::message::NewMessage;
@@ -116,9 +119,11 @@ impl TurnEngine {
                   model: &crate::llm::CatalogueModel,
                   history: &[crate::db::models::message::Message],
                   allowed: &[String],
-                  custom: &[CustomToolRow]| {
-                let system = context::system_prompt(
+                  custom: &[CustomToolRow],
+                  preset: &TurnPreset| {
+                let system = context::system_prompt_with(
                     &agent.settings.system_prompt,
+                    preset,
                     conversation.system_prompt.as_deref(),
                 );
                 let input = context::assemble(
@@ -167,6 +172,7 @@ impl TurnEngine {
             &[crate::db::models::message::Message],
             &[String],
             &[CustomToolRow],
+            &TurnPreset,
         ) -> (Built, i64),
     {
         let conversation_id = new_message.conversation_id;
@@ -206,6 +212,18 @@ impl TurnEngine {
         let mut model_name = String::new();
         let started = match opened {
             Ok(mut opened) => {
+                let preset = std::mem::take(&mut opened.preset);
+                if let Some(a) = &preset.assistant {
+                    if !a.usable {
+                        opened.abort().await?;
+                        return Err(TurnError::AssistantUnavailable(a.name.clone()));
+                    }
+                    // The preset's model wins; its tools narrow the role's, never widen them.
+                    if a.model.is_some() {
+                        opened.conversation.model.clone_from(&a.model);
+                    }
+                    opened.role.narrow_to(&a.tools);
+                }
                 let model = match self.model_allowed(&opened.conversation, &opened.role) {
                     Ok(model) => model,
                     Err(refused) => {
@@ -213,7 +231,7 @@ impl TurnEngine {
                         return Err(refused);
                     }
                 };
-                opened.cap_output(i64::from(model.max_output));
+                opened.cap_output(i64::from(output_cap(&model, &preset)));
                 model_name.clone_from(&model.name);
                 let price = match priced_for(&opened, &model) {
                     Ok(price) => price,
@@ -229,15 +247,16 @@ impl TurnEngine {
                     &opened.history,
                     &opened.role.tools,
                     &opened.custom_tools,
+                    &preset,
                 );
                 opened
                     .reserve(estimate)
                     .await?
-                    .map(|started| (started, (built, model)))
+                    .map(|started| (started, (built, model, preset)))
             }
             Err(refusal) => Err(refusal),
         };
-        let (started, ((input, tools), model)) = match started {
+        let (started, ((input, tools), model, preset)) = match started {
             Ok(started) => started,
             Err(turn_db::Refusal::Rejected(r)) => return Err(r.into()),
             Err(turn_db::Refusal::NotFound) => return Err(TurnError::NotFound("conversation")),
@@ -264,7 +283,7 @@ impl TurnEngine {
         let wants_title = conversation.title_auto;
         let max_tokens = clamp_output(
             hold.output_room(input_estimate),
-            i64::from(model.max_output),
+            i64::from(output_cap(&model, &preset)),
         );
         let price = model.price_at(chrono::Utc::now());
         let model = model.name.clone();
@@ -288,6 +307,7 @@ impl TurnEngine {
             outstanding: Default::default(),
             client_tools,
             wants_title,
+            assistant: preset.assistant.map(Arc::new),
         })
     }
 
@@ -383,4 +403,13 @@ pub(crate) fn refusal_error(refusal: Reserve, model: &str) -> TurnError {
         | Reserve::HeldByOthers
         | Reserve::Money(MoneyRefusal::HeldByOthers) => TurnError::BudgetInUse,
     }
+}
+
+/// The most one answer may hold: the model's cap, lowered by the assistant's.
+pub(crate) fn output_cap(model: &crate::llm::CatalogueModel, preset: &TurnPreset) -> u32 {
+    let own = preset
+        .assistant
+        .as_ref()
+        .and_then(|a| a.params.max_output_tokens);
+    own.map_or(model.max_output, |cap| cap.min(model.max_output))
 }

@@ -8,6 +8,8 @@ pub mod login_state;
 pub mod provider;
 pub mod roles;
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 pub use error::SsoError;
@@ -50,6 +52,19 @@ impl Sso {
                 Sha256::digest(t.expose_secret().as_bytes()).into()
             }),
         })
+    }
+
+    /// Fetches the provider's discovery document in the background, so the first sign-in
+    /// does not wait for it.
+    pub fn spawn_warm_up(self: &Arc<Self>) {
+        if self.provider.is_some() {
+            let sso = self.clone();
+            tokio::spawn(async move {
+                if let Some(p) = &sso.provider {
+                    p.warm_up().await;
+                }
+            });
+        }
     }
 
     /// Whether SCIM is on.

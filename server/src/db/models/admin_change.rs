@@ -34,7 +34,7 @@ pub struct AdminChange {
     /// `role.create`, `role.update`, `custom_tool.create|update|delete`,
     /// `mcp_server.create|update|delete`, `provider.create|update|delete`,
     /// `model.create|update|delete`, `api_key.revoke`, `approval.decide`,
-    /// `conversation.view`.
+    /// `conversation.view`, `share.revoke`.
     pub kind: String,
     /// What it was done to, as people read it (a username, a role or tool name).
     pub target: String,

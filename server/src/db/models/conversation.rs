@@ -28,6 +28,10 @@ pub struct Conversation {
     /// The title is still the default: a generated one may replace it (never one the user
     /// chose).
     pub title_auto: bool,
+    /// The assistant the conversation was started with (its current version applies).
+    pub assistant_id: Option<Uuid>,
+    /// Whether the user's memory notes go into this conversation's prompts.
+    pub memory_enabled: bool,
 }
 
 pub use crate::domain::DEFAULT_TITLE;
@@ -88,6 +92,10 @@ pub struct Changes {
     pub system_prompt: Option<Option<String>>,
     /// Set to false with a title the user chose.
     pub title_auto: Option<bool>,
+    /// Whether the user's memory notes go into this conversation's prompts.
+    pub memory_enabled: Option<bool>,
+    /// The assistant a new conversation starts with.
+    pub assistant_id: Option<Option<Uuid>>,
 }
 
 /// Starts a conversation; `title: None` gives it the default title, which a generated one
@@ -212,7 +220,8 @@ pub async fn search_owned(
     );
     diesel::sql_query(
         "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
-                c.archived_at, c.system_prompt, c.title_auto, s.snippet \
+                c.archived_at, c.system_prompt, c.title_auto, c.assistant_id, \
+                c.memory_enabled, s.snippet \
            FROM conversations c \
           CROSS JOIN websearch_to_tsquery('simple', $2) q \
            LEFT JOIN LATERAL (SELECT left(m.content, 400) AS snippet FROM messages m \

@@ -131,3 +131,47 @@ pub async fn by_user_and_model(
     .load(conn)
     .await
 }
+
+/// Tokens and cost of the chats and `/v1` calls run with one assistant.
+#[derive(Debug, Clone, Serialize, QueryableByName, utoipa::ToSchema)]
+pub struct AssistantUsage {
+    #[diesel(sql_type = SqlUuid)]
+    pub assistant_id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub assistant: String,
+    #[diesel(sql_type = BigInt)]
+    pub input_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    pub output_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    pub calls: i64,
+    #[diesel(sql_type = BigInt)]
+    pub users: i64,
+    #[diesel(sql_type = Nullable<Numeric>)]
+    #[schema(value_type = Option<String>)]
+    pub cost: Option<Decimal>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub currency: Option<String>,
+}
+
+/// Usage per assistant between `from` and `to` (the conversations started with one).
+pub async fn by_assistant(
+    conn: &mut AsyncPgConnection,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+) -> QueryResult<Vec<AssistantUsage>> {
+    diesel::sql_query(
+        "SELECT a.id AS assistant_id, a.name AS assistant, \
+                sum(r.input_tokens)::BIGINT AS input_tokens, \
+                sum(r.output_tokens)::BIGINT AS output_tokens, count(*)::BIGINT AS calls, \
+                count(DISTINCT r.user_id)::BIGINT AS users, sum(r.cost) AS cost, r.currency \
+         FROM usage_records r JOIN conversations c ON c.id = r.conversation_id \
+              JOIN assistants a ON a.id = c.assistant_id \
+         WHERE r.created_at >= $1 AND ($2::timestamptz IS NULL OR r.created_at < $2) \
+         GROUP BY a.id, a.name, r.currency ORDER BY a.name, r.currency",
+    )
+    .bind::<Timestamptz, _>(from)
+    .bind::<Nullable<Timestamptz>, _>(to)
+    .load(conn)
+    .await
+}

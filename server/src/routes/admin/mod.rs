@@ -1,6 +1,7 @@
 //! `/api/admin/*`: admin-only resources.
 
 pub mod approvals;
+pub mod assistants;
 pub mod audit;
 pub mod catalogue_edit;
 pub mod catalogue_models;
@@ -12,6 +13,8 @@ pub mod keys;
 pub mod mcp_servers;
 pub mod models;
 pub mod roles;
+pub mod shares;
+pub mod tool_names;
 pub mod tools;
 pub mod usage;
 pub mod user_delete;
@@ -25,6 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/admin")
             .configure(users::configure)
             .configure(approvals::configure)
+            .configure(assistants::configure)
             .configure(audit::configure)
             .configure(changes::configure)
             .configure(conversations::configure)
@@ -33,6 +37,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(mcp_servers::configure)
             .configure(models::configure)
             .configure(roles::configure)
+            .configure(shares::configure)
             .configure(tools::configure)
             .configure(usage::configure),
     );

@@ -44,6 +44,19 @@ struct RoleBody {
     budget_amount: Option<Option<String>>,
     /// ISO 4217 code of the money budget; must be the catalogue's price currency.
     budget_currency: Option<String>,
+    /// Whether the role's users may make public conversation links (readable without
+    /// signing in). Absent: keep (false for a new role). Taking it away stops their
+    /// public links from showing until it is given back.
+    can_share_public: Option<bool>,
+}
+
+/// `role` as the API shows it: its row and whether it may share publicly.
+fn with_sharing(role: &role::Role, can_share_public: bool) -> serde_json::Value {
+    let mut v = serde_json::to_value(role).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("can_share_public".into(), json!(can_share_public));
+    }
+    v
 }
 
 /// Most models a role may list.
@@ -57,7 +70,13 @@ const MAX_APPROVAL_ENTRIES: usize = 500;
     responses((status = 200, description = "Roles", body = crate::openapi::schemas::RoleList)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
-    Ok(HttpResponse::Ok().json(json!({"items": role::list(&mut conn).await?})))
+    let public = crate::sharing::policy::public_roles(&mut conn).await?;
+    let items: Vec<serde_json::Value> = role::list(&mut conn)
+        .await?
+        .iter()
+        .map(|r| with_sharing(r, public.contains(&r.name)))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"items": items})))
 }
 
 /// Creates or replaces a role.
@@ -86,26 +105,8 @@ async fn put(
         ));
     }
     let mut conn = db::conn(&state.pool).await?;
-    let custom = crate::db::models::custom_tool::list(&mut conn).await?;
-    let known = state.tools.specs();
-    // An MCP tool or `{server}__*` is accepted for any configured server, even one that is
-    // down right now (its tools come back with it).
-    let mcp = state.mcp.names();
-    let is_mcp = |t: &String| {
-        mcp.iter().any(|server| {
-            t.strip_prefix(server.as_str())
-                .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
-        })
-    };
-    let is_known = |t: &String| {
-        known.iter().any(|s| &s.name == t) || custom.iter().any(|c| &c.name == t) || is_mcp(t)
-    };
-    if let Some(unknown) = body.tools.iter().find(|t| !is_known(t)) {
-        return Err(ApiError::unprocessable(
-            "unknown_tool",
-            format!("no tool named `{unknown}`; see GET /api/admin/tools"),
-        ));
-    }
+    let known = super::tool_names::KnownTools::load(&state, &mut conn).await?;
+    known.check(&body.tools)?;
     if let Some(map) = &body.approvals {
         if map.len() > MAX_APPROVAL_ENTRIES {
             return Err(ApiError::bad_request(
@@ -124,8 +125,8 @@ async fn put(
                 ));
             }
             let pattern = crate::tools::policy::server_pattern(tool)
-                .is_some_and(|server| mcp.iter().any(|m| m == server));
-            if !pattern && !is_known(tool) {
+                .is_some_and(|server| known.mcp.iter().any(|m| m == server));
+            if !pattern && !known.knows(tool) {
                 return Err(ApiError::unprocessable(
                     "unknown_tool",
                     format!(
@@ -214,10 +215,18 @@ async fn put(
         money,
     };
     let (who, before) = (&admin.0, existing.clone());
+    let share_public = body.can_share_public;
     let saved = conn
         .transaction(|conn| {
             async move {
+                use crate::sharing::policy;
+                let was_public = policy::role_may_share_publicly(conn, &name).await?;
                 let saved = role::upsert(conn, &name, &rules).await?;
+                if let Some(allowed) = share_public {
+                    policy::set_role_may_share_publicly(conn, &name, allowed).await?;
+                }
+                let saved = with_sharing(&saved, share_public.unwrap_or(was_public));
+                let before = before.map(|b| with_sharing(&b, was_public));
                 let kind = if before.is_some() {
                     "role.update"
                 } else {

@@ -43,6 +43,7 @@ async fn report(
     let mut conn = db::conn(&state.pool).await?;
     let by_user = usage::by_user_and_model(&mut conn, from, to).await?;
     let tools = audit::tally_by_tool(&mut conn, from, to).await?;
+    let by_assistant = usage::by_assistant(&mut conn, from, to).await?;
     let mut by_model: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
     for row in &by_user {
         let e = by_model.entry(row.model.clone()).or_default();
@@ -59,6 +60,7 @@ async fn report(
         "to": to,
         "by_user": by_user,
         "by_model": by_model,
+        "by_assistant": by_assistant,
         "tools": tools,
         "grafana_url": state.settings.telemetry.grafana_url,
     })))

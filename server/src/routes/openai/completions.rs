@@ -33,10 +33,12 @@ async fn models(
         .await
         .map_err(ApiError::from)?;
     drop(conn);
+    let mut names = access.allowed_names(&state.engine.catalogue.now());
+    let assistants = super::assistant::listed(&state, &caller.role, &names).await?;
+    names.extend(assistants.into_iter().map(|(name, _)| name));
     Ok(HttpResponse::Ok().json(wire::ModelList {
         object: "list".into(),
-        data: access
-            .allowed_names(&state.engine.catalogue.now())
+        data: names
             .into_iter()
             .map(|id| wire::Model {
                 id,
@@ -73,8 +75,25 @@ async fn chat_completions(
     // A key taken from the cache is checked by the turn's start; an answer given before
     // that checks it first, so a revoked key gets its 401 whatever else is wrong.
     let translated = match body {
-        Ok(Json(body)) => {
-            request::translate(body, &state.settings.llm, &state.engine.catalogue.now())
+        Ok(Json(mut body)) => {
+            // `assistant:<name>` runs on the assistant's model, and is answered under its name.
+            match super::assistant::named(&state, &caller.caller.role, &body.model).await {
+                Ok(assistant) => {
+                    let asked = body.model.clone();
+                    if let Some(a) = &assistant {
+                        body.model = super::assistant::model_of(&state, a);
+                    }
+                    request::translate(body, &state.settings.llm, &state.engine.catalogue.now())
+                        .map(|(mut turn, mut answer)| {
+                            if let Some(a) = assistant {
+                                turn.assistant_id = Some(a.id);
+                                answer.model = asked;
+                            }
+                            (turn, answer)
+                        })
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e.into()),
     };

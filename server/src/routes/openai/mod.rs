@@ -2,6 +2,7 @@
 //! clients that speak OpenAI's protocol: official SDKs, editor assistants, scripts. Bearer
 //! personal API keys or access tokens; errors in OpenAI's shape.
 
+mod assistant;
 pub mod completions;
 pub mod error;
 mod request;

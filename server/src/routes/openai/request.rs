@@ -149,6 +149,7 @@ pub fn translate(
         client_tools,
         // The caller's, set by the route.
         key_scopes: None,
+        assistant_id: None,
     };
     Ok((turn, answer))
 }

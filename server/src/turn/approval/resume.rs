@@ -235,10 +235,24 @@ impl TurnEngine {
         let conversation =
             conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
         let custom = custom_tool::list(&mut conn).await?;
+        let mut preset = crate::turn::sql::preset::read(
+            &mut conn,
+            resume.conversation_id,
+            resume.user_id,
+            None,
+            true,
+        )
+        .await?;
+        if let Some(a) = preset.assistant.as_mut().filter(|a| !a.usable) {
+            // Retired (or hidden from the role) while the turn waited: nothing more runs.
+            a.tools.clear();
+        }
         let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
-        let model = conversation
+        let model = preset
+            .assistant
             .as_ref()
-            .and_then(|c| c.model.clone())
+            .and_then(|a| a.model.clone())
+            .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()))
             .unwrap_or_else(|| self.catalogue.now().default_model().to_owned());
         let (window, max_output) = self.limits_of(&model);
         let room = context::history_room(
@@ -260,8 +274,9 @@ impl TurnEngine {
         let (step, text_len, calls, results) = stored.paused_step();
         events.resume_at(step, text_len, calls, results);
         let user_message_id = resume.turn_id;
-        let system = context::system_prompt(
+        let system = context::system_prompt_with(
             &self.settings.system_prompt,
+            &preset,
             conversation
                 .as_ref()
                 .and_then(|c| c.system_prompt.as_deref()),
@@ -289,13 +304,14 @@ impl TurnEngine {
             model,
             price,
             input: Vec::new(),
-            role: role_now,
+            role: role_now.narrowed(preset.assistant.as_ref()),
             tools: crate::turn::api::within_scopes(self.registry_with(&custom), key_scopes),
             first_call: (placeholder, 0),
             start: None,
             outstanding: Default::default(),
             client_tools: Vec::new(),
             wants_title,
+            assistant: preset.assistant.map(std::sync::Arc::new),
         };
         Ok(Some((turn, history, system)))
     }

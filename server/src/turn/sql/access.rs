@@ -27,6 +27,24 @@ pub struct RoleNow {
     pub approvals: ApprovalMap,
 }
 
+impl RoleNow {
+    /// Narrows the role's tools to what `preset` (an assistant's list) also allows.
+    pub fn narrow_to(&mut self, preset: &[String]) {
+        self.tools = crate::tools::policy::intersect(&self.tools, preset);
+    }
+
+    /// The role narrowed by the turn's assistant, if it has one.
+    pub fn narrowed(
+        mut self,
+        assistant: Option<&crate::turn::sql::preset::AssistantPreset>,
+    ) -> Self {
+        if let Some(a) = assistant {
+            self.narrow_to(&a.tools);
+        }
+        self
+    }
+}
+
 /// The account as the database has it now, its role's tools, approval policy and budget
 /// rule: one indexed join.
 #[derive(Debug, Queryable)]

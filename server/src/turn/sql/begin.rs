@@ -2,12 +2,9 @@
 //! conversation, reads its history and the tools, reserves budget for the first model call
 //! and stores the user message.
 
-use chrono::{DateTime, Utc};
-use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel::{OptionalExtension, QueryResult};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{BoxFuture, FutureExt};
-use uuid::Uuid;
+use diesel::QueryResult;
+use diesel_async::AsyncPgConnection;
+use futures_util::future::FutureExt;
 
 use crate::db::models::api_key::KeyState;
 use crate::db::models::budget::{self, Reserve, ReserveAsk};
@@ -18,105 +15,11 @@ use crate::db::models::message::{self, Message, NewMessage};
 use crate::db::models::message_window;
 use crate::db::models::user::{AuthState, Rejection};
 use crate::db::pipelined::Pipelined;
-use crate::db::prepared::sql;
 use crate::turn::sql::access::access;
 use crate::turn::sql::access::RoleNow;
-use crate::turn::sql::{abort_with, ready_ok, BudgetAsk, Claim, NewConversation, Refusal, Started};
-
-/// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
-/// when it is held, or is not the user's. A conversation still titled by default is titled
-/// `provisional_title` (from its first message) until a generated title replaces it.
-fn claim_conversation(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    user_id: Uuid,
-    turn_id: Uuid,
-    stale: DateTime<Utc>,
-    process_id: Uuid,
-    provisional_title: String,
-) -> BoxFuture<'static, QueryResult<Option<Conversation>>> {
-    sql("UPDATE conversations \
-            SET active_turn_id = $3, active_turn_at = now(), updated_at = now(), \
-                active_process_id = $5, archived_at = NULL, \
-                title = CASE WHEN title_auto AND title = $6 THEN $7 ELSE title END \
-          WHERE id = $1 AND user_id = $2 \
-            AND (active_turn_id IS NULL OR active_turn_at < $4) \
-            AND NOT EXISTS (SELECT 1 FROM approvals a \
-                             WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
-         RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
-                   system_prompt, title_auto")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<SqlUuid, _>(turn_id)
-    .bind::<Timestamptz, _>(stale)
-    .bind::<SqlUuid, _>(process_id)
-    .bind::<Text, _>(crate::db::models::conversation::DEFAULT_TITLE)
-    .bind::<Text, _>(provisional_title)
-    .get_result(conn)
-    .map(|r| r.optional())
-    .boxed()
-}
-
-/// The workspace paths of a message's `attachments` column (`[{"path", "bytes"}]`).
-fn attached_paths(attachments: Option<&serde_json::Value>) -> Vec<&str> {
-    attachments
-        .and_then(serde_json::Value::as_array)
-        .map(|files| files.iter().filter_map(|f| f["path"].as_str()).collect())
-        .unwrap_or_default()
-}
-
-/// Inserts `new` as the user's conversation, claimed by `turn_id` as [`claim_conversation`]
-/// would, then its earlier messages. Sent with the start's COMMIT (nothing in the first
-/// round trip reads the new row), so the model call does not wait for these inserts.
-fn create_claimed(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    user_id: Uuid,
-    new: &NewConversation,
-    turn_id: Uuid,
-    process_id: Uuid,
-) -> BoxFuture<'static, QueryResult<()>> {
-    // Named by the API call: no generated title replaces it.
-    let row = sql("INSERT INTO conversations \
-                (id, user_id, title, model, active_turn_id, active_turn_at, active_process_id, \
-                 title_auto, key_scopes) \
-         VALUES ($1, $2, $3, $4, $5, now(), $6, false, $7)")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<Text, _>(new.title.clone())
-    .bind::<Nullable<Text>, _>(new.model.clone())
-    .bind::<SqlUuid, _>(turn_id)
-    .bind::<SqlUuid, _>(process_id)
-    .bind::<Nullable<diesel::sql_types::Array<Text>>, _>(new.key_scopes.map(|k| k.names()))
-    .execute(conn);
-    // Constructed after the row's insert, so sent after it: the messages need their
-    // conversation.
-    let history = message::insert_many(conn, &new.history);
-    futures_util::future::try_join(row, history)
-        .map(|r| r.map(drop))
-        .boxed()
-}
-
-/// The conversation [`create_claimed`] stores, as the start's reads would have returned it.
-fn created(
-    conversation_id: Uuid,
-    user_id: Uuid,
-    new: &NewConversation,
-    now: DateTime<Utc>,
-) -> Conversation {
-    Conversation {
-        id: conversation_id,
-        user_id,
-        title: new.title.clone(),
-        model: new.model.clone(),
-        created_at: now,
-        updated_at: now,
-        pinned: false,
-        archived_at: None,
-        system_prompt: None,
-        title_auto: false,
-    }
-}
+use crate::turn::sql::claim::{attached_paths, claim_conversation, create_claimed, created};
+use crate::turn::sql::preset::{self, TurnPreset};
+use crate::turn::sql::{abort_with, ready_ok, BudgetAsk, Claim, Refusal, Started};
 
 /// The start's first round trip, answered: the conversation claimed, its history, the
 /// user's role and the custom tools, read inside the still-open transaction. The caller
@@ -125,6 +28,8 @@ fn created(
 /// so callers always go on to `reserve`.
 pub struct Opened<'c> {
     pub conversation: Conversation,
+    /// The conversation's assistant and the user's memory notes.
+    pub preset: TurnPreset,
     /// As much of the history as fits in the `history_room` given to [`open`].
     pub history: Vec<Message>,
     /// The user's role right now: its tools and approval policy.
@@ -213,12 +118,21 @@ pub async fn open(
             turn_id,
         },
     );
-    let reads = futures_util::future::try_join3(
+    // The assistant and the memory notes; memory is for chats, not `/v1` calls.
+    let preset = preset::read(
+        tx.conn(),
+        conversation_id,
+        user_id,
+        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
+        claim.new_conversation.is_none(),
+    );
+    let reads = futures_util::future::try_join4(
         futures_util::future::try_join5(account_read, claimed, history, custom, key_state),
         early,
         full,
+        preset,
     );
-    let ((access, claimed, history, custom_tools, key_state), early, full) =
+    let ((access, claimed, history, custom_tools, key_state), early, full, preset) =
         match tx.begin_with(reads).await {
             Ok(read) => read,
             Err(e) => return abort_with(tx, Err(e)).await,
@@ -254,6 +168,7 @@ pub async fn open(
     let limit = access.limit();
     Ok(Ok(Opened {
         conversation,
+        preset,
         history,
         role: access.role_now(),
         custom_tools,
@@ -295,6 +210,7 @@ impl Opened<'_> {
     pub async fn reserve(self, input_estimate: i64) -> QueryResult<Result<Started, Refusal>> {
         let Opened {
             conversation,
+            preset: _,
             history: _,
             role,
             custom_tools,

@@ -31,7 +31,9 @@ use crate::db::pipelined::{Committing, Pipelined};
 
 mod access;
 mod begin;
+mod claim;
 pub mod end;
+pub mod preset;
 pub mod release;
 mod step;
 
@@ -78,6 +80,8 @@ pub struct NewConversation {
     pub history: Vec<NewMessage>,
     /// The caller's key's scopes, kept with the conversation for the turn's later steps.
     pub key_scopes: Option<crate::domain::KeyScopes>,
+    /// The assistant a `/v1` call named (`assistant:<name>`).
+    pub assistant_id: Option<Uuid>,
 }
 
 /// Budget wanted for the first model call.

@@ -1,0 +1,135 @@
+//! What an admin writes to create or change an assistant, and its checks that need no
+//! database (names, sizes, parameter ranges).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Longest assistant name (it is also the `/v1` model name `assistant:<name>`).
+pub const MAX_NAME_CHARS: usize = 64;
+/// Longest description.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+/// Longest instructions.
+pub const MAX_INSTRUCTIONS_CHARS: usize = 16_000;
+/// Most tools, collections and roles one assistant may list.
+pub const MAX_LIST: usize = 64;
+
+/// Sampling parameters a preset fixes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssistantParams {
+    /// 0 to 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Caps each answer below the model's own cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// An assistant as an admin sends it (`POST`/`PUT /api/admin/assistants`).
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssistantSpec {
+    /// 1-64 of `A-Z a-z 0-9 _ . -`.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub instructions: String,
+    /// A catalogue model; absent or null: the server's default model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Allowlist entries (tool names or `{server}__*`), as a role lists them.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub collections: Vec<Uuid>,
+    #[serde(default)]
+    pub params: AssistantParams,
+    /// Roles that see the assistant; empty: every role.
+    #[serde(default)]
+    pub visible_to_roles: Vec<String>,
+}
+
+/// Why a spec was refused: `(code, message)`.
+pub type Refusal = (&'static str, String);
+
+impl AssistantSpec {
+    /// Checks what needs no database and puts the lists in a canonical order.
+    pub fn normalized(mut self) -> Result<Self, Refusal> {
+        self.name = self.name.trim().to_owned();
+        let bad = |m: &str| Err(("invalid_assistant", m.to_owned()));
+        if !valid_name(&self.name) {
+            return bad("name: 1-64 characters of A-Z, a-z, 0-9, `_`, `.`, `-`");
+        }
+        if self.description.chars().count() > MAX_DESCRIPTION_CHARS {
+            return bad("description: at most 500 characters");
+        }
+        if self.instructions.trim().is_empty()
+            || self.instructions.chars().count() > MAX_INSTRUCTIONS_CHARS
+        {
+            return bad("instructions: 1-16000 characters");
+        }
+        if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            self.model = None;
+        }
+        if [
+            self.tools.len(),
+            self.collections.len(),
+            self.visible_to_roles.len(),
+        ]
+        .iter()
+        .any(|n| *n > MAX_LIST)
+        {
+            return bad("tools, collections and visible_to_roles: at most 64 each");
+        }
+        if let Some(t) = self.params.temperature {
+            if !(0.0..=2.0).contains(&t) {
+                return bad("params.temperature: 0 to 2");
+            }
+        }
+        if self.params.max_output_tokens == Some(0) {
+            return bad("params.max_output_tokens: at least 1");
+        }
+        for list in [&mut self.tools, &mut self.visible_to_roles] {
+            list.sort();
+            list.dedup();
+        }
+        self.collections.sort();
+        self.collections.dedup();
+        Ok(self)
+    }
+}
+
+/// Whether `name` may name an assistant.
+pub fn valid_name(name: &str) -> bool {
+    (1..=MAX_NAME_CHARS).contains(&name.chars().count())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> AssistantSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": "helper", "instructions": "Be brief.", "tools": ["b", "a", "a"]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_spec_is_checked_and_its_lists_made_canonical() {
+        let s = spec().normalized().unwrap();
+        assert_eq!(s.tools, vec!["a", "b"]);
+        let mut bad = spec();
+        bad.name = "has space".into();
+        assert_eq!(bad.normalized().unwrap_err().0, "invalid_assistant");
+        let mut bad = spec();
+        bad.params.temperature = Some(3.0);
+        assert!(bad.normalized().is_err());
+        let mut bad = spec();
+        bad.instructions = " ".into();
+        assert!(bad.normalized().is_err());
+    }
+}

@@ -1,0 +1,225 @@
+//! `/api/admin/assistants`: the presets admins keep. Every save is a new version and an
+//! admin-change row (`assistant.create`, `assistant.update`, `assistant.retire`).
+
+use actix_web::{web, HttpResponse};
+use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
+use diesel::QueryableByName;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::assistants::store::{self, Author, SaveError};
+use crate::assistants::{Assistant, AssistantSpec};
+use crate::auth::AdminUser;
+use crate::db::models::admin_change::{self, NewChange};
+use crate::db::{self, models::role};
+use crate::error::ApiError;
+use crate::extract::Json;
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/assistants")
+            .route(web::get().to(list))
+            .route(web::post().to(create)),
+    )
+    .service(
+        web::resource("/assistants/{id}")
+            .route(web::put().to(update))
+            .route(web::delete().to(retire)),
+    )
+    .route("/assistants/{id}/versions", web::get().to(versions));
+}
+
+/// Every live assistant at its current version.
+#[utoipa::path(get, path = "/api/admin/assistants", tag = "admin",
+    responses((status = 200, description = "`{items: [Assistant]}`", body = Object)))]
+async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    Ok(HttpResponse::Ok().json(json!({ "items": store::list(&mut conn).await? })))
+}
+
+/// Creates an assistant (version 1).
+#[utoipa::path(post, path = "/api/admin/assistants", tag = "admin", request_body = AssistantSpec,
+    responses(
+    (status = 201, description = "Created", body = Assistant),
+    (status = 409, description = "A live assistant has the name (`assistant_exists`)", body = crate::error::ErrorBody),
+    (status = 422, description = "Invalid fields, or an unknown model, tool, role or collection", body = crate::error::ErrorBody)))]
+async fn create(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    Json(spec): Json<AssistantSpec>,
+) -> Result<HttpResponse, ApiError> {
+    let spec = normalized(spec)?;
+    let mut conn = db::conn(&state.pool).await?;
+    check_references(&state, &mut conn, &spec).await?;
+    let who = &admin.0;
+    let saved = store::create(&mut conn, &spec, &author(who))
+        .await
+        .map_err(save_error)?;
+    admin_change::record(
+        &mut conn,
+        NewChange::by(who, "assistant.create", &saved.name)
+            .id(saved.id)
+            .after(&saved),
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(saved))
+}
+
+/// Saves a new version of an assistant.
+#[utoipa::path(put, path = "/api/admin/assistants/{id}", tag = "admin", params(("id" = Uuid, Path)),
+    request_body = AssistantSpec, responses(
+    (status = 200, description = "The new version", body = Assistant),
+    (status = 404, description = "No live assistant with this id", body = crate::error::ErrorBody),
+    (status = 409, description = "Another live assistant has the name (`assistant_exists`)", body = crate::error::ErrorBody),
+    (status = 422, description = "Invalid fields, or an unknown model, tool, role or collection", body = crate::error::ErrorBody)))]
+async fn update(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    id: web::Path<Uuid>,
+    Json(spec): Json<AssistantSpec>,
+) -> Result<HttpResponse, ApiError> {
+    let spec = normalized(spec)?;
+    let mut conn = db::conn(&state.pool).await?;
+    let before = store::get(&mut conn, *id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("assistant"))?;
+    check_references(&state, &mut conn, &spec).await?;
+    let who = &admin.0;
+    let saved = store::update(&mut conn, *id, &spec, &author(who))
+        .await
+        .map_err(save_error)?;
+    admin_change::record(
+        &mut conn,
+        NewChange::by(who, "assistant.update", &saved.name)
+            .id(saved.id)
+            .before(&before)
+            .after(&saved),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(saved))
+}
+
+/// Every version of an assistant, newest first (a retired one's too).
+#[utoipa::path(get, path = "/api/admin/assistants/{id}/versions", tag = "admin",
+    params(("id" = Uuid, Path)), responses(
+    (status = 200, description = "`{items: [AssistantVersion]}`", body = Object),
+    (status = 404, description = "No assistant with this id", body = crate::error::ErrorBody)))]
+async fn versions(
+    state: web::Data<AppState>,
+    _admin: AdminUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let items = store::versions(&mut conn, *id).await?;
+    if items.is_empty() {
+        return Err(ApiError::not_found("assistant"));
+    }
+    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+}
+
+/// Retires an assistant: no new chats with it, and its chats take no new messages.
+#[utoipa::path(delete, path = "/api/admin/assistants/{id}", tag = "admin",
+    params(("id" = Uuid, Path)), responses(
+    (status = 204, description = "Retired"),
+    (status = 404, description = "No live assistant with this id", body = crate::error::ErrorBody)))]
+async fn retire(
+    state: web::Data<AppState>,
+    admin: AdminUser,
+    id: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let before = store::get(&mut conn, *id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("assistant"))?;
+    if !store::retire(&mut conn, *id).await? {
+        return Err(ApiError::not_found("assistant"));
+    }
+    admin_change::record(
+        &mut conn,
+        NewChange::by(&admin.0, "assistant.retire", &before.name)
+            .id(before.id)
+            .before(&before),
+    )
+    .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+fn author(who: &crate::auth::AuthUser) -> Author<'_> {
+    Author {
+        id: who.id,
+        name: &who.username,
+    }
+}
+
+fn normalized(spec: AssistantSpec) -> Result<AssistantSpec, ApiError> {
+    spec.normalized()
+        .map_err(|(code, message)| ApiError::unprocessable(code, message))
+}
+
+fn save_error(e: SaveError) -> ApiError {
+    match e {
+        SaveError::NameTaken => {
+            ApiError::conflict("assistant_exists", "a live assistant already has this name")
+        }
+        SaveError::NotFound => ApiError::not_found("assistant"),
+        SaveError::Db(e) => e.into(),
+    }
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// The model, tools, roles and collections a spec names must exist.
+async fn check_references(
+    state: &AppState,
+    conn: &mut AsyncPgConnection,
+    spec: &AssistantSpec,
+) -> Result<(), ApiError> {
+    if let Some(model) = &spec.model {
+        if state.engine.catalogue.now().get(model).is_none() {
+            return Err(ApiError::unprocessable(
+                "unknown_model",
+                format!(
+                    "no model named `{}`; see GET /api/admin/models",
+                    crate::tools::truncate_chars(model, 64)
+                ),
+            ));
+        }
+    }
+    super::tool_names::KnownTools::load(state, conn)
+        .await?
+        .check(&spec.tools)?;
+    let roles = role::list(conn).await?;
+    if let Some(unknown) = spec
+        .visible_to_roles
+        .iter()
+        .find(|r| !roles.iter().any(|known| &known.name == *r))
+    {
+        return Err(ApiError::unprocessable(
+            "unknown_role",
+            format!(
+                "no role named `{}`; see GET /api/admin/roles",
+                crate::tools::truncate_chars(unknown, 32)
+            ),
+        ));
+    }
+    if !spec.collections.is_empty() {
+        let found: Count =
+            diesel::sql_query("SELECT count(*) AS n FROM collections WHERE id = ANY($1)")
+                .bind::<Array<SqlUuid>, _>(&spec.collections)
+                .get_result(conn)
+                .await?;
+        if usize::try_from(found.n).unwrap_or(0) != spec.collections.len() {
+            return Err(ApiError::unprocessable(
+                "unknown_collection",
+                "a collection the assistant names does not exist",
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! Continuing a conversation as a copy: a new conversation of the caller's holding the
+//! messages of another — their own, or a link's snapshot they may read — up to and including
+//! one user or assistant message. An assistant message's tool results come with it, so the
+//! copy's history is valid for the model as it is. Nothing else is copied: no usage (the
+//! tokens were spent and charged in the original), no budget, no workspace file.
+//!
+//! Files: a copy of one's own conversation keeps its attachments (they name files of the same
+//! workspace). A copy from a link does not: the files are in the sharer's workspace, and an
+//! attachment names a path in the *reader's* — where the model would read a different file,
+//! or none. Such a message names the files in its text instead, as not copied.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::Uuid as SqlUuid;
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+
+use super::read::{self, Action, Viewer};
+use super::SharingError;
+use crate::db::models::conversation::{self, Conversation};
+use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::schema::messages::dsl;
+use crate::domain::{Attachment, MessageRole};
+
+/// Longest title a conversation may have, in characters (as `PATCH` allows).
+const MAX_TITLE_CHARS: usize = 200;
+/// What the copy's title ends with.
+const COPY_SUFFIX: &str = " (copy)";
+/// Most tool results one assistant message may bring along.
+const MAX_STEP_RESULTS: i64 = 256;
+
+/// What is copied from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// One of the caller's own conversations.
+    Own(Uuid),
+    /// A link the caller may read (its snapshot only, its redaction kept).
+    Share { id: String, viewer: Viewer },
+}
+
+/// What a source gives a copy.
+struct Origin {
+    conversation_id: Uuid,
+    /// Messages after this seq are not part of the source (a link's snapshot).
+    last_seq: i64,
+    redact: bool,
+    title: String,
+    model: Option<String>,
+    system_prompt: Option<String>,
+    /// The source's files are in another user's workspace.
+    foreign_files: bool,
+}
+
+async fn origin(
+    conn: &mut AsyncPgConnection,
+    caller: Uuid,
+    source: &Source,
+    now: DateTime<Utc>,
+) -> Result<Origin, SharingError> {
+    match source {
+        Source::Own(id) => {
+            let c = conversation::find_owned(conn, *id, caller)
+                .await?
+                .ok_or(SharingError::NotFound("conversation"))?;
+            Ok(Origin {
+                conversation_id: c.id,
+                last_seq: i64::MAX,
+                redact: false,
+                title: c.title,
+                model: c.model,
+                system_prompt: c.system_prompt,
+                foreign_files: false,
+            })
+        }
+        Source::Share { id, viewer } => {
+            let opened = read::open(conn, id, viewer, now).await?;
+            Ok(Origin {
+                conversation_id: opened.share.conversation_id,
+                last_seq: opened.share.snapshot_seq,
+                redact: opened.share.redact_tools,
+                title: opened.title,
+                // The sharer's model and instructions are theirs: the copy starts with the
+                // reader's defaults.
+                model: None,
+                system_prompt: None,
+                foreign_files: opened.share.owner_id != caller,
+            })
+        }
+    }
+}
+
+/// The messages a copy up to `at` holds, in order.
+async fn prefix(
+    conn: &mut AsyncPgConnection,
+    from: &Origin,
+    at: Uuid,
+) -> Result<Vec<Message>, SharingError> {
+    let not_here = || {
+        SharingError::InvalidForkPoint(
+            "at_message_id must be a user or assistant message of this conversation".into(),
+        )
+    };
+    let target: (i64, MessageRole, Option<serde_json::Value>) = dsl::messages
+        .filter(dsl::id.eq(at))
+        .filter(dsl::conversation_id.eq(from.conversation_id))
+        .filter(dsl::seq.le(from.last_seq))
+        .select((dsl::seq, dsl::role, dsl::tool_calls))
+        .first(conn)
+        .await
+        .optional()?
+        .ok_or_else(not_here)?;
+    let (seq, role, calls) = target;
+    if role == MessageRole::Tool {
+        return Err(not_here());
+    }
+    let mut out: Vec<Message> = dsl::messages
+        .filter(dsl::conversation_id.eq(from.conversation_id))
+        .filter(dsl::seq.le(seq))
+        .order(dsl::seq.asc())
+        .limit(read::MAX_SNAPSHOT_MESSAGES)
+        .select(Message::as_select())
+        .load(conn)
+        .await?;
+    let ids = call_ids(calls.as_ref());
+    if !ids.is_empty() {
+        let after: Vec<Message> = dsl::messages
+            .filter(dsl::conversation_id.eq(from.conversation_id))
+            .filter(dsl::seq.gt(seq))
+            .filter(dsl::seq.le(from.last_seq))
+            .order(dsl::seq.asc())
+            .limit(MAX_STEP_RESULTS)
+            .select(Message::as_select())
+            .load(conn)
+            .await?;
+        out.extend(
+            after
+                .into_iter()
+                .take_while(|m| m.role == MessageRole::Tool)
+                .filter(|m| m.tool_call_id.as_ref().is_some_and(|id| ids.contains(id))),
+        );
+    }
+    Ok(out)
+}
+
+/// The ids of the tool calls a stored `tool_calls` column holds.
+fn call_ids(calls: Option<&serde_json::Value>) -> Vec<String> {
+    calls
+        .and_then(|v| v.as_array())
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| c.get("id").and_then(|id| id.as_str()).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `title` with the copy suffix, within the title limit.
+fn copy_title(title: &str) -> String {
+    let room = MAX_TITLE_CHARS - COPY_SUFFIX.chars().count();
+    let base: String = title.chars().take(room).collect();
+    format!("{}{COPY_SUFFIX}", base.trim_end())
+}
+
+/// `m` as a message of conversation `into`.
+fn copied(mut m: Message, into: Uuid, from: &Origin) -> NewMessage {
+    if from.redact {
+        read::hide(&mut m);
+    }
+    let mut attachments = m.attachments.take();
+    if from.foreign_files {
+        let files: Vec<Attachment> = attachments
+            .take()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        if !files.is_empty() {
+            let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+            let note = format!(
+                "[Files attached in the shared conversation, not copied: {}]",
+                names.join(", ")
+            );
+            m.content = if m.content.is_empty() {
+                note
+            } else {
+                format!("{}\n\n{note}", m.content)
+            };
+        }
+    }
+    NewMessage {
+        id: Uuid::new_v4(),
+        conversation_id: into,
+        role: m.role,
+        content: m.content,
+        tool_calls: m.tool_calls,
+        tool_call_id: m.tool_call_id,
+        attachments,
+        citations: m.citations,
+        status: m.status,
+        status_reason: m.status_reason,
+        model: m.model,
+        input_tokens: None,
+        output_tokens: None,
+        duration_ms: None,
+    }
+}
+
+/// A new conversation of `caller`'s holding `source` up to message `at`.
+pub async fn fork(
+    conn: &mut AsyncPgConnection,
+    caller: Uuid,
+    source: Source,
+    at: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Conversation, SharingError> {
+    conn.transaction(|conn| {
+        async move {
+            let from = origin(conn, caller, &source, now).await?;
+            let messages = prefix(conn, &from, at).await?;
+            let title = copy_title(&from.title);
+            let mut made =
+                conversation::create(conn, caller, Some(&title), from.model.as_deref()).await?;
+            if from.system_prompt.is_some() {
+                let changes = conversation::Changes {
+                    system_prompt: Some(from.system_prompt.clone()),
+                    ..Default::default()
+                };
+                made = conversation::update_owned(conn, made.id, caller, &changes)
+                    .await?
+                    .ok_or(SharingError::NotFound("conversation"))?;
+            }
+            let rows: Vec<NewMessage> = messages
+                .into_iter()
+                .map(|m| copied(m, made.id, &from))
+                .collect();
+            message::insert_many(conn, &rows).await?;
+            match &source {
+                Source::Share { id, viewer } => {
+                    read::record_view(conn, id, viewer, Action::Fork, now).await?;
+                }
+                Source::Own(_) => {
+                    copy_pins(conn, from.conversation_id, made.id).await?;
+                    made = copy_setup(conn, from.conversation_id, made.id, caller).await?;
+                }
+            }
+            Ok(made)
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+/// The knowledge collections pinned to one's own conversation, pinned to its copy too.
+async fn copy_pins(conn: &mut AsyncPgConnection, from: Uuid, to: Uuid) -> Result<(), SharingError> {
+    diesel::sql_query(
+        "INSERT INTO conversation_collections (conversation_id, collection_id) \
+         SELECT $2, collection_id FROM conversation_collections WHERE conversation_id = $1 \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind::<SqlUuid, _>(from)
+    .bind::<SqlUuid, _>(to)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// One's own copy goes on with the original's assistant and memory switch.
+async fn copy_setup(
+    conn: &mut AsyncPgConnection,
+    from: Uuid,
+    to: Uuid,
+    caller: Uuid,
+) -> Result<Conversation, SharingError> {
+    diesel::sql_query(
+        "UPDATE conversations c SET assistant_id = o.assistant_id, \
+                memory_enabled = o.memory_enabled \
+           FROM conversations o WHERE c.id = $2 AND o.id = $1",
+    )
+    .bind::<SqlUuid, _>(from)
+    .bind::<SqlUuid, _>(to)
+    .execute(conn)
+    .await?;
+    conversation::find_owned(conn, to, caller)
+        .await?
+        .ok_or(SharingError::NotFound("conversation"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_titles_fit_and_say_so() {
+        assert_eq!(copy_title("Plans"), "Plans (copy)");
+        let long = "x".repeat(300);
+        let t = copy_title(&long);
+        assert_eq!(t.chars().count(), MAX_TITLE_CHARS);
+        assert!(t.ends_with(" (copy)"));
+    }
+
+    #[test]
+    fn call_ids_read_the_stored_shape() {
+        let calls = serde_json::json!([{"id": "a", "name": "x", "arguments": {}}, {"id": "b"}]);
+        assert_eq!(call_ids(Some(&calls)), ["a", "b"]);
+        assert!(call_ids(None).is_empty());
+        assert!(call_ids(Some(&serde_json::json!("odd"))).is_empty());
+    }
+}
