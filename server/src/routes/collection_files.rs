@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::collections::caller;
 use crate::auth::AuthUser;
 use crate::error::ApiError;
+use crate::extract::Json;
 use crate::knowledge::documents::{self, FileLimits, NewFile};
 use crate::knowledge::KnowledgeError;
 use crate::state::AppState;
@@ -127,7 +128,7 @@ async fn add_from_workspace(
     state: web::Data<AppState>,
     who: AuthUser,
     collection: web::Path<Uuid>,
-    body: web::Json<FromWorkspace>,
+    Json(body): Json<FromWorkspace>,
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let path = body.workspace_path.as_str();

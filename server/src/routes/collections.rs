@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::auth::AuthUser;
 use crate::error::ApiError;
+use crate::extract::Json;
 use crate::knowledge::collections::{self, Caller};
 use crate::knowledge::{documents, extract, Availability};
 use crate::state::AppState;
@@ -82,7 +83,7 @@ pub struct NewCollection {
 async fn create(
     state: web::Data<AppState>,
     who: AuthUser,
-    body: web::Json<NewCollection>,
+    Json(body): Json<NewCollection>,
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
@@ -125,12 +126,13 @@ pub struct CollectionPatch {
     request_body = CollectionPatch, responses(
     (status = 200, description = "The collection", body = crate::knowledge::collections::Collection),
     (status = 403, description = "Not the owner", body = crate::error::ErrorBody),
-    (status = 404, description = "No such collection", body = crate::error::ErrorBody)))]
+    (status = 404, description = "No such collection", body = crate::error::ErrorBody),
+    (status = 409, description = "You already have a collection of that name (`collection_exists`)", body = crate::error::ErrorBody)))]
 async fn update(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    body: web::Json<CollectionPatch>,
+    Json(body): Json<CollectionPatch>,
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
@@ -181,7 +183,7 @@ async fn grants(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    body: web::Json<Grants>,
+    Json(body): Json<Grants>,
 ) -> Result<HttpResponse, ApiError> {
     if !who.is_admin() {
         return Err(ApiError::forbidden(
@@ -236,7 +238,7 @@ async fn set_pins(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    body: web::Json<Pins>,
+    Json(body): Json<Pins>,
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
