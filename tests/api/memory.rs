@@ -6,22 +6,8 @@ use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
+use crate::knowledge_support::send;
 use crate::openai_sdk::MODEL;
-
-async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    token: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut r = app.client.request(method, app.url(path)).bearer_auth(token);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let r = r.send().await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
 
 async fn note(app: &TestApp, token: &str, text: &str) -> (u16, Value) {
     send(

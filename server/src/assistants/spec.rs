@@ -112,15 +112,23 @@ mod tests {
     use super::*;
 
     fn spec() -> AssistantSpec {
-        serde_json::from_value(serde_json::json!({
-            "name": "helper", "instructions": "Be brief.", "tools": ["b", "a", "a"]
-        }))
-        .unwrap()
+        AssistantSpec {
+            name: "helper".into(),
+            description: String::new(),
+            instructions: "Be brief.".into(),
+            model: None,
+            tools: vec!["b".into(), "a".into(), "a".into()],
+            collections: Vec::new(),
+            params: AssistantParams::default(),
+            visible_to_roles: Vec::new(),
+        }
     }
 
     #[test]
     fn a_spec_is_checked_and_its_lists_made_canonical() {
-        let s = spec().normalized().unwrap();
+        let Ok(s) = spec().normalized() else {
+            panic!("a valid spec was refused");
+        };
         assert_eq!(s.tools, vec!["a", "b"]);
         let mut bad = spec();
         bad.name = "has space".into();

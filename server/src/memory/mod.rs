@@ -93,7 +93,10 @@ mod tests {
     #[test]
     fn the_section_names_the_notes_as_the_users_words() {
         assert_eq!(prompt_section(&[]), None);
-        let s = prompt_section(&["likes tea".into()]).unwrap();
-        assert!(s.contains("never override") && s.ends_with("- likes tea"));
+        let s = prompt_section(&["likes tea".into()]).unwrap_or_default();
+        assert!(
+            s.contains("never override") && s.ends_with("- likes tea"),
+            "{s}"
+        );
     }
 }

@@ -50,6 +50,7 @@ mod model_call;
 mod model_choice;
 mod pending_start;
 mod record;
+mod refusal;
 mod replay;
 mod run;
 mod signals;

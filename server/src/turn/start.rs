@@ -7,22 +7,23 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::budget;
-use crate::db::models::budget::Reserve;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::tools::Registry;
 
 use super::attachments;
 use super::context;
 use super::engine::{PreparedTurn, TurnEngine};
-use super::error::{BudgetShortfall, TurnError};
+use super::error::TurnError;
 use super::model_choice::priced_for;
+use super::refusal::{busy_error, refusal_error};
 use super::sql as turn_db;
-use super::sql::preset::TurnPreset;
+use super::sql::preset::{output_cap, TurnPreset};
 use crate::auth::SignedToken;
 use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::models::message::NewMessage;
 use crate::domain::MessageRole;
 use crate::turn::follow::Follower;
+use crate::turn::limits::clamp_output;
 
 /// A turn's first model input and the tools it may use, as a turn's start builds them.
 /// A new chat message, as a client sends it.
@@ -231,7 +232,10 @@ impl TurnEngine {
                         return Err(refused);
                     }
                 };
-                opened.cap_output(i64::from(output_cap(&model, &preset)));
+                opened.cap_output(i64::from(output_cap(
+                    preset.assistant.as_ref(),
+                    model.max_output,
+                )));
                 model_name.clone_from(&model.name);
                 let price = match priced_for(&opened, &model) {
                     Ok(price) => price,
@@ -283,7 +287,7 @@ impl TurnEngine {
         let wants_title = conversation.title_auto;
         let max_tokens = clamp_output(
             hold.output_room(input_estimate),
-            i64::from(output_cap(&model, &preset)),
+            i64::from(output_cap(preset.assistant.as_ref(), model.max_output)),
         );
         let price = model.price_at(chrono::Utc::now());
         let model = model.name.clone();
@@ -345,71 +349,4 @@ impl TurnEngine {
             .sum();
         messages + tools
     }
-}
-
-/// A conversation that cannot take a message now: a reply is running, or one waits for
-/// approval (a new message would land between a call and its result).
-async fn busy_error(
-    conn: &mut diesel_async::AsyncPgConnection,
-    conversation_id: Uuid,
-) -> TurnError {
-    let waiting = crate::turn::approval::sql::blocks_conversation(conn, conversation_id)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "checking for waiting approvals failed");
-            false
-        });
-    if waiting {
-        TurnError::ApprovalPending
-    } else {
-        TurnError::Busy
-    }
-}
-
-pub(crate) use crate::turn::limits::clamp_output;
-
-/// A refused reservation: too little left, or held by other turns.
-pub(crate) fn refusal_error(refusal: Reserve, model: &str) -> TurnError {
-    use crate::db::models::budget_money::MoneyRefusal;
-    match refusal {
-        Reserve::Exhausted {
-            resets_at,
-            need,
-            left,
-            limit,
-        } => TurnError::BudgetExhausted(BudgetShortfall {
-            need,
-            left,
-            limit,
-            resets_at,
-        }),
-        Reserve::Money(MoneyRefusal::Exhausted {
-            resets_at,
-            need,
-            left,
-            limit,
-        }) => TurnError::MoneyExhausted(crate::turn::error::MoneyShortfall {
-            need,
-            left,
-            limit: limit.amount,
-            currency: limit.currency,
-            resets_at,
-        }),
-        Reserve::Money(MoneyRefusal::Unpriced) => TurnError::ModelUnpriced {
-            model: model.to_owned(),
-            currency: String::from("your budget's currency"),
-        },
-        Reserve::Granted(_)
-        | Reserve::HeldByOthers
-        | Reserve::Money(MoneyRefusal::HeldByOthers) => TurnError::BudgetInUse,
-    }
-}
-
-/// The most one answer may hold: the model's cap, lowered by the assistant's.
-pub(crate) fn output_cap(model: &crate::llm::CatalogueModel, preset: &TurnPreset) -> u32 {
-    let own = preset
-        .assistant
-        .as_ref()
-        .and_then(|a| a.params.max_output_tokens);
-    own.map_or(model.max_output, |cap| cap.min(model.max_output))
 }

@@ -39,13 +39,10 @@ impl TurnEngine {
         record: &mut TurnRecord,
     ) -> Result<Option<((Hold, u32), turn::RoleNow)>, Ending> {
         let estimate = self.estimate_input(messages, allowed, &turn.tools);
-        // The model's cap, lowered by the assistant's.
-        let model_cap = self.limits_of(&turn.model).1;
-        let own_cap = turn
-            .assistant
-            .as_ref()
-            .and_then(|a| a.params.max_output_tokens);
-        let max_output = i64::from(own_cap.map_or(model_cap, |c| c.min(model_cap)));
+        let max_output = i64::from(crate::turn::sql::preset::output_cap(
+            turn.assistant.as_deref(),
+            self.limits_of(&turn.model).1,
+        ));
         let step = turn::Step {
             settle: record.pending.clone(),
             messages: record.messages.clone(),

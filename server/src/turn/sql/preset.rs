@@ -35,6 +35,13 @@ pub struct AssistantPreset {
     pub usable: bool,
 }
 
+/// The most one answer may hold: the model's cap `model_max`, lowered by the assistant's.
+pub fn output_cap(assistant: Option<&AssistantPreset>, model_max: u32) -> u32 {
+    assistant
+        .and_then(|a| a.params.max_output_tokens)
+        .map_or(model_max, |cap| cap.min(model_max))
+}
+
 #[derive(QueryableByName)]
 struct Row {
     #[diesel(sql_type = Nullable<SqlUuid>)]
