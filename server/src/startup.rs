@@ -113,6 +113,10 @@ impl Application {
                 settings.security.max_concurrent_searches(),
                 2,
             )),
+            share_reads: Arc::new(crate::sharing::ReadGate::new(
+                settings.sharing.reads_per_minute_per_address,
+                settings.sharing.reads_per_minute_per_link,
+            )),
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
             hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes()),
             throttle: Arc::new(LoginThrottle::new(

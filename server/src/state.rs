@@ -40,6 +40,8 @@ pub struct AppState {
     pub keys: Arc<crate::auth::key_cache::KeyCache>,
     /// Document collections, their ingestion jobs and search.
     pub knowledge: Arc<crate::knowledge::Knowledge>,
+    /// The rate of readings through shared links, per client address and per link.
+    pub share_reads: Arc<crate::sharing::ReadGate>,
 }
 
 impl AppState {

@@ -267,6 +267,14 @@ pub const ENV_VARS: &[EnvVar] = &[
         "memory.max_total_tokens",
     ),
     var(
+        "AGENTCHAT_SHARE_READS_PER_MINUTE_PER_ADDRESS",
+        "sharing.reads_per_minute_per_address",
+    ),
+    var(
+        "AGENTCHAT_SHARE_READS_PER_MINUTE_PER_LINK",
+        "sharing.reads_per_minute_per_link",
+    ),
+    var(
         "AGENTCHAT_KNOWLEDGE_MAX_TEXT_BYTES",
         "knowledge.max_text_bytes",
     ),

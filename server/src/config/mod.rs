@@ -12,6 +12,7 @@ pub mod env;
 mod knowledge;
 mod llm;
 mod memory;
+mod sharing;
 pub mod report;
 pub mod serde_util;
 mod sso;
@@ -33,6 +34,7 @@ pub use durable::DurableSettings;
 pub use knowledge::{EmbeddingModelConfig, KnowledgeSettings, DEMO_EMBEDDING_MODEL};
 pub use llm::{BreakerSettings, LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
 pub use memory::MemorySettings;
+pub use sharing::SharingSettings;
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
 pub use tools::ToolSettings;
@@ -92,6 +94,8 @@ pub struct Settings {
     pub embedding_models: Vec<EmbeddingModelConfig>,
     /// How much a user's memory notes may hold.
     pub memory: MemorySettings,
+    /// How fast shared links may be read.
+    pub sharing: SharingSettings,
 }
 
 impl Default for Settings {
@@ -118,6 +122,7 @@ impl Default for Settings {
             knowledge: KnowledgeSettings::default(),
             embedding_models: Vec::new(),
             memory: MemorySettings::default(),
+            sharing: SharingSettings::default(),
         }
     }
 }
@@ -228,6 +233,7 @@ impl Settings {
         self.oidc.validate()?;
         self.scim.validate()?;
         self.memory.validate()?;
+        self.sharing.validate()?;
         let providers: Vec<&str> = if self.providers.is_empty() {
             vec!["default"]
         } else {

@@ -9,4 +9,9 @@ pub struct Attachment {
     pub path: String,
     /// Its size when the message was sent.
     pub bytes: u64,
+    /// The SHA-256 of its content when the message was sent (lowercase hex), so a link
+    /// serves only that file, never one replaced since. Absent on messages stored before
+    /// digests were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }

@@ -22,6 +22,11 @@ impl From<crate::sharing::SharingError> for ApiError {
             S::NothingToShare => ApiError::unprocessable("nothing_to_share", message),
             S::InvalidForkPoint(_) => ApiError::unprocessable("invalid_fork_point", message),
             S::Limit(_) => ApiError::conflict("limit_reached", message),
+            S::RateLimited(refusal) => {
+                let d = refusal.retry_after;
+                let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+                ApiError::too_many("rate_limited", message, secs)
+            }
             S::FileChanged => ApiError::new(StatusCode::GONE, "share_file_changed", message),
             S::Storage(detail) => ApiError::internal(anyhow::anyhow!(detail)),
             S::Db(source) => source.into(),

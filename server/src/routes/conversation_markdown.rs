@@ -108,10 +108,12 @@ mod tests {
             Attachment {
                 path: "notes.txt".into(),
                 bytes: 1229,
+                sha256: None,
             },
             Attachment {
                 path: "a`b.md".into(),
                 bytes: 3,
+                sha256: None,
             },
         ];
         assert_eq!(

@@ -2,7 +2,9 @@
 //! `GET /api/shares/{id}/files/{path}` (a file one of its messages attached),
 //! `POST /api/shares/{id}/fork` and `POST /api/conversations/{id}/fork`. A link needs no
 //! sign-in when it is public, so reading takes the bearer token only when one is sent (and
-//! then it must be valid). Answers are never cached or indexed: the URL is the secret.
+//! then it must be valid). Readings are bounded per client address before the database is
+//! asked anything (and per link once it is known): 429 `rate_limited` with `Retry-After`.
+//! Answers are never cached or indexed: the URL is the secret.
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
@@ -14,7 +16,8 @@ use crate::auth::AuthUser;
 use crate::db;
 use crate::error::ApiError;
 use crate::extract::Json;
-use crate::sharing::{self, fork::Source, read::SharedConversation, Viewer};
+use crate::routes::conversation_read::{encode_cursor, window_of, WindowQuery};
+use crate::sharing::{self, fork::Source, read::SharedConversation, AdminReader, Page, Viewer};
 use crate::state::AppState;
 
 /// `GET /shares/{id}` is registered with the owner's methods on its resource
@@ -26,17 +29,32 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// Who reads: the signed-in user when a bearer token is sent (401 when it is not valid),
-/// else nobody; and the client's address for the audit row.
+/// else nobody; and the client's address for the audit row. A reading over the client
+/// address's rate is refused here, before the database is asked anything.
 async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, ApiError> {
+    let address = address(req, state);
+    state
+        .share_reads
+        .admit_address(address.as_deref())
+        .map_err(sharing::SharingError::RateLimited)?;
     let user = if req.headers().contains_key(header::AUTHORIZATION) {
-        Some(AuthUser::from_request(req, &mut Payload::None).await?.id)
+        Some(AuthUser::from_request(req, &mut Payload::None).await?)
     } else {
         None
     };
-    Ok(Viewer {
-        user,
-        address: address(req, state),
-    })
+    Ok(signed_in(user.as_ref(), address))
+}
+
+/// The viewer `user` (if any) is, reading from `address`.
+fn signed_in(user: Option<&AuthUser>, address: Option<String>) -> Viewer {
+    Viewer {
+        user: user.map(|u| u.id),
+        address,
+        admin: user.filter(|u| u.is_admin()).map(|u| AdminReader {
+            id: u.id,
+            name: u.username.clone(),
+        }),
+    }
 }
 
 fn address(req: &HttpRequest, state: &AppState) -> Option<String> {
@@ -59,23 +77,38 @@ struct ForkBody {
     at_message_id: Uuid,
 }
 
-/// A shared conversation, read-only: the snapshot's messages (tool details hidden when the
-/// link says so). Each reading is recorded.
+/// A shared conversation, read-only: a window of the snapshot's latest messages (tool
+/// details hidden when the link says so), older ones page by page (`?before=`) as the
+/// owner's own conversation reads. Each reading is counted.
 #[utoipa::path(get, path = "/api/shares/{id}", tag = "sharing",
     security((), ("bearer" = [])),
-    params(("id" = String, Path, description = "The link's id")), responses(
+    params(("id" = String, Path, description = "The link's id"), WindowQuery), responses(
     (status = 200, description = "The shared conversation", body = SharedConversation),
+    (status = 400, description = "A cursor this server did not issue (`invalid_cursor`)", body = crate::error::ErrorBody),
     (status = 401, description = "An org link read without signing in (`sign_in_required`), or an invalid token", body = crate::error::ErrorBody),
     (status = 404, description = "No such link", body = crate::error::ErrorBody),
-    (status = 410, description = "The link was revoked or has expired (`share_gone`)", body = crate::error::ErrorBody)))]
+    (status = 410, description = "The link was revoked or has expired (`share_gone`)", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many readings from this address or of this link (`rate_limited`, with `Retry-After`)", body = crate::error::ErrorBody)))]
 pub(crate) async fn read(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
+    query: web::Query<WindowQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    let (before, limit) = window_of(&query)?;
     let viewer = viewer(&req, &state).await?;
     let mut conn = db::conn(&state.pool).await?;
-    let shared = sharing::read::read(&mut conn, &id, &viewer, (state.clock)()).await?;
+    let page = Page { before, limit };
+    let (mut shared, older) = sharing::read::read(
+        &mut conn,
+        &state.share_reads,
+        &id,
+        &viewer,
+        page,
+        (state.clock)(),
+    )
+    .await?;
+    shared.messages_before = older.map(encode_cursor);
     Ok(private(HttpResponse::Ok()).json(shared))
 }
 
@@ -89,7 +122,8 @@ pub(crate) async fn read(
     (status = 200, description = "The file", content_type = "application/octet-stream", body = Vec<u8>),
     (status = 401, description = "An org link read without signing in (`sign_in_required`)", body = crate::error::ErrorBody),
     (status = 404, description = "No such link, or no message of its snapshot attached that file", body = crate::error::ErrorBody),
-    (status = 410, description = "The link is gone (`share_gone`), or the file was changed or removed since (`share_file_changed`)", body = crate::error::ErrorBody)))]
+    (status = 410, description = "The link is gone (`share_gone`), or the file was changed or removed since (`share_file_changed`: its SHA-256 is not the one recorded when the message was sent)", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many readings (`rate_limited`, with `Retry-After`)", body = crate::error::ErrorBody)))]
 async fn file(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -99,8 +133,16 @@ async fn file(
     let viewer = viewer(&req, &state).await?;
     let mut conn = db::conn(&state.pool).await?;
     let now = (state.clock)();
-    let shared =
-        sharing::files::fetch(&mut conn, &state.workspaces, &id, &file_path, &viewer, now).await?;
+    let shared = sharing::files::fetch(
+        &mut conn,
+        &state.workspaces,
+        &state.share_reads,
+        &id,
+        &file_path,
+        &viewer,
+        now,
+    )
+    .await?;
     let name = shared.name.replace(['"', '\\'], "_");
     Ok(private(HttpResponse::Ok())
         .insert_header((header::CONTENT_TYPE, "application/octet-stream"))
@@ -119,7 +161,8 @@ async fn file(
     responses(
     (status = 201, description = "The new conversation", body = crate::db::models::conversation::Conversation),
     (status = 410, description = "The link was revoked or has expired (`share_gone`)", body = crate::error::ErrorBody),
-    (status = 422, description = "Not a user or assistant message of the snapshot (`invalid_fork_point`)", body = crate::error::ErrorBody)))]
+    (status = 422, description = "Not a user or assistant message of the snapshot (`invalid_fork_point`)", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many readings (`rate_limited`, with `Retry-After`)", body = crate::error::ErrorBody)))]
 async fn fork_share(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -127,16 +170,19 @@ async fn fork_share(
     id: web::Path<String>,
     Json(body): Json<ForkBody>,
 ) -> Result<HttpResponse, ApiError> {
+    let address = address(&req, &state);
+    state
+        .share_reads
+        .admit_address(address.as_deref())
+        .map_err(sharing::SharingError::RateLimited)?;
     let source = Source::Share {
         id: id.into_inner(),
-        viewer: Viewer {
-            user: Some(who.id),
-            address: address(&req, &state),
-        },
+        viewer: signed_in(Some(&who), address),
     };
     let mut conn = db::conn(&state.pool).await?;
     let made = sharing::fork::fork(
         &mut conn,
+        &state.share_reads,
         who.id,
         source,
         body.at_message_id,
@@ -162,6 +208,7 @@ async fn fork_own(
     let source = Source::Own(*id);
     let made = sharing::fork::fork(
         &mut conn,
+        &state.share_reads,
         who.id,
         source,
         body.at_message_id,

@@ -28,13 +28,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-/// Where links point: `public_url` when set, else the address this request came to.
+/// Where links point: `public_url` when set, else the address the server listens on (the
+/// port it bound). Never the request's `Host` (or `X-Forwarded-Host`): a client names that,
+/// and a forged one would have the server hand out links to another origin.
 pub(crate) fn link_base(req: &HttpRequest, state: &AppState) -> String {
-    if let Some(u) = &state.settings.public_url {
-        return u.trim_end_matches('/').to_owned();
-    }
-    let info = req.connection_info();
-    format!("{}://{}", info.scheme(), info.host())
+    state
+        .settings
+        .browser_url(req.app_config().local_addr().port())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -33,6 +33,9 @@ pub enum SharingError {
     /// The attached file is no longer the one the message was sent with.
     #[error("the file was changed or removed after the conversation was shared")]
     FileChanged,
+    /// Too many readings from one address, or of one link, in the last minute.
+    #[error("too many readings of shared conversations {}; try again in {} s", by_what(.0.by), .0.retry_after.as_secs().max(1))]
+    RateLimited(super::gate::Refusal),
     /// The owner's workspace could not be read (details logged, not shown).
     #[error("workspace storage error: {0}")]
     Storage(String),
@@ -45,5 +48,13 @@ pub enum SharingError {
 impl From<crate::db::PoolError> for SharingError {
     fn from(e: crate::db::PoolError) -> Self {
         SharingError::Pool(e.to_string())
+    }
+}
+
+fn by_what(by: &str) -> &'static str {
+    if by == "link" {
+        "through this link"
+    } else {
+        "from your address"
     }
 }

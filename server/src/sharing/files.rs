@@ -1,18 +1,24 @@
 //! Files attached to the messages of a shared conversation, downloaded through the link:
 //! only a file some user message of the snapshot was sent with, read from the owner's
-//! workspace (the same jail the file tools use), and only while it is still the size it was
-//! sent at — a file the owner replaced after sharing is not what they shared. Each download
-//! is a view, recorded in the download's transaction.
+//! workspace (the same jail the file tools use), and only while it is still the file that
+//! was sent — a file the owner replaced after sharing is not what they shared (410). A
+//! message records each file's SHA-256 when it is sent, and the download must match it.
+//! Messages stored before digests were recorded know only the size: their files are served
+//! while the size matches (what those links promised when they were made). Each download is
+//! a reading, admitted and counted in the download's transaction.
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Nullable, Text, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::gate::ReadGate;
 use super::model::ShareRow;
-use super::read::{open, record_view, Action, Viewer};
+use super::read::{admit, open, Viewer};
+use super::views::{self, Action};
 use super::SharingError;
 use crate::tools::{WorkspaceError, WorkspaceStore};
 
@@ -24,21 +30,40 @@ pub struct SharedFile {
     pub bytes: Vec<u8>,
 }
 
+/// What the message that attached a file recorded of it.
 #[derive(QueryableByName)]
 struct Sent {
     #[diesel(sql_type = Nullable<BigInt>)]
     bytes: Option<i64>,
+    /// Lowercase hex; none on messages stored before digests were recorded.
+    #[diesel(sql_type = Nullable<Text>)]
+    sha256: Option<String>,
 }
 
-/// The size `path` had when the latest message of the snapshot that attached it was sent;
-/// 404 when no message of the snapshot attached it.
-async fn attached_size(
+impl Sent {
+    /// Whether `content` is the file that was sent.
+    fn matches(&self, content: &[u8]) -> bool {
+        if let Some(digest) = &self.sha256 {
+            return hex(&Sha256::digest(content)) == digest.to_ascii_lowercase();
+        }
+        self.bytes
+            .is_none_or(|n| u64::try_from(n).ok() == Some(content.len() as u64))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the latest message of the snapshot that attached `path` recorded of it; 404 when
+/// no message of the snapshot attached it.
+async fn attached(
     conn: &mut AsyncPgConnection,
     share: &ShareRow,
     path: &str,
-) -> Result<Option<i64>, SharingError> {
+) -> Result<Sent, SharingError> {
     let sent: Option<Sent> = diesel::sql_query(
-        "SELECT (a->>'bytes')::BIGINT AS bytes \
+        "SELECT (a->>'bytes')::BIGINT AS bytes, a->>'sha256' AS sha256 \
            FROM messages m \
           CROSS JOIN LATERAL jsonb_array_elements( \
                 CASE WHEN jsonb_typeof(m.attachments) = 'array' THEN m.attachments \
@@ -53,13 +78,14 @@ async fn attached_size(
     .get_result(conn)
     .await
     .optional()?;
-    sent.map(|s| s.bytes).ok_or(SharingError::NotFound("file"))
+    sent.ok_or(SharingError::NotFound("file"))
 }
 
 /// The file `path` attached in the snapshot of link `id`, for `viewer`.
 pub async fn fetch(
     conn: &mut AsyncPgConnection,
     store: &WorkspaceStore,
+    gate: &ReadGate,
     id: &str,
     path: &str,
     viewer: &Viewer,
@@ -69,12 +95,13 @@ pub async fn fetch(
     conn.transaction(|conn| {
         async move {
             let opened = open(conn, &id, &viewer, now).await?;
-            let sent = attached_size(conn, &opened.share, &path).await?;
+            admit(gate, &opened.share)?;
+            let sent = attached(conn, &opened.share, &path).await?;
             let bytes = read_owner_file(store, opened.share.owner_id, &path).await?;
-            if sent.is_some_and(|n| u64::try_from(n).ok() != Some(bytes.len() as u64)) {
+            if !sent.matches(&bytes) {
                 return Err(SharingError::FileChanged);
             }
-            record_view(conn, &opened.share.id, &viewer, Action::File(&path), now).await?;
+            views::record(conn, &opened.share, &viewer, Action::File(&path), now).await?;
             let name = path.rsplit('/').next().unwrap_or("file").to_owned();
             Ok(SharedFile { name, bytes })
         }
@@ -93,4 +120,27 @@ async fn read_owner_file(
         WorkspaceError::InvalidPath(_) => SharingError::NotFound("file"),
         other => SharingError::Storage(other.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_digest_decides_and_without_one_the_size_does() {
+        let digest = hex(&Sha256::digest(b"abc"));
+        assert_eq!(
+            digest,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let with = |sha256: Option<String>| Sent {
+            bytes: Some(3),
+            sha256,
+        };
+        assert!(with(Some(digest.clone())).matches(b"abc"));
+        assert!(with(Some(digest.to_ascii_uppercase())).matches(b"abc"));
+        assert!(!with(Some(digest)).matches(b"abd"));
+        assert!(with(None).matches(b"abd"));
+        assert!(!with(None).matches(b"abcd"));
+    }
 }

@@ -2,7 +2,8 @@
 //! messages of another — their own, or a link's snapshot they may read — up to and including
 //! one user or assistant message. An assistant message's tool results come with it, so the
 //! copy's history is valid for the model as it is. Nothing else is copied: no usage (the
-//! tokens were spent and charged in the original), no budget, no workspace file.
+//! tokens were spent and charged in the original), no budget, no workspace file. Messages
+//! are copied a chunk at a time ([`COPY_CHUNK`]): a long conversation is never held whole.
 //!
 //! Files: a copy of one's own conversation keeps its attachments (they name files of the same
 //! workspace). A copy from a link does not: the files are in the sharer's workspace, and an
@@ -16,7 +17,9 @@ use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
-use super::read::{self, Action, Viewer};
+use super::gate::ReadGate;
+use super::read::{self, Viewer};
+use super::views::{self, Action};
 use super::SharingError;
 use crate::db::models::conversation::{self, Conversation};
 use crate::db::models::message::{self, Message, NewMessage};
@@ -29,6 +32,8 @@ const MAX_TITLE_CHARS: usize = 200;
 const COPY_SUFFIX: &str = " (copy)";
 /// Most tool results one assistant message may bring along.
 const MAX_STEP_RESULTS: i64 = 256;
+/// Messages read and written at a time while copying.
+const COPY_CHUNK: i64 = 200;
 
 /// What is copied from.
 #[derive(Debug, Clone)]
@@ -50,10 +55,13 @@ struct Origin {
     system_prompt: Option<String>,
     /// The source's files are in another user's workspace.
     foreign_files: bool,
+    /// The link copied from (its reading is counted once the copy is made).
+    share: Option<super::model::ShareRow>,
 }
 
 async fn origin(
     conn: &mut AsyncPgConnection,
+    gate: &ReadGate,
     caller: Uuid,
     source: &Source,
     now: DateTime<Utc>,
@@ -71,10 +79,12 @@ async fn origin(
                 model: c.model,
                 system_prompt: c.system_prompt,
                 foreign_files: false,
+                share: None,
             })
         }
         Source::Share { id, viewer } => {
             let opened = read::open(conn, id, viewer, now).await?;
+            read::admit(gate, &opened.share)?;
             Ok(Origin {
                 conversation_id: opened.share.conversation_id,
                 last_seq: opened.share.snapshot_seq,
@@ -85,17 +95,19 @@ async fn origin(
                 model: None,
                 system_prompt: None,
                 foreign_files: opened.share.owner_id != caller,
+                share: Some(opened.share),
             })
         }
     }
 }
 
-/// The messages a copy up to `at` holds, in order.
-async fn prefix(
+/// Where a copy up to `at` ends: its `seq`, and the ids of the tool calls whose results
+/// come with it.
+async fn fork_point(
     conn: &mut AsyncPgConnection,
     from: &Origin,
     at: Uuid,
-) -> Result<Vec<Message>, SharingError> {
+) -> Result<(i64, Vec<String>), SharingError> {
     let not_here = || {
         SharingError::InvalidForkPoint(
             "at_message_id must be a user or assistant message of this conversation".into(),
@@ -114,33 +126,61 @@ async fn prefix(
     if role == MessageRole::Tool {
         return Err(not_here());
     }
-    let mut out: Vec<Message> = dsl::messages
-        .filter(dsl::conversation_id.eq(from.conversation_id))
-        .filter(dsl::seq.le(seq))
-        .order(dsl::seq.asc())
-        .limit(read::MAX_SNAPSHOT_MESSAGES)
-        .select(Message::as_select())
-        .load(conn)
-        .await?;
-    let ids = call_ids(calls.as_ref());
-    if !ids.is_empty() {
-        let after: Vec<Message> = dsl::messages
+    Ok((seq, call_ids(calls.as_ref())))
+}
+
+/// Copies the messages of `from` up to `seq` (at most [`read::MAX_SNAPSHOT_MESSAGES`]) into
+/// conversation `into`, a chunk at a time, then the results of the tool calls `ids`.
+async fn copy_messages(
+    conn: &mut AsyncPgConnection,
+    from: &Origin,
+    (seq, ids): (i64, Vec<String>),
+    into: Uuid,
+) -> Result<(), SharingError> {
+    let mut after = i64::MIN;
+    let mut left = read::MAX_SNAPSHOT_MESSAGES;
+    while left > 0 {
+        let chunk: Vec<Message> = dsl::messages
             .filter(dsl::conversation_id.eq(from.conversation_id))
-            .filter(dsl::seq.gt(seq))
-            .filter(dsl::seq.le(from.last_seq))
+            .filter(dsl::seq.gt(after))
+            .filter(dsl::seq.le(seq))
             .order(dsl::seq.asc())
-            .limit(MAX_STEP_RESULTS)
+            .limit(COPY_CHUNK.min(left))
             .select(Message::as_select())
             .load(conn)
             .await?;
-        out.extend(
-            after
-                .into_iter()
-                .take_while(|m| m.role == MessageRole::Tool)
-                .filter(|m| m.tool_call_id.as_ref().is_some_and(|id| ids.contains(id))),
-        );
+        let Some(last) = chunk.last().map(|m| m.seq) else {
+            break;
+        };
+        let full = chunk.len() as i64 == COPY_CHUNK.min(left);
+        left -= chunk.len() as i64;
+        after = last;
+        let rows: Vec<NewMessage> = chunk.into_iter().map(|m| copied(m, into, from)).collect();
+        message::insert_many(conn, &rows).await?;
+        if !full {
+            break;
+        }
     }
-    Ok(out)
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let results: Vec<Message> = dsl::messages
+        .filter(dsl::conversation_id.eq(from.conversation_id))
+        .filter(dsl::seq.gt(seq))
+        .filter(dsl::seq.le(from.last_seq))
+        .order(dsl::seq.asc())
+        .limit(MAX_STEP_RESULTS)
+        .select(Message::as_select())
+        .load(conn)
+        .await?;
+    let rows: Vec<NewMessage> = results
+        .into_iter()
+        .take_while(|m| m.role == MessageRole::Tool)
+        .filter(|m| m.tool_call_id.as_ref().is_some_and(|id| ids.contains(id)))
+        .map(|m| copied(m, into, from))
+        .collect();
+    message::insert_many(conn, &rows).await?;
+    Ok(())
 }
 
 /// The ids of the tool calls a stored `tool_calls` column holds.
@@ -205,9 +245,11 @@ fn copied(mut m: Message, into: Uuid, from: &Origin) -> NewMessage {
     }
 }
 
-/// A new conversation of `caller`'s holding `source` up to message `at`.
+/// A new conversation of `caller`'s holding `source` up to message `at`; a copy from a
+/// link is a reading of it (admitted by `gate`, counted).
 pub async fn fork(
     conn: &mut AsyncPgConnection,
+    gate: &ReadGate,
     caller: Uuid,
     source: Source,
     at: Uuid,
@@ -215,8 +257,9 @@ pub async fn fork(
 ) -> Result<Conversation, SharingError> {
     conn.transaction(|conn| {
         async move {
-            let from = origin(conn, caller, &source, now).await?;
-            let messages = prefix(conn, &from, at).await?;
+            let from = origin(conn, gate, caller, &source, now).await?;
+            // The fork point is checked before anything is made.
+            let point = fork_point(conn, &from, at).await?;
             let title = copy_title(&from.title);
             let mut made =
                 conversation::create(conn, caller, Some(&title), from.model.as_deref()).await?;
@@ -229,16 +272,12 @@ pub async fn fork(
                     .await?
                     .ok_or(SharingError::NotFound("conversation"))?;
             }
-            let rows: Vec<NewMessage> = messages
-                .into_iter()
-                .map(|m| copied(m, made.id, &from))
-                .collect();
-            message::insert_many(conn, &rows).await?;
-            match &source {
-                Source::Share { id, viewer } => {
-                    read::record_view(conn, id, viewer, Action::Fork, now).await?;
+            copy_messages(conn, &from, point, made.id).await?;
+            match (&source, &from.share) {
+                (Source::Share { viewer, .. }, Some(share)) => {
+                    views::record(conn, share, viewer, Action::Fork, now).await?;
                 }
-                Source::Own(_) => {
+                _ => {
                     copy_pins(conn, from.conversation_id, made.id).await?;
                     made = copy_setup(conn, from.conversation_id, made.id, caller).await?;
                 }

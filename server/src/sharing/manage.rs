@@ -161,7 +161,7 @@ pub async fn revoke(
 
 /// The start of a link's id: enough to tell links apart in the admin trail, never enough
 /// to open one (the trail is read by people who should not get the link from it).
-fn short(id: &str) -> String {
+pub(crate) fn short(id: &str) -> String {
     format!("{}…", id.chars().take(6).collect::<String>())
 }
 

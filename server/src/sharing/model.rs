@@ -104,7 +104,8 @@ pub(crate) const SELECT_SUMMARY: &str = "SELECT s.id, s.conversation_id, s.owner
         s.redact_tools, s.snapshot_seq, s.expires_at, s.created_at, s.revoked_at, \
         (SELECT count(*) FROM messages m WHERE m.conversation_id = s.conversation_id \
             AND m.seq <= s.snapshot_seq) AS message_count, \
-        (SELECT count(*) FROM share_views v WHERE v.share_id = s.id) AS views, \
+        (SELECT COALESCE(sum(v.views), 0)::BIGINT FROM share_views v WHERE v.share_id = s.id) \
+            AS views, \
         (SELECT max(v.viewed_at) FROM share_views v WHERE v.share_id = s.id) AS last_viewed_at \
    FROM conversation_shares s";
 

@@ -1,24 +1,28 @@
-//! Reading through a link. Every reading — the page, a file, a copy — passes [`open`]
+//! Reading through a link. Every reading — a page, a file, a copy — passes [`open`]
 //! (unknown: 404; revoked, expired, or its owner no longer able to share it: 410; `org`
-//! without signing in: 401) and leaves one `share_views` row ([`record_view`]), written in
-//! the reading's own transaction: a view that cannot be recorded is not served.
+//! without signing in: 401), the link's rate ([`super::gate`]) and is counted
+//! ([`super::views`]) in the reading's own transaction: a reading that cannot be counted is
+//! not served. A page is a window of the snapshot's latest messages with a cursor to older
+//! ones, as the owner's own conversation reads: never the whole snapshot at once.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Bool, Text};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::gate::ReadGate;
 use super::model::{Scope, ShareRow, ShareState, ROW_COLUMNS};
 use super::redact::{self, Parts};
+use super::views::{self, Action, AdminReader};
 use super::SharingError;
 use crate::db::models::message::Message;
-use crate::db::schema::messages::dsl;
+use crate::db::models::message_window;
 use crate::domain::{Attachment, MessageRole, MessageStatus};
 
-/// Most messages a snapshot shows (a conversation holds at most this many by default).
+/// Most messages a copy holds (a conversation holds at most this many by default).
 pub const MAX_SNAPSHOT_MESSAGES: i64 = 5_000;
 
 /// Who reads: a signed-in account, or nobody (a public link), and from where.
@@ -27,14 +31,18 @@ pub struct Viewer {
     pub user: Option<Uuid>,
     /// The client's address, for the audit row.
     pub address: Option<String>,
+    /// Set when the reader is an admin: their reading of another user's link is also an
+    /// admin's reading of a conversation, recorded in the admin trail.
+    pub admin: Option<AdminReader>,
 }
 
-/// What a reading did, as its audit row says.
+/// Which messages of the snapshot a page shows.
 #[derive(Debug, Clone, Copy)]
-pub enum Action<'a> {
-    Read,
-    File(&'a str),
-    Fork,
+pub struct Page {
+    /// The messages before this `seq` (none: the newest).
+    pub before: Option<i64>,
+    /// At most this many (a tool step is never cut: see [`message_window::window`]).
+    pub limit: i64,
 }
 
 /// A link that may be read, with what the page shows about it.
@@ -101,53 +109,28 @@ pub async fn open(
     Ok(opened)
 }
 
-/// The audit row of one reading.
-pub async fn record_view(
-    conn: &mut AsyncPgConnection,
-    share_id: &str,
-    viewer: &Viewer,
-    action: Action<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), SharingError> {
-    let (action, file) = match action {
-        Action::Read => ("read", None),
-        Action::File(path) => ("file", Some(path)),
-        Action::Fork => ("fork", None),
-    };
-    diesel::sql_query(
-        "INSERT INTO share_views (share_id, viewer_id, viewer_address, action, file, viewed_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind::<Text, _>(share_id)
-    .bind::<Nullable<SqlUuid>, _>(viewer.user)
-    .bind::<Nullable<Text>, _>(viewer.address.as_deref())
-    .bind::<Text, _>(action)
-    .bind::<Nullable<Text>, _>(file)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// The snapshot's messages, oldest first, tools' details hidden when the link says so.
-pub async fn snapshot(
+/// A window of the snapshot's messages, oldest first, tools' details hidden when the
+/// link says so; and the `seq` to ask from for older ones, when there are any.
+pub async fn snapshot_page(
     conn: &mut AsyncPgConnection,
     share: &ShareRow,
-) -> Result<Vec<Message>, SharingError> {
-    let mut messages: Vec<Message> = dsl::messages
-        .filter(dsl::conversation_id.eq(share.conversation_id))
-        .filter(dsl::seq.le(share.snapshot_seq))
-        .order(dsl::seq.asc())
-        .limit(MAX_SNAPSHOT_MESSAGES)
-        .select(Message::as_select())
-        .load(conn)
+    page: Page,
+) -> Result<(Vec<Message>, Option<i64>), SharingError> {
+    let end = share.snapshot_seq.saturating_add(1);
+    let before = page.before.map_or(end, |b| b.min(end));
+    let window = message_window::window(conn, share.conversation_id, Some(before), page.limit)
         .await?;
+    let older = window
+        .more_before
+        .then(|| window.messages.first().map(|m| m.seq))
+        .flatten();
+    let mut messages = window.messages;
     if share.redact_tools {
         for m in &mut messages {
             hide(m);
         }
     }
-    Ok(messages)
+    Ok((messages, older))
 }
 
 /// `m` with the tools' details replaced by markers.
@@ -229,24 +212,33 @@ pub struct SharedConversation {
     pub mine: bool,
     /// The reader is signed in, so may continue the conversation as a copy of their own.
     pub can_fork: bool,
+    /// The snapshot's messages in this page (the latest ones, unless `?before=` asked for
+    /// older), oldest first.
     pub messages: Vec<SharedMessage>,
+    /// Older messages exist: ask for them with `?before=` this cursor.
+    pub messages_before: Option<String>,
 }
 
-/// Reads the link `id` for `viewer`: checked, recorded and read in one transaction.
+/// One page of the link `id` for `viewer`: checked, admitted, read and counted in one
+/// transaction; with the `seq` older messages are read from, when there are any (the caller
+/// makes it the `messages_before` cursor).
 pub async fn read(
     conn: &mut AsyncPgConnection,
+    gate: &ReadGate,
     id: &str,
     viewer: &Viewer,
+    page: Page,
     now: DateTime<Utc>,
-) -> Result<SharedConversation, SharingError> {
+) -> Result<(SharedConversation, Option<i64>), SharingError> {
     let id = id.to_owned();
     let viewer = viewer.clone();
     conn.transaction(|conn| {
         async move {
             let opened = open(conn, &id, &viewer, now).await?;
-            record_view(conn, &opened.share.id, &viewer, Action::Read, now).await?;
-            let messages = snapshot(conn, &opened.share).await?;
-            Ok(SharedConversation {
+            admit(gate, &opened.share)?;
+            let (messages, older) = snapshot_page(conn, &opened.share, page).await?;
+            views::record(conn, &opened.share, &viewer, Action::Read, now).await?;
+            let shared = SharedConversation {
                 title: opened.title,
                 owner: SharedOwner {
                     display_name: opened.owner_name,
@@ -258,10 +250,17 @@ pub async fn read(
                 mine: viewer.user == Some(opened.share.owner_id),
                 can_fork: viewer.user.is_some(),
                 messages: messages.into_iter().map(SharedMessage::from).collect(),
+                messages_before: None,
                 id: opened.share.id,
-            })
+            };
+            Ok((shared, older))
         }
         .scope_boxed()
     })
     .await
+}
+
+/// Counts a reading against the link's rate.
+pub fn admit(gate: &ReadGate, share: &ShareRow) -> Result<(), SharingError> {
+    gate.admit_link(&share.id).map_err(SharingError::RateLimited)
 }

@@ -1,11 +1,13 @@
 //! Files attached to a user message: paths in the sender's own workspace, checked when the
-//! message is sent, recorded on the stored message (`messages.attachments`) and announced to
-//! the model after the message's text ([`crate::llm::attachment_note`]), so that it reads
-//! them with its file tools.
+//! message is sent, recorded on the stored message (`messages.attachments`: path, size and
+//! SHA-256 of the content, so a link later serves only that very file) and announced to the
+//! model after the message's text ([`crate::llm::attachment_note`]), so that it reads them
+//! with its file tools.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::db::models::message::Message;
@@ -48,7 +50,7 @@ pub async fn resolve(
             wanted.push(path.as_str().to_owned());
         }
     }
-    let sizes: HashMap<String, u64> = store
+    let listed: HashSet<String> = store
         .list(user)
         .await
         .map_err(|e| match e {
@@ -56,21 +58,46 @@ pub async fn resolve(
             other => invalid(other.to_string()),
         })?
         .into_iter()
-        .map(|f| (f.path, f.size))
+        .map(|f| f.path)
         .collect();
-    wanted
-        .into_iter()
-        .map(|path| match sizes.get(&path) {
-            Some(&bytes) => Ok(Attachment { path, bytes }),
-            None => Err(TurnError::Attachment {
-                code: "attachment_not_found",
-                message: format!(
-                    "`{}` is not in your workspace; upload it first",
-                    crate::llm::truncate_chars(&path, 120)
-                ),
-            }),
-        })
-        .collect()
+    let mut out = Vec::with_capacity(wanted.len());
+    for path in wanted {
+        if !listed.contains(&path) {
+            return Err(not_found(&path));
+        }
+        out.push(recorded(store, user, path).await?);
+    }
+    Ok(out)
+}
+
+/// `path` as the message records it: its size and digest, from one reading of its content.
+async fn recorded(store: &WorkspaceStore, user: Uuid, path: String) -> Result<Attachment, TurnError> {
+    let content = store.read(user, &path).await.map_err(|e| match e {
+        WorkspaceError::NotFound => not_found(&path),
+        io @ WorkspaceError::Io(_) => TurnError::Internal(anyhow::anyhow!("{io}")),
+        other => invalid(other.to_string()),
+    })?;
+    let bytes = content.len() as u64;
+    // Up to `max_file_bytes` of hashing: off the async workers.
+    let digest = tokio::task::spawn_blocking(move || Sha256::digest(&content))
+        .await
+        .map_err(|e| TurnError::Internal(anyhow::anyhow!("hashing an attachment: {e}")))?;
+    let sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Attachment {
+        path,
+        bytes,
+        sha256: Some(sha256),
+    })
+}
+
+fn not_found(path: &str) -> TurnError {
+    TurnError::Attachment {
+        code: "attachment_not_found",
+        message: format!(
+            "`{}` is not in your workspace; upload it first",
+            crate::llm::truncate_chars(path, 120)
+        ),
+    }
 }
 
 fn invalid(message: impl Into<String>) -> TurnError {
