@@ -47,6 +47,10 @@ fn asked(fake: &FakeUpstream, n: usize) -> String {
         .unwrap()
 }
 
+/// SHA-256 of the two files' contents, as the message records them (issue 41.6).
+const NOTES_SHA256: &str = "e42c00ea657164ba1ce3819988604d590830ab6f4e440e591e2a0f0539abe38f";
+const CSV_SHA256: &str = "492d5ea496056f1a6a6592241032fab764c321596317930b4fa0e1e8bc3b7470";
+
 const NOTE: &str = "Attached files in your workspace (read them with your file tools):";
 
 #[tokio::test]
@@ -76,7 +80,10 @@ async fn attached_files_are_stored_named_to_the_model_and_exported() {
     assert_eq!(user["content"], "What is in these?");
     assert_eq!(
         user["attachments"],
-        json!([{"path": "notes.txt", "bytes": 23}, {"path": "data/q (2).csv", "bytes": 8}])
+        json!([
+            {"path": "notes.txt", "bytes": 23, "sha256": NOTES_SHA256},
+            {"path": "data/q (2).csv", "bytes": 8, "sha256": CSV_SHA256}
+        ])
     );
     assert!(
         stored["messages"][1].get("attachments").is_none(),
@@ -138,7 +145,7 @@ async fn attached_files_are_stored_named_to_the_model_and_exported() {
         .unwrap();
     assert_eq!(
         doc["messages"][2]["attachments"],
-        json!([{"path": "notes.txt", "bytes": 23}])
+        json!([{"path": "notes.txt", "bytes": 23, "sha256": NOTES_SHA256}])
     );
     assert_eq!(doc["messages"][2]["content"], "");
 }

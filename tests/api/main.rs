@@ -70,6 +70,9 @@ mod titles;
 mod tokens;
 mod tools;
 mod upload_cancel;
+// Issue 41.5, 41.6 and observations: share reads bounded and counted, file digests.
+mod share_bounds;
+mod share_digest;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).

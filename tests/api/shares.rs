@@ -528,7 +528,8 @@ async fn attached_files_download_through_the_link_and_nothing_else_does() {
     let seen = read_ok(&app, Some(&bob.access), id).await;
     assert_eq!(
         seen["messages"][0]["attachments"],
-        json!([{"path": "notes.txt", "bytes": 23}])
+        json!([{"path": "notes.txt", "bytes": 23,
+                 "sha256": "e42c00ea657164ba1ce3819988604d590830ab6f4e440e591e2a0f0539abe38f"}])
     );
 
     let file = |token: Option<&str>, path: &str| {

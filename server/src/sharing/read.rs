@@ -122,7 +122,7 @@ pub async fn snapshot_page(
         .await?;
     let older = window
         .more_before
-        .then(|| window.messages.first().map(|m| m.seq))
+        .then(|| <[Message]>::first(&window.messages).map(|m| m.seq))
         .flatten();
     let mut messages = window.messages;
     if share.redact_tools {
