@@ -5,7 +5,9 @@
 // when the snapshot was taken and that it is read-only; signed-in readers may continue it
 // as a copy of their own. A gone link (410), one that needs signing in (401, with the
 // sign-in form in place: the page comes back by itself) and an unknown one have pages
-// of their own.
+// of their own. A long conversation arrives as a window of its latest messages; "Show
+// earlier messages" fetches the page before it (`?before=` the answer's cursor), as the
+// chat does. Too many readings at once answer 429: the page says when to try again.
 
 import { h, clear, fmtBytes, fmtDate, icon, toast } from './dom.js';
 import * as api from './api.js';
@@ -81,6 +83,10 @@ function problem(err) {
     go.addEventListener('click', () => signIn('Sign in to read the shared conversation; you come back to it right after.'));
     root.append(page('Sign in to read this conversation',
       'It is shared with the members of this AgentChat server only.', go));
+  } else if (err.status === 429) {
+    const retry = h('button', { type: 'button', class: 'btn btn-primary' }, 'Try again');
+    retry.addEventListener('click', load);
+    root.append(page('Too many readings right now', err.message || 'This link was read too often in the last minute.', retry));
   } else if (err.status === 404) {
     root.append(page('Shared conversation not found', 'This link does not lead to a shared conversation. Check that it was copied whole.', home));
   } else {
@@ -164,6 +170,34 @@ function messagesOf(messages) {
   return out;
 }
 
+/** The button that puts the messages before `cursor` above the log's first ones. */
+function earlierButton(log, cursor) {
+  if (!cursor) return null;
+  const wrap = h('div', { class: 'load-earlier' });
+  const btn = h('button', { type: 'button', class: 'btn btn-small' }, 'Show earlier messages');
+  const status = h('span', { class: 'muted small', role: 'status' });
+  wrap.append(btn, status);
+  let next = cursor;
+  btn.addEventListener('click', async () => {
+    btn.disabled = true;
+    status.textContent = '';
+    try {
+      const resp = await request(`${sharePath}?before=${encodeURIComponent(next)}`, 'application/json');
+      const page = await resp.json();
+      const fromBottom = log.scrollHeight - log.scrollTop;
+      wrap.after(...messagesOf(page.messages || []));
+      next = page.messages_before;
+      if (next) btn.disabled = false;
+      else wrap.remove();
+      log.scrollTop = log.scrollHeight - fromBottom;
+    } catch (err) {
+      btn.disabled = false;
+      status.textContent = `Could not load earlier messages: ${err.message}`;
+    }
+  });
+  return wrap;
+}
+
 /** Forks the link at its last message and opens the new chat. */
 async function continueAsCopy(c, button) {
   const last = [...c.messages].reverse().find((m) => m.role === 'user' || m.role === 'assistant');
@@ -199,8 +233,11 @@ function render(c) {
       h('p', { class: 'share-banner-text' }, facts.join(' · ')),
       notes.length ? h('p', { class: 'share-banner-note small' }, notes.join(' ')) : null),
     action);
-  const log = h('div', { class: 'share-log', role: 'log', 'aria-label': 'Messages' }, ...messagesOf(c.messages));
-  if (!c.messages.length) log.append(h('p', { class: 'muted' }, 'This snapshot holds no messages.'));
+  const log = h('div', { class: 'share-log', role: 'log', 'aria-label': 'Messages' });
+  const earlier = earlierButton(log, c.messages_before);
+  if (earlier) log.append(earlier);
+  log.append(...messagesOf(c.messages));
+  if (!c.messages.length && !earlier) log.append(h('p', { class: 'muted' }, 'This snapshot holds no messages.'));
   clear(root).append(h('h1', { class: 'share-title' }, c.title || 'Untitled'), banner, log);
 }
 
