@@ -96,7 +96,11 @@ async fn a_long_shared_conversation_is_read_a_window_at_a_time_within_its_snapsh
     assert_eq!(latest.len(), 200, "the default window, not the snapshot");
     assert_eq!(latest[0], "row 401");
     assert_eq!(latest.last().unwrap(), "row 600");
-    assert!(first["messages_before"].is_string(), "{}", first["messages_before"]);
+    assert!(
+        first["messages_before"].is_string(),
+        "{}",
+        first["messages_before"]
+    );
 
     // Paged back, every message of the snapshot once and in order.
     let mut all: Vec<String> = Vec::new();
@@ -230,15 +234,25 @@ async fn readings_past_an_address_or_a_link_rate_are_429_with_retry_after() {
 
     // One address: its two readings a minute, then 429 (files and copies count too).
     for _ in 0..2 {
-        assert_eq!(anonymous(&app, &path, Some("192.0.2.1")).await.status(), 200);
+        assert_eq!(
+            anonymous(&app, &path, Some("192.0.2.1")).await.status(),
+            200
+        );
     }
     let r = anonymous(&app, &path, Some("192.0.2.1")).await;
     assert_eq!(r.status(), 429);
-    let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
     let body = expect_error(r, 429, "rate_limited").await;
     assert!(
-        body["error"]["message"].as_str().unwrap().contains("address"),
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("address"),
         "{body}"
     );
     let r = anonymous(&app, &format!("{path}/files/notes.txt"), Some("192.0.2.1")).await;
@@ -347,7 +361,10 @@ async fn link_urls_never_come_from_the_requests_host() {
         let made: Value = r.json().await.unwrap();
         let url = made["url"].as_str().unwrap();
         assert!(url.starts_with(&own), "{header}: {url}");
-        for path in ["/api/admin/shares", &format!("/api/conversations/{conv}/shares")] {
+        for path in [
+            "/api/admin/shares",
+            &format!("/api/conversations/{conv}/shares"),
+        ] {
             let listed: Value = app
                 .get_as(&root.access, path)
                 .header(header, value)

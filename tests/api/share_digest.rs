@@ -69,7 +69,10 @@ async fn a_file_replaced_by_one_of_the_same_size_is_gone_from_the_link() {
     );
     // Put back as it was, it is the shared file again.
     app.upload(&alice.access, "notes.txt", "abcd").await;
-    assert_eq!(download(&app, &bob.access, &id, "notes.txt").await.status(), 200);
+    assert_eq!(
+        download(&app, &bob.access, &id, "notes.txt").await.status(),
+        200
+    );
 }
 
 #[tokio::test]
@@ -87,7 +90,10 @@ async fn files_of_messages_without_a_digest_are_served_while_their_size_matches(
     .await
     .unwrap();
     app.upload(&alice.access, "old.txt", "wxyz").await;
-    assert_eq!(download(&app, &bob.access, &id, "old.txt").await.status(), 200);
+    assert_eq!(
+        download(&app, &bob.access, &id, "old.txt").await.status(),
+        200
+    );
     app.upload(&alice.access, "old.txt", "longer").await;
     expect_error(
         download(&app, &bob.access, &id, "old.txt").await,

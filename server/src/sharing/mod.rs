@@ -26,15 +26,15 @@ pub mod model;
 pub mod policy;
 pub mod read;
 pub mod redact;
-pub mod views;
 mod token;
+pub mod views;
 
 pub use error::SharingError;
-pub use model::{Scope, ShareInfo, ShareState};
 pub use gate::ReadGate;
+pub use model::{Scope, ShareInfo, ShareState};
 pub use read::{Page, Viewer};
-pub use views::AdminReader;
 pub use token::looks_like_share_id;
+pub use views::AdminReader;
 
 /// Who asks, as the sharing rules need to know them.
 #[derive(Debug, Clone, Copy)]

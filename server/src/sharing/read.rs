@@ -118,8 +118,8 @@ pub async fn snapshot_page(
 ) -> Result<(Vec<Message>, Option<i64>), SharingError> {
     let end = share.snapshot_seq.saturating_add(1);
     let before = page.before.map_or(end, |b| b.min(end));
-    let window = message_window::window(conn, share.conversation_id, Some(before), page.limit)
-        .await?;
+    let window =
+        message_window::window(conn, share.conversation_id, Some(before), page.limit).await?;
     let older = window
         .more_before
         .then(|| <[Message]>::first(&window.messages).map(|m| m.seq))
@@ -262,5 +262,6 @@ pub async fn read(
 
 /// Counts a reading against the link's rate.
 pub fn admit(gate: &ReadGate, share: &ShareRow) -> Result<(), SharingError> {
-    gate.admit_link(&share.id).map_err(SharingError::RateLimited)
+    gate.admit_link(&share.id)
+        .map_err(SharingError::RateLimited)
 }

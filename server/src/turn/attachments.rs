@@ -71,7 +71,11 @@ pub async fn resolve(
 }
 
 /// `path` as the message records it: its size and digest, from one reading of its content.
-async fn recorded(store: &WorkspaceStore, user: Uuid, path: String) -> Result<Attachment, TurnError> {
+async fn recorded(
+    store: &WorkspaceStore,
+    user: Uuid,
+    path: String,
+) -> Result<Attachment, TurnError> {
     let content = store.read(user, &path).await.map_err(|e| match e {
         WorkspaceError::NotFound => not_found(&path),
         io @ WorkspaceError::Io(_) => TurnError::Internal(anyhow::anyhow!("{io}")),
