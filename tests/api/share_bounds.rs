@@ -193,7 +193,7 @@ async fn readings_are_counted_per_viewer_and_minute_not_a_row_each() {
             .unwrap();
         assert_eq!(r.status(), 200);
     }
-    let (rows, views) = counted(&app, &id).await;
+    let (rows, views) = counted(&app, id).await;
     assert_eq!(views, 305, "every reading counted");
     // Two viewers (nobody from one address, and the reader), each in a minute or two.
     assert!((2..=4).contains(&rows), "{rows} rows for 305 readings");
