@@ -88,6 +88,11 @@ impl Tool for SearchKnowledge {
         Some(48 * 1024)
     }
 
+    /// It reads the owner's documents: an API key needs the `knowledge` scope.
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Knowledge)
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: SearchArgs = parse_args(args)?;
         let query = args.query.trim();
