@@ -148,14 +148,7 @@ pub async fn search(
         return Ok(Vec::new());
     }
     let ids: Vec<Uuid> = scope.iter().map(|s| s.id).collect();
-    let embedded = k.model.embed(&[query.to_owned()]).await.map_err(|e| {
-        KnowledgeError::Unavailable(format!("the query could not be embedded: {e}"))
-    })?;
-    k.metrics.knowledge_embedding_tokens.inc_by(embedded.tokens);
-    // Not `.first()`: diesel-async's `RunQueryDsl::first` would be picked.
-    let vector = <[Vec<f32>]>::first(&embedded.vectors)
-        .map(|v| vector_literal(v))
-        .unwrap_or_default();
+    let vector = vector_literal(&super::embed_budget::embed_query(k, user, query).await?);
     let sql = statement(k.model.dimensions, readable_chunks <= EXACT_SCAN_MAX_CHUNKS);
     let model = k.model.name.clone();
     let limit = i64::try_from(limit).unwrap_or(20);

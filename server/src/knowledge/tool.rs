@@ -119,6 +119,8 @@ impl Tool for SearchKnowledge {
             .await
             .map_err(|e| match e {
                 KnowledgeError::Unavailable(m) => ToolError::Failed(m),
+                // The user's budget cannot pay for embedding the query: say so, in words.
+                KnowledgeError::Budget { message, .. } => ToolError::Failed(message),
                 other => {
                     tracing::warn!(error = %other, "search_knowledge failed");
                     ToolError::Failed("the knowledge search failed; try again".into())
