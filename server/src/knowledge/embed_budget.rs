@@ -58,8 +58,8 @@ impl Refused {
             Refused::HeldByOthers | Refused::Money(MoneyRefusal::HeldByOthers) => {
                 KnowledgeError::Budget {
                     code: "budget_in_use",
-                    message: "replies in progress hold the rest of your budget; search again \
-                              when they finish"
+                    message: "replies in progress (this one included) hold the rest of your \
+                              budget, so the search query cannot be embedded now"
                         .into(),
                     retry_after: 2,
                 }
