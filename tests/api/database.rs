@@ -782,6 +782,7 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
             .unwrap();
         }
         let mut cut_somewhere = false;
+        let opening = context::Opening::system_only(system);
         for window in (0..3_500).chain([u64::MAX / 2]) {
             let room = context::history_room(system, new_message, window, reserve);
             let recent = message::list_recent(&mut db, conversation, room)
@@ -793,8 +794,8 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
             );
             cut_somewhere |= !recent.is_empty() && recent.len() < all.len();
             assert_eq!(
-                context::assemble(system, &recent, new_message, window, reserve),
-                context::assemble(system, &all, new_message, window, reserve),
+                context::assemble(&opening, &recent, new_message, window, reserve),
+                context::assemble(&opening, &all, new_message, window, reserve),
                 "window {window}: {} of {} messages read",
                 recent.len(),
                 all.len()

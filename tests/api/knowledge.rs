@@ -211,14 +211,15 @@ async fn the_agent_searches_with_the_tool_and_its_answer_cites_the_passage() {
     )
     .await;
     assert_eq!(audit, vec!["search_knowledge,ok".to_owned()]);
-    // The embedding tokens were charged to the uploader, at the model's price.
+    // The embedding tokens were charged at the model's price: the uploader's ingestion, then
+    // the search's query (issue 41.7).
     let usage = strings(
         &app,
         "SELECT concat_ws(',', model, (input_tokens > 0)::text, (cost > 0)::text) AS v \
          FROM usage_records WHERE conversation_id IS NULL",
     )
     .await;
-    assert_eq!(usage, vec!["embed,true,true".to_owned()]);
+    assert_eq!(usage, vec!["embed,true,true".to_owned(); 2]);
 }
 
 #[tokio::test]

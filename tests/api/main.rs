@@ -102,3 +102,8 @@ fn child_server_process() {
         app.run_until_stopped().await.unwrap();
     });
 }
+// Issue 41.4, 41.7 and 42.2 (h2-scopes): key scopes for documents and memory, memory as the
+// user's words, paid query embeddings, natural-language knowledge search.
+mod key_scopes_data;
+mod knowledge_budget;
+mod memory_safety;

@@ -1,6 +1,7 @@
-//! Memory (issue 32, DESIGN §14): per-user notes pinned into the prompt under the system
-//! prompt, bounded, editable, off per user and per conversation; the model keeps one with
-//! the `remember` tool, an allowlisted tool like any other.
+//! Memory (issue 32, DESIGN §14): per-user notes pinned into the prompt as the user's own
+//! message after the system prompt (issue 41.4), bounded, editable, off per user and per
+//! conversation; the model keeps one with the `remember` tool, an allowlisted tool like any
+//! other that the user confirms unless the role says otherwise.
 
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
@@ -20,24 +21,43 @@ async fn note(app: &TestApp, token: &str, text: &str) -> (u16, Value) {
     .await
 }
 
-/// The system prompt of the next model call a chat message makes.
+/// The opening of the next model call a chat message makes: the system prompt, then the
+/// text of the user's memory notes message ("" when there is none).
+async fn opening_of_next_chat(
+    app: &TestApp,
+    fake: &FakeUpstream,
+    token: &str,
+    conv: &str,
+) -> (String, String) {
+    fake.push(Reply::text("ok"));
+    let before = fake.requests().len();
+    app.chat(token, conv, "hello").await;
+    let messages = fake.requests()[before]["body"]["messages"].clone();
+    assert_eq!(messages[0]["role"], "system", "{messages}");
+    let system = messages[0]["content"].as_str().unwrap().to_owned();
+    let notes = match messages.as_array().unwrap().as_slice() {
+        // system, notes, "hello"
+        [_, n, _, ..] if n["role"] == "user" && n["content"] != "hello" => {
+            n["content"].as_str().unwrap().to_owned()
+        }
+        _ => String::new(),
+    };
+    (system, notes)
+}
+
+/// The notes text the next chat message's model call carries (as the user's message).
 async fn prompt_of_next_chat(
     app: &TestApp,
     fake: &FakeUpstream,
     token: &str,
     conv: &str,
 ) -> String {
-    fake.push(Reply::text("ok"));
-    let before = fake.requests().len();
-    app.chat(token, conv, "hello").await;
-    fake.requests()[before]["body"]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let (system, notes) = opening_of_next_chat(app, fake, token, conv).await;
+    format!("{system}\n{notes}")
 }
 
 #[tokio::test]
-async fn notes_are_bounded_owned_and_pinned_under_the_system_prompt() {
+async fn notes_are_bounded_owned_and_pinned_as_the_users_message() {
     let fake = FakeUpstream::start().await;
     let (app, [_admin, ann, bob]) = TestApp::builder()
         .openai(&fake)
@@ -107,16 +127,17 @@ async fn notes_are_bounded_owned_and_pinned_under_the_system_prompt() {
     );
 
     let conv = app.new_conversation(&ann.access).await;
-    let prompt = prompt_of_next_chat(&app, &fake, &ann.access, &conv).await;
-    let rules = prompt.find("SERVER RULES").unwrap();
-    let notes = prompt
-        .find("My team is Osprey")
-        .expect("the note is in the prompt");
+    // Issue 41.4: the notes are the user's words (the model may have written them), so they
+    // come as a message of the user's after the system prompt, never inside it.
+    let (system, notes) = opening_of_next_chat(&app, &fake, &ann.access, &conv).await;
+    assert_eq!(system, "SERVER RULES");
     assert!(
-        rules < notes && prompt.contains("never override"),
-        "{prompt}"
+        notes.starts_with("My saved notes")
+            && notes.contains("not instructions")
+            && notes.contains("My team is Osprey")
+            && notes.contains("Prefers short answers"),
+        "{notes}"
     );
-    assert!(prompt.contains("Prefers short answers"));
     // Bob's prompt has none of Ann's notes.
     let bobs = app.new_conversation(&bob.access).await;
     assert!(!prompt_of_next_chat(&app, &fake, &bob.access, &bobs)
@@ -186,6 +207,15 @@ async fn the_model_remembers_through_an_allowlisted_tool() {
         .model(MODEL)
         .start_as(["boss", "ann"])
         .await;
+    // Unasked: the role says so (the default asks the user, `memory_safety`).
+    let r = app
+        .put_role(
+            &admin.access,
+            "member",
+            json!({"tools": ["calculator", "remember"], "approvals": {"remember": "none"}}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
     let conv = app.new_conversation(&ann.access).await;
     fake.push(Reply::tool_call(
         "c1",
@@ -283,9 +313,19 @@ async fn the_demo_model_remembers_what_it_is_told_to() {
     let events = app
         .chat(&ann.access, &conv, "Remember that my team is Falcon.")
         .await;
+    // A note reaches every later chat: the user confirms it first (the default).
+    let asked = crate::approvals::named(&events, "approval_required");
+    assert_eq!(asked.len(), 1, "{events:?}");
+    assert_eq!(asked[0].data["name"], "remember");
+    assert_eq!(crate::approvals::finish(&events), "awaiting_approval");
+    let id = asked[0].data["approval_id"].as_str().unwrap();
+    let r = crate::approvals::decide(&app, &ann.access, id, json!({"decision": "approve"}), true)
+        .await;
+    assert_eq!(r.status(), 200);
+    let resumed = parse_sse(&r.text().await.unwrap());
     assert!(
-        streamed_text(&events).contains("my team is Falcon"),
-        "{events:?}"
+        streamed_text(&resumed).contains("my team is Falcon"),
+        "{resumed:?}"
     );
     let (_, mine) = send(
         &app,

@@ -1,7 +1,8 @@
 // "API keys" page: create a personal key (its secret shown once, with a copy button), list
 // and revoke one's keys. Keys work with OpenAI clients pointed at this server's /v1. Every
 // key expires (the server's default and maximum lifetime shape the choices), may carry the
-// `files` scope (its turns may use the workspace file tools), and on a sign-in older than
+// `files`, `knowledge` and `memory` scopes (its turns may use the workspace file tools, search
+// your documents, keep notes for your chats), and on a sign-in older than
 // the server's re-auth window the page asks for the password before making one.
 
 import { h, clear, field, fmtDate, toast } from './dom.js';
@@ -25,15 +26,19 @@ export function renderKeys(main) {
   const base = `${location.origin}/v1`;
   const name = field('Name', { name: 'key_name', maxlength: '100', required: true, placeholder: 'e.g. laptop editor' });
   const expiry = field('Expires', { name: 'key_expiry' }, 'select');
-  const files = h('input', { type: 'checkbox', id: 'key-scope-files', name: 'key_scope_files' });
+  const SCOPES = [
+    ['files', 'Workspace files: the key\'s chats may read and change your files'],
+    ['knowledge', 'Knowledge: the key\'s chats may search the documents you may read'],
+    ['memory', 'Memory: the key\'s chats may keep notes that your later chats are given'],
+  ];
+  const boxes = SCOPES.map(([sc, label]) => [sc, label, h('input', { type: 'checkbox', id: `key-scope-${sc}`, name: `key_scope_${sc}` })]);
   const password = field('Confirm your password', { name: 'key_password', type: 'password', autocomplete: 'current-password' });
   password.wrap.hidden = true;
   const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Create key');
   const error = h('div', { class: 'form-error', role: 'alert' });
   const form = h('form', { class: 'inline-form', novalidate: true },
     h('div', { class: 'form-row' }, name.wrap, expiry.wrap, h('div', { class: 'field field-auto' }, submit)),
-    h('div', { class: 'field-inline' }, files,
-      h('label', { for: 'key-scope-files' }, 'Workspace files: the key\'s chats may read and change your files')),
+    ...boxes.map(([sc, label, box]) => h('div', { class: 'field-inline' }, box, h('label', { for: `key-scope-${sc}` }, label))),
     password.wrap, error);
   let policy = { default_days: 90, max_days: 365, reauth_secs: 300 };
   function drawExpiry() {
@@ -57,7 +62,7 @@ export function renderKeys(main) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     error.textContent = '';
-    const body = { name: name.input.value.trim(), scopes: files.checked ? ['chat', 'files'] : ['chat'] };
+    const body = { name: name.input.value.trim(), scopes: ['chat', ...boxes.filter(([, , box]) => box.checked).map(([sc]) => sc)] };
     if (!body.name) { error.textContent = 'Give the key a name.'; name.input.focus(); return; }
     // A minute short of the chosen day count: the maximum itself stays within the limit.
     body.expires_at = new Date(Date.now() + Number(expiry.input.value) * 86400000 - 60000).toISOString();
@@ -66,7 +71,7 @@ export function renderKeys(main) {
     try {
       const created = await api.post('/api/keys', body);
       name.input.value = '';
-      files.checked = false;
+      for (const [, , box] of boxes) box.checked = false;
       password.input.value = '';
       password.wrap.hidden = true;
       showSecret(created);
@@ -140,7 +145,7 @@ export function renderKeys(main) {
       });
       return h('tr', null,
         h('td', null, k.name), h('td', null, h('code', null, `${k.prefix}…`)),
-        h('td', { class: 'key-scopes' }, (k.scopes || ['chat']).map((sc) => h('span', { class: 'pill', dataset: { scope: sc } }, sc === 'files' ? 'files' : 'chat'))),
+        h('td', { class: 'key-scopes' }, (k.scopes || ['chat']).map((sc) => h('span', { class: 'pill', dataset: { scope: sc } }, sc))),
         h('td', null, fmtDate(k.created_at)), h('td', null, k.expires_at ? fmtDate(k.expires_at) : 'Never'),
         h('td', null, k.last_used_at ? fmtDate(k.last_used_at) : 'Never'), h('td', null, revoke));
     });

@@ -81,7 +81,7 @@ mod tests {
             username: "u".into(),
             role: "member".into(),
             expires_at: None,
-            scopes: crate::domain::KeyScopes { files: false },
+            scopes: crate::domain::KeyScopes::default(),
             touched_at: None,
         }
     }

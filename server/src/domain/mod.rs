@@ -3,14 +3,14 @@
 //! who acts, and the text rules Postgres imposes. Depends on nothing else in the crate.
 
 mod attachment;
-mod key_scopes;
+pub mod key_scopes;
 pub mod pricing;
 mod states;
 pub mod text;
 pub mod tokens;
 
 pub use attachment::Attachment;
-pub use key_scopes::KeyScopes;
+pub use key_scopes::{KeyScope, KeyScopes};
 pub use states::{
     ApprovalState, Approver, Decision, MessageRole, MessageStatus, TurnState, UnknownState,
     ADMIN_ROLE, MEMBER_ROLE,

@@ -30,6 +30,9 @@ impl From<crate::knowledge::KnowledgeError> for ApiError {
             ),
             K::EmptyFile => ApiError::bad_request("empty_file", message),
             K::Limit(_) => ApiError::conflict("limit_reached", message),
+            K::Budget {
+                code, retry_after, ..
+            } => ApiError::too_many(code, message, retry_after),
             K::Db(source) => source.into(),
             K::Pool(source) => ApiError::unavailable(anyhow::anyhow!(source)),
         }

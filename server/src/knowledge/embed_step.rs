@@ -2,22 +2,17 @@
 //! vectors, charge what the provider counted (at most the hold) and record the usage. A
 //! refused budget or a failed call stores nothing of the batch.
 
-use std::time::Duration;
-
 use diesel::sql_types::{Array, BigInt, Integer, Text, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use uuid::Uuid;
 
+use super::embed_budget::{self, Refused};
 use super::{vector_literal, Knowledge};
-use crate::db::models::budget::{self, Reserve, ReserveAsk, Spend};
-use crate::db::models::usage::{self, NewUsage};
-use crate::domain::pricing::TokenCounts;
+use crate::db::models::budget;
+use crate::db::models::usage;
 use crate::llm::embeddings::EmbedError;
-
-/// How long a batch's budget hold lives if this process dies mid-batch.
-const HOLD_TTL: Duration = Duration::from_secs(300);
 
 /// Why a batch did not go through.
 #[derive(Debug)]
@@ -64,36 +59,23 @@ pub(super) async fn embed_batch(
     )
     .unwrap_or(i64::MAX)
     .max(1);
-    let now = (k.clock)();
-    let limit = budget::limit_for(&mut conn, job.uploaded_by)
+    let hold = match embed_budget::hold(&mut conn, k, job.uploaded_by, estimate)
         .await
-        .map_err(db)?;
-    let ask = ReserveAsk {
-        user_id: job.uploaded_by,
-        limit,
-        input: estimate,
-        price: k.model.price.clone(),
-        want: estimate,
-        need: estimate,
-        now,
-        hold_ttl: HOLD_TTL,
-        process_id: k.process_id,
-        turn_id: None,
-    };
-    let hold = match budget::reserve(&mut conn, &ask).await.map_err(db)? {
-        Reserve::Granted(hold) => hold,
-        Reserve::Exhausted { left, .. } => {
+        .map_err(db)?
+    {
+        Ok(hold) => hold,
+        Err(Refused::Exhausted { left, need, .. }) => {
             return Err(StepError::Budget(format!(
                 "the uploader's token budget has {left} tokens left; embedding the next part \
-                 needs about {estimate}. Retry when the budget resets."
+                 needs about {need}. Retry when the budget resets."
             )))
         }
-        Reserve::HeldByOthers => {
+        Err(Refused::HeldByOthers) => {
             return Err(StepError::Budget(
                 "the uploader's budget is held by running turns right now".into(),
             ))
         }
-        Reserve::Money(refusal) => return Err(StepError::Budget(format!("{refusal:?}"))),
+        Err(Refused::Money(refusal)) => return Err(StepError::Budget(format!("{refusal:?}"))),
     };
     drop(conn);
     let started = std::time::Instant::now();
@@ -104,48 +86,16 @@ pub(super) async fn embed_batch(
     let embedded = match embedded {
         Ok(e) => e,
         Err(e) => {
-            // Best effort: a hold left behind expires by itself (`HOLD_TTL`).
-            if let Ok(mut conn) = k.pool.get().await {
-                let _ = budget::settle(&mut conn, &hold, Spend::default()).await;
-            }
+            embed_budget::release(k, &hold).await;
             return Err(StepError::Embed(e));
         }
     };
     let mut conn = k.pool.get().await.map_err(pool)?;
     let tokens = i64::try_from(embedded.tokens).unwrap_or(i64::MAX);
-    let charged = if hold.is_limited() {
-        tokens.min(hold.amount)
-    } else {
-        tokens
-    };
-    let cost = k.model.price.as_ref().map(|p| {
-        let c = p.cost(&TokenCounts {
-            input: embedded.tokens,
-            ..Default::default()
-        });
-        (c, p.currency.clone())
-    });
-    let spend = Spend {
-        tokens: charged,
-        cost: cost.as_ref().map_or(rust_decimal::Decimal::ZERO, |c| c.0),
-    };
+    let (spend, usage_row) = embed_budget::charge(k, job.uploaded_by, &hold, embedded.tokens);
     let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();
     let vectors: Vec<String> = embedded.vectors.iter().map(|v| vector_literal(v)).collect();
     let dims = i32::try_from(k.model.dimensions).unwrap_or(i32::MAX);
-    let usage_row = NewUsage {
-        user_id: job.uploaded_by,
-        conversation_id: None,
-        message_id: None,
-        model: k.model.name.clone(),
-        fallback_from: None,
-        fallback_reason: None,
-        input_tokens: tokens,
-        output_tokens: 0,
-        cache_read_tokens: 0,
-        cache_write_tokens: 0,
-        charged,
-        cost,
-    };
     let (job_id, generation, owner, model) =
         (job.id, job.generation, k.process_id, k.model.name.clone());
     let stored = conn

@@ -27,6 +27,14 @@ pub enum KnowledgeError {
     EmptyFile,
     #[error("{0}")]
     Limit(String),
+    /// The caller's budget cannot pay for embedding the query (`budget_exhausted`, or
+    /// `budget_in_use` while running turns hold it).
+    #[error("{message}")]
+    Budget {
+        code: &'static str,
+        message: String,
+        retry_after: u64,
+    },
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
     #[error("the database is unavailable: {0}")]

@@ -11,6 +11,7 @@ pub mod chunking;
 pub mod citations;
 pub mod collections;
 pub mod documents;
+mod embed_budget;
 mod embed_step;
 pub mod error;
 pub mod extract;

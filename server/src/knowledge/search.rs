@@ -1,7 +1,10 @@
 //! Hybrid search: the query's nearest chunks by vector (HNSW, cosine) and its best by
-//! full text (GIN, `websearch_to_tsquery`), fused by reciprocal rank. Both halves are
-//! limited to the collections the caller may read inside the SQL (the grant is a join, not
-//! a filter afterwards), and pgvector's iterative scan keeps the nearest-neighbour half
+//! full text, fused by reciprocal rank. The full-text half asks for any of the query's words
+//! (GIN; stemmed, stop words dropped: a question in natural words finds what its key words
+//! find) and ranks a chunk by the words it holds, each weighed by how rare it is among the
+//! readable chunks (`ln(1 + N/df)`), so several and rare words beat one common one. Both
+//! halves are limited to the collections the caller may read inside the SQL (the grant is a
+//! join, not a filter afterwards), and pgvector's iterative scan keeps the nearest-neighbour half
 //! finding enough rows when those collections are a small part of the table.
 
 use diesel::sql_types::{Array, BigInt, Double, Integer, Text, Uuid as SqlUuid};
@@ -16,6 +19,8 @@ use super::{vector_literal, Knowledge, KnowledgeError};
 
 /// Candidates each half contributes to the fusion.
 const CANDIDATES: i64 = 40;
+/// The query's words the full-text half weighs (the first ones, stop words dropped).
+const MAX_WORDS: usize = 64;
 /// Reciprocal rank fusion's damping constant (the usual 60).
 const RRF_K: u32 = 60;
 /// Up to this many readable chunks the vector half compares them all (exact, a few
@@ -86,14 +91,26 @@ fn statement(dims: usize, exact: bool) -> String {
          vec AS MATERIALIZED ( \
            SELECT v.id, row_number() OVER (ORDER BY v.distance) AS r FROM ({nearest}) v \
             WHERE v.distance <= $7), \
+         words AS MATERIALIZED ( \
+           SELECT w.lexeme AS l, \
+                  ('''' || replace(replace(w.lexeme, '\\', '\\\\'), '''', '''''') || '''') \
+                    AS quoted \
+             FROM unnest(to_tsvector('english', $5)) w \
+            ORDER BY w.positions[1] LIMIT {MAX_WORDS}), \
+         wanted AS (SELECT string_agg(quoted, ' | ')::tsquery AS q FROM words), \
+         matched AS MATERIALIZED ( \
+           SELECT ch.id, ch.tsv FROM chunks ch, wanted \
+            WHERE ch.tsv @@ wanted.q AND ch.collection_id = ANY($1::uuid[]) \
+              AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
+                          AND d.live_generation = ch.generation)), \
+         pairs AS MATERIALIZED ( \
+           SELECT m.id, w.l FROM matched m JOIN words w ON m.tsv @@ w.quoted::tsquery), \
+         df AS (SELECT l, count(*)::float8 AS n FROM pairs GROUP BY l), \
          txt AS MATERIALIZED ( \
            SELECT t.id, row_number() OVER (ORDER BY t.rank DESC, t.id) AS r FROM ( \
-             SELECT ch.id, ts_rank_cd(ch.tsv, q) AS rank \
-               FROM chunks ch, websearch_to_tsquery('english', $5) q \
-              WHERE ch.tsv @@ q AND ch.collection_id = ANY($1::uuid[]) \
-                AND EXISTS (SELECT 1 FROM documents d WHERE d.id = ch.document_id \
-                            AND d.live_generation = ch.generation) \
-              ORDER BY rank DESC LIMIT $4) t), \
+             SELECT p.id, sum(ln(1.0 + $8::float8 / df.n)) AS rank \
+               FROM pairs p JOIN df ON df.l = p.l GROUP BY p.id \
+              ORDER BY rank DESC, p.id LIMIT $4) t), \
          fused AS ( \
            SELECT id, sum(1.0 / ({RRF_K} + r))::float8 AS score \
              FROM (SELECT id, r FROM vec UNION ALL SELECT id, r FROM txt) x \
@@ -148,14 +165,7 @@ pub async fn search(
         return Ok(Vec::new());
     }
     let ids: Vec<Uuid> = scope.iter().map(|s| s.id).collect();
-    let embedded = k.model.embed(&[query.to_owned()]).await.map_err(|e| {
-        KnowledgeError::Unavailable(format!("the query could not be embedded: {e}"))
-    })?;
-    k.metrics.knowledge_embedding_tokens.inc_by(embedded.tokens);
-    // Not `.first()`: diesel-async's `RunQueryDsl::first` would be picked.
-    let vector = <[Vec<f32>]>::first(&embedded.vectors)
-        .map(|v| vector_literal(v))
-        .unwrap_or_default();
+    let vector = vector_literal(&super::embed_budget::embed_query(k, user, query).await?);
     let sql = statement(k.model.dimensions, readable_chunks <= EXACT_SCAN_MAX_CHUNKS);
     let model = k.model.name.clone();
     let limit = i64::try_from(limit).unwrap_or(20);
@@ -179,6 +189,7 @@ pub async fn search(
                     .bind::<Text, _>(query)
                     .bind::<BigInt, _>(limit)
                     .bind::<Double, _>(max_distance)
+                    .bind::<Double, _>(readable_chunks as f64)
                     .load(conn)
                     .await
             }

@@ -88,6 +88,11 @@ impl Tool for SearchKnowledge {
         Some(48 * 1024)
     }
 
+    /// It reads the owner's documents: an API key needs the `knowledge` scope.
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Knowledge)
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: SearchArgs = parse_args(args)?;
         let query = args.query.trim();
@@ -114,6 +119,8 @@ impl Tool for SearchKnowledge {
             .await
             .map_err(|e| match e {
                 KnowledgeError::Unavailable(m) => ToolError::Failed(m),
+                // The user's budget cannot pay for embedding the query: say so, in words.
+                KnowledgeError::Budget { message, .. } => ToolError::Failed(message),
                 other => {
                     tracing::warn!(error = %other, "search_knowledge failed");
                     ToolError::Failed("the knowledge search failed; try again".into())

@@ -36,6 +36,8 @@ pub enum MemoryError {
     Full(String),
     #[error("memory is turned off for this account")]
     Off,
+    #[error("memory is turned off in this chat")]
+    OffInChat,
     #[error("no such note")]
     NotFound,
     #[error(transparent)]
@@ -84,12 +86,31 @@ pub async fn set_enabled(
         .map(drop)
 }
 
-/// Adds a note within `limits` (the model's only while memory is on).
+/// Who writes a note.
+#[derive(Debug, Clone, Copy)]
+pub enum Writer {
+    /// The user, in the account page (allowed with memory off: they manage their notes).
+    User,
+    /// The model through `remember`, in `chat`: only while memory is on for the user and
+    /// for that chat.
+    Model { chat: Uuid },
+}
+
+impl Writer {
+    fn source(self) -> &'static str {
+        match self {
+            Writer::User => "user",
+            Writer::Model { .. } => "model",
+        }
+    }
+}
+
+/// Adds a note within `limits` (the model's only while memory is on for the user and the chat).
 pub async fn add(
     conn: &mut AsyncPgConnection,
     user: Uuid,
     text: &str,
-    source: &'static str,
+    writer: Writer,
     limits: &MemorySettings,
 ) -> Result<Note, MemoryError> {
     let text = crate::domain::pg_safe_text(text.trim()).into_owned();
@@ -102,10 +123,15 @@ pub async fn add(
             .get_result(conn)
             .await
             .optional()?;
-            match on {
-                None => return Err(MemoryError::NotFound),
-                Some(f) if !f.on && source == "model" => return Err(MemoryError::Off),
-                Some(_) => {}
+            match (on, writer) {
+                (None, _) => return Err(MemoryError::NotFound),
+                (Some(f), Writer::Model { .. }) if !f.on => return Err(MemoryError::Off),
+                (Some(_), Writer::Model { chat }) => {
+                    if !chat_memory_on(conn, user, chat).await? {
+                        return Err(MemoryError::OffInChat);
+                    }
+                }
+                (Some(_), Writer::User) => {}
             }
             let existing: Vec<String> = list(conn, user)
                 .await?
@@ -122,13 +148,30 @@ pub async fn add(
             .bind::<SqlUuid, _>(Uuid::new_v4())
             .bind::<SqlUuid, _>(user)
             .bind::<Text, _>(&text)
-            .bind::<Text, _>(source)
+            .bind::<Text, _>(writer.source())
             .get_result(conn)
             .await?)
         }
         .scope_boxed()
     })
     .await
+}
+
+/// Whether memory is on in the user's conversation `chat` (a chat that is not theirs: off).
+async fn chat_memory_on(
+    conn: &mut AsyncPgConnection,
+    user: Uuid,
+    chat: Uuid,
+) -> diesel::QueryResult<bool> {
+    let f: Option<Flag> = diesel::sql_query(
+        "SELECT memory_enabled AS on FROM conversations WHERE id = $1 AND user_id = $2",
+    )
+    .bind::<SqlUuid, _>(chat)
+    .bind::<SqlUuid, _>(user)
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(f.is_some_and(|f| f.on))
 }
 
 /// Rewrites one of the user's notes within `limits`.

@@ -1,7 +1,9 @@
 //! `remember`: the model keeps a note for the user's later chats. A tool like any other
 //! (role allowlists, approvals, audit rows apply through the registry), so an admin turns it
-//! off by leaving it out of a role; it refuses while the user's memory is off, and the note
-//! is bounded like one written by hand.
+//! off by leaving it out of a role; the person chatting confirms each call unless the role
+//! says otherwise; it refuses while memory is off for the user or in the chat, and the note
+//! is bounded like one written by hand. An API key's turns have it only with the `memory`
+//! scope.
 
 use std::sync::Arc;
 
@@ -54,6 +56,17 @@ impl Tool for Remember {
         args_schema::<RememberArgs>()
     }
 
+    /// A note reaches the owner's later chats: an API key needs the `memory` scope.
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Memory)
+    }
+
+    /// A note reaches every later chat, and the model may be steered into writing one by
+    /// what it read: the person chatting confirms it unless the role's map says otherwise.
+    fn default_approver(&self) -> crate::domain::Approver {
+        crate::domain::Approver::User
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: RememberArgs = parse_args(args)?;
         let mut conn = self
@@ -61,12 +74,18 @@ impl Tool for Remember {
             .get()
             .await
             .map_err(|_| ToolError::Failed("memory is unavailable right now".into()))?;
-        match store::add(&mut conn, ctx.user_id, &args.text, "model", &self.limits).await {
+        let writer = store::Writer::Model {
+            chat: ctx.conversation_id,
+        };
+        match store::add(&mut conn, ctx.user_id, &args.text, writer, &self.limits).await {
             Ok(note) => Ok(json!({"remembered": note.text, "id": note.id})),
             Err(MemoryError::Invalid(m)) => Err(ToolError::InvalidArguments(format!("text: {m}"))),
             Err(MemoryError::Full(m)) => Err(ToolError::Failed(m)),
             Err(MemoryError::Off) => Err(ToolError::NotPermitted(
                 "the user turned memory off; nothing was kept".into(),
+            )),
+            Err(MemoryError::OffInChat) => Err(ToolError::NotPermitted(
+                "the user turned memory off in this chat; nothing was kept".into(),
             )),
             Err(MemoryError::NotFound) => Err(ToolError::Failed("no such account".into())),
             Err(MemoryError::Db(e)) => {

@@ -264,7 +264,7 @@ pub struct SearchQuery {
 #[utoipa::path(get, path = "/api/knowledge/search", tag = "knowledge", params(SearchQuery), responses(
     (status = 200, description = "`{results: [{chunk_id, document_id, collection_id, file, collection, byte_start, byte_end, text, score}]}`", body = Object),
     (status = 400, description = "An empty or too long query", body = crate::error::ErrorBody),
-    (status = 429, description = "Too many searches are running (`too_many_searches`)", body = crate::error::ErrorBody),
+    (status = 429, description = "Too many searches are running (`too_many_searches`), or the caller's budget cannot pay for embedding the query (`budget_exhausted`, `budget_in_use`)", body = crate::error::ErrorBody),
     (status = 503, description = "Collections are off here", body = crate::error::ErrorBody)))]
 async fn search(
     state: web::Data<AppState>,

@@ -36,7 +36,8 @@ pub struct CreateKey {
     #[serde(default)]
     expires_at: Option<DateTime<Utc>>,
     /// What the key may do besides chatting on `/v1`: `files` lets its turns use the
-    /// workspace file tools. `chat` is always included; default `["chat"]`.
+    /// workspace file tools, `knowledge` the document search (`search_knowledge`), `memory`
+    /// the `remember` tool. `chat` is always included; default `["chat"]`.
     #[serde(default)]
     scopes: Vec<String>,
     /// The caller's current password, when their sign-in is older than
@@ -71,6 +72,15 @@ pub struct KeyPolicy {
     default_days: u32,
     max_days: u32,
     reauth_secs: u64,
+}
+
+/// The scopes, as the refusals name them: "`chat`, `files`, …".
+fn scope_names() -> String {
+    crate::domain::key_scopes::ALL
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn policy(state: &AppState) -> KeyPolicy {
@@ -162,15 +172,16 @@ async fn create(
     if body.scopes.len() > KeyScopes::ALL_COUNT {
         return Err(ApiError::unprocessable(
             "invalid_scopes",
-            "scopes lists each of `chat` and `files` at most once",
+            format!("scopes lists each of {} at most once", scope_names()),
         ));
     }
     let scopes = KeyScopes::requested(&body.scopes).map_err(|unknown| {
         ApiError::unprocessable(
             "invalid_scopes",
             format!(
-                "`{}` is not a key scope; scopes are `chat` and `files`",
-                crate::tools::truncate_chars(&unknown, 40)
+                "`{}` is not a key scope; scopes are {}",
+                crate::tools::truncate_chars(&unknown, 40),
+                scope_names()
             ),
         )
     })?;

@@ -147,10 +147,16 @@ pub trait Tool: Send + Sync {
     fn output_cap_bytes(&self) -> Option<usize> {
         None
     }
-    /// Whether the tool reads or changes the user's workspace files: only turns of an
-    /// access token or of an API key with the `files` scope may use it.
-    fn uses_workspace(&self) -> bool {
-        false
+    /// The API key scope a turn needs to use the tool: a tool that reads or changes its
+    /// user's own data (workspace files, documents, memory) names one; turns of an access
+    /// token, or of a key with that scope, may use it.
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        None
+    }
+    /// Who confirms a call when the role's approval map does not name the tool: nobody,
+    /// unless the tool writes what later chats trust (then the person chatting).
+    fn default_approver(&self) -> crate::domain::Approver {
+        crate::domain::Approver::None
     }
     /// Run the tool. `args` has already been validated against
     /// [`Tool::parameters`]; use [`parse_args`] to get the typed struct.

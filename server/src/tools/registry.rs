@@ -246,11 +246,13 @@ impl Registry {
         clashes
     }
 
-    /// This registry without the tools that reach the user's workspace files
-    /// ([`Tool::uses_workspace`]): what a turn of an API key without the `files` scope gets.
-    pub fn without_workspace_tools(&self) -> Registry {
+    /// This registry without the tools that need a scope `scopes` lack ([`Tool::key_scope`]):
+    /// what a turn of an API key gets.
+    pub fn within_key_scopes(&self, scopes: crate::domain::KeyScopes) -> Registry {
         let mut inner = (*self.inner).clone();
-        inner.tools.retain(|_, e| !e.tool.uses_workspace());
+        inner
+            .tools
+            .retain(|_, e| e.tool.key_scope().is_none_or(|s| scopes.allows(s)));
         Registry {
             inner: Arc::new(inner),
         }

@@ -21,12 +21,13 @@ use crate::turn::follow::Follower;
 use crate::turn::sql as turn_db;
 use uuid::Uuid;
 
-/// The tools a key with `scopes` may use (all of them for an access token): the workspace
-/// file tools only with `files`. A call of a tool left out is answered as an unknown tool.
+/// The tools a key with `scopes` may use (all of them for an access token): those that
+/// reach the owner's data only with their scope (`files`, `knowledge`, `memory`). A call of
+/// a tool left out is refused as `not_permitted`, naming the scope.
 pub(crate) fn within_scopes(tools: Registry, scopes: Option<KeyScopes>) -> Registry {
     match scopes {
-        Some(s) if !s.files => tools.without_workspace_tools(),
-        _ => tools,
+        Some(s) => tools.within_key_scopes(s),
+        None => tools,
     }
 }
 
@@ -43,8 +44,8 @@ pub struct ApiTurn {
     /// The model's input after the server's system prompt (and the assistant's instructions).
     pub input: Vec<ChatMessage>,
     pub client_tools: Vec<ToolSpec>,
-    /// The caller's key's scopes (`None`: an access token): without `files`, the turn is
-    /// neither offered nor able to run the workspace file tools.
+    /// The caller's key's scopes (`None`: an access token): the turn is neither offered nor
+    /// able to run a tool whose scope the key lacks.
     pub key_scopes: Option<KeyScopes>,
     /// The assistant the call named as its model (`assistant:<name>`), resolved by the route.
     pub assistant_id: Option<Uuid>,
@@ -133,15 +134,10 @@ impl TurnEngine {
             })
             .sum();
         move |_conversation, _model, _history, allowed, custom, preset| {
-            let mut all = Vec::with_capacity(input.len() + 1);
             // The server's rules, and an assistant's instructions when the call named one.
-            all.push(ChatMessage::system(
-                crate::turn::context::system_prompt_with(
-                    &agent.settings.system_prompt,
-                    preset,
-                    None,
-                ),
-            ));
+            let mut all =
+                crate::turn::context::opening_with(&agent.settings.system_prompt, preset, None)
+                    .messages();
             all.extend(input);
             let tools = within_scopes(agent.registry_with(custom), key_scopes);
             let estimate =

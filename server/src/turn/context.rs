@@ -58,14 +58,44 @@ pub fn system_prompt(server: &str, conversation: Option<&str>) -> String {
     }
 }
 
-/// The system prompt with what a turn's preset adds, in decreasing authority: the
-/// server's rules, the assistant's instructions, the conversation's own instructions, then
-/// the user's memory notes (context in the user's words, said to override nothing).
-pub fn system_prompt_with(
+/// How a turn's input opens: the system prompt, then the user's memory notes as a message
+/// of the user's. The notes are the user's words (the model may have written them through
+/// `remember`), so they never ride in the system prompt's authority.
+#[derive(Debug, Clone)]
+pub struct Opening {
+    pub system: String,
+    pub notes: Option<String>,
+}
+
+impl Opening {
+    /// An opening of a system prompt alone.
+    pub fn system_only(system: &str) -> Self {
+        Self {
+            system: system.to_owned(),
+            notes: None,
+        }
+    }
+
+    /// The messages it makes, in order.
+    pub fn messages(&self) -> Vec<ChatMessage> {
+        let mut out = vec![ChatMessage::system(self.system.clone())];
+        out.extend(self.notes.clone().map(ChatMessage::user));
+        out
+    }
+
+    fn cost(&self) -> u64 {
+        self.messages().iter().map(cost).sum()
+    }
+}
+
+/// The opening of a turn with what its preset adds. The system prompt, in decreasing
+/// authority: the server's rules, the assistant's instructions, the conversation's own
+/// instructions; then the user's memory notes, as the user's message.
+pub fn opening_with(
     server: &str,
     preset: &crate::turn::sql::preset::TurnPreset,
     conversation: Option<&str>,
-) -> String {
+) -> Opening {
     let mut base = server.to_owned();
     if let Some(a) = &preset.assistant {
         base = format!(
@@ -74,12 +104,10 @@ pub fn system_prompt_with(
             a.name, a.instructions
         );
     }
-    let mut prompt = system_prompt(&base, conversation);
-    if let Some(notes) = crate::memory::prompt_section(&preset.memory) {
-        prompt.push_str("\n\n");
-        prompt.push_str(&notes);
+    Opening {
+        system: system_prompt(&base, conversation),
+        notes: crate::memory::notes_message(&preset.memory),
     }
-    prompt
 }
 
 /// The room [`assemble`] has for history, in estimated tokens: what the history read may be
@@ -97,23 +125,19 @@ pub fn history_room(
         .saturating_sub(fixed)
 }
 
-/// Builds the model's input: the system prompt, as much recent history as fits in
-/// `window_tokens - reserve_output`, and the new user message.
+/// Builds the model's input: the opening (system prompt, notes), as much recent history as
+/// fits in `window_tokens - reserve_output`, and the new user message.
 pub fn assemble(
-    system_prompt: &str,
+    opening: &Opening,
     history: &[Message],
     new_user_message: &str,
     window_tokens: u64,
     reserve_output: u64,
 ) -> Vec<ChatMessage> {
-    let system = ChatMessage::system(system_prompt);
     let user = ChatMessage::user(new_user_message);
-    let mut room = history_room(
-        system_prompt,
-        new_user_message,
-        window_tokens,
-        reserve_output,
-    );
+    let mut room = window_tokens
+        .saturating_sub(reserve_output)
+        .saturating_sub(opening.cost() + cost(&user));
 
     let units = units(history);
     let mut kept: Vec<Vec<ChatMessage>> = Vec::new();
@@ -125,8 +149,8 @@ pub fn assemble(
         room -= c;
         kept.push(unit);
     }
-    let mut out = Vec::with_capacity(kept.iter().map(Vec::len).sum::<usize>() + 2);
-    out.push(system);
+    let mut out = opening.messages();
+    out.reserve(kept.iter().map(Vec::len).sum::<usize>() + 1);
     out.extend(kept.into_iter().rev().flatten());
     out.push(user);
     out
@@ -135,7 +159,7 @@ pub fn assemble(
 /// The input of a turn that goes on after a pause: the history up to its user message as
 /// [`assemble`] builds it, then the turn's own steps so far (calls and their results).
 pub fn assemble_resumed(
-    system_prompt: &str,
+    opening: &Opening,
     history: &[Message],
     window_tokens: u64,
     reserve_output: u64,
@@ -152,7 +176,7 @@ pub fn assemble_resumed(
     let steps: Vec<ChatMessage> = units(after).into_iter().flatten().collect();
     let steps_cost: u64 = steps.iter().map(cost).sum();
     let mut out = assemble(
-        system_prompt,
+        opening,
         before,
         &user,
         window_tokens,
@@ -244,6 +268,10 @@ mod tests {
     use crate::domain::MessageStatus;
     use serde_json::json;
 
+    fn sys() -> Opening {
+        Opening::system_only("sys")
+    }
+
     fn msg(role: &str, content: &str, calls: Option<Value>, call_id: Option<&str>) -> Message {
         let role = match role {
             "user" => MessageRole::User,
@@ -290,7 +318,7 @@ mod tests {
             ),
             msg("tool", "orphan", None, Some("zzz")),
         ];
-        let out = assemble("sys", &history, "next", 100_000, 100);
+        let out = assemble(&sys(), &history, "next", 100_000, 100);
         let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -315,9 +343,9 @@ mod tests {
         asked.attachments = Some(json!([{"path": "notes.txt", "bytes": 1229}]));
         let note = "summarise\n\nAttached files in your workspace (read them with your file \
                     tools):\n- notes.txt (1.2 KB)";
-        let out = assemble("sys", std::slice::from_ref(&asked), "next", 100_000, 100);
+        let out = assemble(&sys(), std::slice::from_ref(&asked), "next", 100_000, 100);
         assert_eq!(out[1].content, note);
-        let resumed = assemble_resumed("sys", &[asked], 100_000, 100);
+        let resumed = assemble_resumed(&sys(), &[asked], 100_000, 100);
         assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
     }
 
@@ -335,8 +363,27 @@ mod tests {
             msg("tool", &big, None, Some("a")),
             msg("user", "recent", None, None),
         ];
-        let out = assemble("sys", &history, "now", 1500, 100);
+        let out = assemble(&sys(), &history, "now", 1500, 100);
         let contents: Vec<&str> = out.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["sys", "recent", "now"]);
+    }
+
+    #[test]
+    fn notes_follow_the_system_prompt_as_the_users_message_and_are_kept() {
+        let opening = Opening {
+            system: "sys".into(),
+            notes: Some("My saved notes: likes tea".into()),
+        };
+        let history = vec![msg("user", &"x".repeat(8000), None, None)];
+        let out = assemble(&opening, &history, "now", 1500, 100);
+        let got: Vec<(Role, &str)> = out.iter().map(|m| (m.role, m.content.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Role::System, "sys"),
+                (Role::User, "My saved notes: likes tea"),
+                (Role::User, "now")
+            ]
+        );
     }
 }

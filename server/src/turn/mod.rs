@@ -83,6 +83,6 @@ pub use turn_log::EventId;
 /// test keeps the server's other modules out.
 #[doc(hidden)]
 pub mod testing {
-    pub use super::context::{assemble, history_room};
+    pub use super::context::{assemble, history_room, Opening};
     pub use super::pending_start::PendingStart;
 }

@@ -122,13 +122,13 @@ impl TurnEngine {
                   allowed: &[String],
                   custom: &[CustomToolRow],
                   preset: &TurnPreset| {
-                let system = context::system_prompt_with(
+                let opening = context::opening_with(
                     &agent.settings.system_prompt,
                     preset,
                     conversation.system_prompt.as_deref(),
                 );
                 let input = context::assemble(
-                    &system,
+                    &opening,
                     history,
                     &content,
                     model.context_window,

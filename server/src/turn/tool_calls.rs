@@ -157,15 +157,15 @@ impl TurnEngine {
             async move {
                 let ids = crate::telemetry::current_trace_ids();
                 let known = tools.get(&call.name).is_some();
-                let left_out = !known
-                    && self
-                        .tools
-                        .get(&call.name)
-                        .is_some_and(|t| t.uses_workspace());
+                let left_out = if known {
+                    None
+                } else {
+                    self.tools.get(&call.name).and_then(|t| t.key_scope())
+                };
                 let result = if known && !crate::tools::policy::allows(allowed, &call.name) {
                     refused(&call.name)
-                } else if left_out {
-                    refused_by_key_scope(&call.name)
+                } else if let Some(scope) = left_out {
+                    refused_by_key_scope(&call.name, scope)
                 } else {
                     tools.execute(ctx, &call.name, &call.arguments).await
                 };
@@ -199,10 +199,11 @@ impl TurnEngine {
 }
 
 /// A workspace file tool a turn of an API key without the `files` scope asked for.
-fn refused_by_key_scope(name: &str) -> ExecutedCall {
+fn refused_by_key_scope(name: &str, scope: crate::domain::KeyScope) -> ExecutedCall {
     refusal(format!(
-        "not_permitted: this API key was made without the `files` scope, so its turns cannot \
-         use the workspace tool `{name}`"
+        "not_permitted: this API key was made without the `{}` scope, so its turns cannot \
+         use the tool `{name}`",
+        scope.name()
     ))
 }
 

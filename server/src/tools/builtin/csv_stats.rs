@@ -147,8 +147,8 @@ impl CsvStats {
 
 #[async_trait]
 impl Tool for CsvStats {
-    fn uses_workspace(&self) -> bool {
-        true
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Files)
     }
 
     fn name(&self) -> &str {

@@ -34,8 +34,8 @@ impl DeleteFile {
 
 #[async_trait]
 impl Tool for DeleteFile {
-    fn uses_workspace(&self) -> bool {
-        true
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Files)
     }
 
     fn name(&self) -> &str {

@@ -37,8 +37,8 @@ impl ListFiles {
 
 #[async_trait]
 impl Tool for ListFiles {
-    fn uses_workspace(&self) -> bool {
-        true
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Files)
     }
 
     fn name(&self) -> &str {

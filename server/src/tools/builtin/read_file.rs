@@ -53,8 +53,8 @@ impl ReadFile {
 
 #[async_trait]
 impl Tool for ReadFile {
-    fn uses_workspace(&self) -> bool {
-        true
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Files)
     }
 
     fn name(&self) -> &str {

@@ -40,8 +40,8 @@ impl WriteFile {
 
 #[async_trait]
 impl Tool for WriteFile {
-    fn uses_workspace(&self) -> bool {
-        true
+    fn key_scope(&self) -> Option<crate::domain::KeyScope> {
+        Some(crate::domain::KeyScope::Files)
     }
 
     fn name(&self) -> &str {

@@ -50,8 +50,14 @@ impl TurnEngine {
                     return None;
                 }
                 let mcp = self.mcp_tool(&c.name);
-                let read_only = mcp.as_ref().map(|(_, ro)| *ro);
-                let approver = approval::required(&role.approvals, &c.name, read_only);
+                let default = match (&mcp, turn.tools.get(&c.name)) {
+                    (Some((_, read_only)), _) => approval::DefaultApprover::Mcp {
+                        read_only: *read_only,
+                    },
+                    (None, Some(tool)) => approval::DefaultApprover::Tool(tool.default_approver()),
+                    (None, None) => approval::NO_DEFAULT,
+                };
+                let approver = approval::required(&role.approvals, &c.name, default);
                 if approver == Approver::None {
                     return None;
                 }

@@ -208,12 +208,13 @@ impl TurnEngine {
     }
 
     /// The resumed turn as the loop takes it (its first call's budget still to reserve), the
-    /// conversation's history and its system prompt. `None`: the account is gone or disabled.
+    /// conversation's history and its opening (system prompt, memory notes). `None`: the
+    /// account is gone or disabled.
     async fn load_resumed(
         &self,
         resume: &Resume,
         events: &EventSink,
-    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>, String)>> {
+    ) -> anyhow::Result<Option<(PreparedTurn, Vec<Message>, context::Opening)>> {
         let mut conn = db::conn(&self.pool)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -235,19 +236,20 @@ impl TurnEngine {
         let conversation =
             conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
         let custom = custom_tool::list(&mut conn).await?;
+        let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
+        // Memory is for chats, not a key's `/v1` calls (as at the turn's start).
         let mut preset = crate::turn::sql::preset::read(
             &mut conn,
             resume.conversation_id,
             resume.user_id,
             None,
-            true,
+            key_scopes.is_none(),
         )
         .await?;
         if let Some(a) = preset.assistant.as_mut().filter(|a| !a.usable) {
             // Retired (or hidden from the role) while the turn waited: nothing more runs.
             a.tools.clear();
         }
-        let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
         let model = preset
             .assistant
             .as_ref()
@@ -274,7 +276,7 @@ impl TurnEngine {
         let (step, text_len, calls, results) = stored.paused_step();
         events.resume_at(step, text_len, calls, results);
         let user_message_id = resume.turn_id;
-        let system = context::system_prompt_with(
+        let system = context::opening_with(
             &self.settings.system_prompt,
             &preset,
             conversation

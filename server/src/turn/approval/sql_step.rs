@@ -122,7 +122,7 @@ async fn approver_now(conn: &mut AsyncPgConnection, a: &Approval) -> QueryResult
         return Ok(a.approver);
     };
     let map = approval::from_json(&role.approvals);
-    Ok(approval::required(&map, &a.tool, None))
+    Ok(approval::required(&map, &a.tool, approval::NO_DEFAULT))
 }
 
 /// How strict a level is: nobody < the user < an admin.
