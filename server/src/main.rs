@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use agentchat::auth::password::{self, PasswordHasher};
-use agentchat::banner::{self, StartFacts};
+use agentchat::banner;
 use agentchat::config::{report, Settings};
 use agentchat::db::{self, models::role, models::user};
 use agentchat::startup::{prepare_database, Application};
@@ -126,14 +126,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         Ok(mut conn) => user::any_exist(&mut conn).await.ok(),
         Err(_) => None,
     };
-    let facts = StartFacts {
-        port: app.port(),
+    let facts = banner::start_facts(
+        app.state(),
+        app.port(),
         has_users,
-        unknown_env: unknown_env(),
-        program: std::env::args()
+        unknown_env(),
+        std::env::args()
             .next()
             .unwrap_or_else(|| "agentchat".to_owned()),
-    };
+    );
     print!(
         "{}",
         banner::render(&app.state().settings, &facts, banner::use_colour())

@@ -225,8 +225,13 @@ pub async fn prepare_database(settings: &Settings) -> anyhow::Result<()> {
             Ok(()) => return Ok(()),
             Err(e) if attempt < 30 => {
                 attempt += 1;
-                tracing::warn!(attempt, error = %e, database = %settings.database.url.redacted(),
-                    "database not ready; retrying");
+                let why = db::why_unreachable(url)
+                    .await
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
+                let error = crate::domain::scrub_urls(&format!("{e:#}{why}"));
+                tracing::warn!(attempt, cause = db::connect_cause(&error), %error,
+                    database = %settings.database.url.redacted(), "database not ready; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => return Err(e),

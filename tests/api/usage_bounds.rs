@@ -70,7 +70,10 @@ async fn chat_promptly(app: &TestApp, token: &str, conv: &str) -> (Vec<SseEvent>
 }
 
 fn messages(conversation: &Value) -> Vec<Value> {
-    conversation["messages"].as_array().cloned().unwrap_or_default()
+    conversation["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -92,12 +95,21 @@ async fn absurd_usage_is_cut_to_what_the_call_could_use_and_the_turn_ends_stored
     });
     let (events, took) = chat_promptly(&app, &user.access, &conv).await;
     let last = events.last().unwrap();
-    assert_eq!(last.event, "done", "{:?} after {took:?}", event_names(&events));
+    assert_eq!(
+        last.event,
+        "done",
+        "{:?} after {took:?}",
+        event_names(&events)
+    );
     let rows = usage_rows(&app).await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     let row = &rows[0];
     // Input within the window (all of it from the cache, as reported), output within the cap.
-    assert_eq!((row.input_tokens, row.output_tokens), (8_000, 100), "{row:?}");
+    assert_eq!(
+        (row.input_tokens, row.output_tokens),
+        (8_000, 100),
+        "{row:?}"
+    );
     assert_eq!((row.cache_read_tokens, row.cache_write_tokens), (8_000, 0));
     // 8,000 cached tokens at 1 USD/M and 100 out at 10 USD/M.
     assert_eq!(row.cost, Some("0.009".parse().unwrap()), "{row:?}");

@@ -62,7 +62,8 @@ pub struct BreakerSettings {
 pub struct LlmSettings {
     pub provider: ProviderKind,
     /// `https://api.openai.com/v1` style for OpenAI, `https://api.anthropic.com` for
-    /// Anthropic; empty: the vendor's.
+    /// Anthropic; empty: the vendor's. Shown without credentials.
+    #[serde(serialize_with = "crate::domain::shown_url::serialize_shown")]
     pub base_url: String,
     #[serde(with = "secret")]
     pub api_key: Option<SecretString>,
@@ -208,7 +209,10 @@ impl LlmSettings {
         if self.provider != ProviderKind::Demo && url::Url::parse(&self.base_url).is_err() {
             return Err(ConfigError::invalid(
                 "llm.base_url",
-                format!("`{}` is not a valid URL", self.base_url),
+                format!(
+                    "`{}` is not a valid URL",
+                    crate::domain::shown_url(&self.base_url)
+                ),
             ));
         }
         let ranges: [(&str, u64, u64, u64); 12] = [

@@ -22,8 +22,8 @@ use crate::turn::events::{FinishReason, TurnEvent};
 use crate::turn::fallback::{CallPolicy, ModelCall};
 use crate::turn::model_call::ModelOutcome;
 use crate::turn::pending_start::PendingStart;
-use crate::turn::store::Persisted;
 use crate::turn::record::{clamp_i64, incomplete_assistant, millis, TurnRecord};
+use crate::turn::store::Persisted;
 use crate::turn::turn_log::EventSink;
 
 impl TurnEngine {

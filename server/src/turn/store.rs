@@ -399,9 +399,15 @@ pub(super) fn is_passing(e: &diesel::result::Error) -> bool {
         | Error::BrokenTransactionManager => true,
         Error::DatabaseError(DatabaseErrorKind::Unknown, info) => {
             let m = info.message().to_ascii_lowercase();
-            ["deadlock detected", "statement timeout", "connection", "terminating", "shutting down"]
-                .iter()
-                .any(|w| m.contains(w))
+            [
+                "deadlock detected",
+                "statement timeout",
+                "connection",
+                "terminating",
+                "shutting down",
+            ]
+            .iter()
+            .any(|w| m.contains(w))
         }
         _ => false,
     }
