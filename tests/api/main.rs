@@ -72,6 +72,7 @@ mod tools;
 mod upload_cancel;
 
 // h4-usage (issue 41.8/41.9/observations, 42.5): usage bounds, URL redaction, banner, readyz.
+mod breaker_fairness;
 mod start_banner;
 mod usage_bounds;
 

@@ -118,6 +118,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_LLM_BREAKER_FAILURES", "llm.breaker_failures"),
     var("AGENTCHAT_LLM_BREAKER_MIN_CALLS", "llm.breaker_min_calls"),
+    var("AGENTCHAT_LLM_BREAKER_MIN_USERS", "llm.breaker_min_users"),
     var("AGENTCHAT_LLM_MODEL", "llm.model"),
     list("AGENTCHAT_LLM_MODELS", "llm.models"),
     var("AGENTCHAT_SYSTEM_PROMPT", "llm.system_prompt"),

@@ -181,6 +181,7 @@ impl TurnEngine {
             let policy = CallPolicy {
                 role_models: &role.models,
                 money: hold.money.as_ref(),
+                caller: turn.user_id,
             };
             let ModelCall { outcome, answered } = self
                 .call_model(
