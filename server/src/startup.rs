@@ -136,6 +136,13 @@ impl Application {
             }
             let _ = crate::turn::breaker_sync::adopt_all(&mut conn, &breakers).await;
         }
+        if state.settings.auth.secret_key.is_none() {
+            tracing::warn!(
+                "auth.secret_key (AGENTCHAT_SECRET_KEY) is unset: provider keys added through \
+                 the admin API are stored in clear; set one (`openssl rand -base64 32`), then \
+                 run `agentchat secrets rotate` to seal those already stored"
+            );
+        }
         liveness.spawn(state.pool.clone());
         channel::spawn_listener(
             state.settings.database.url.expose().to_owned(),

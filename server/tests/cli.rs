@@ -176,3 +176,30 @@ fn an_unreachable_database_is_retried_naming_the_cause_each_time() {
         assert!(!line.contains("pw-canary"), "{line}");
     }
 }
+
+/// `secrets rotate` is documented in `--help` and refuses an old key that is not one before
+/// touching the database.
+#[test]
+fn secrets_rotate_refuses_a_malformed_old_key() {
+    let help = text(&agentchat(&["secrets", "rotate", "--help"], &[]));
+    assert!(help.contains("--from"), "{help}");
+    let out = agentchat(
+        &["secrets", "rotate", "--from", "not base64!"],
+        &[(
+            "DATABASE_URL",
+            "postgres://postgres@127.0.0.1:1/agentchat_nowhere",
+        )],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("--from is not base64"),
+        "{}",
+        text(&out)
+    );
+    let bad = agentchat(
+        &["config", "check"],
+        &[("AGENTCHAT_SECRET_KEY", "c2hvcnQ=")],
+    );
+    assert!(!bad.status.success());
+    assert!(text(&bad).contains("auth.secret_key"), "{}", text(&bad));
+}

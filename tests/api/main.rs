@@ -73,6 +73,7 @@ mod upload_cancel;
 
 // h4-usage (issue 41.8/41.9/observations, 42.5): usage bounds, URL redaction, banner, readyz.
 mod breaker_fairness;
+mod sealed_keys;
 mod start_banner;
 mod usage_bounds;
 

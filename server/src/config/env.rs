@@ -77,6 +77,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_TURN_START_QUEUE", "database.turn_start_queue"),
     var("AGENTCHAT_JWT_SECRET", "auth.jwt_secret"),
+    var("AGENTCHAT_SECRET_KEY", "auth.secret_key"),
     var("AGENTCHAT_REGISTRATION", "auth.registration"),
     var(
         "AGENTCHAT_ACCESS_TOKEN_TTL_SECS",

@@ -7,6 +7,7 @@ pub mod models;
 pub mod pipelined;
 pub mod prepared;
 pub mod schema;
+pub mod sealed;
 pub mod sweeper;
 
 use std::time::Duration;
