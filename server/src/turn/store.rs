@@ -16,6 +16,8 @@ use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::events::TurnEvent;
 use crate::turn::record::TurnRecord;
 use crate::turn::sql as turn;
+pub(super) use crate::turn::store_failure::Persisted;
+use crate::turn::store_failure::{store_failed, Failure};
 
 /// How long one attempt at storing a finished turn may take, waiting for a connection
 /// included (a frozen database must not stall the retries).
@@ -345,82 +347,6 @@ async fn drop_stored(
         .retain(|u| !u.message_id.is_some_and(|id| stored.contains(&id)));
     record.audit.retain(|a| !calls.contains(&a.tool_call_id));
     Ok(())
-}
-
-/// What became of a finished turn's final commit.
-pub(super) enum Persisted {
-    /// Stored whole.
-    Stored,
-    /// Stored as incomplete after a failure retrying could not mend; the turn ends with
-    /// this event instead of its own.
-    Salvaged(TurnEvent),
-    /// Nothing stored (the database stayed away, or the turn was ended elsewhere).
-    Lost,
-}
-
-/// Why one attempt at storing failed.
-enum Failure {
-    /// Worth another attempt: the connection, a serialization failure or a deadlock.
-    Passing(anyhow::Error),
-    /// Would fail the same way again.
-    Lasting(diesel::result::Error),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Passing(e) => write!(f, "{e}"),
-            Self::Lasting(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl Failure {
-    fn of(e: diesel::result::Error) -> Self {
-        if is_passing(&e) {
-            Self::Passing(e.into())
-        } else {
-            Self::Lasting(e)
-        }
-    }
-}
-
-/// Whether a database error may pass by retrying: the connection went or timed out, or
-/// Postgres gave the transaction up to another (serialization failure, deadlock).
-pub(super) fn is_passing(e: &diesel::result::Error) -> bool {
-    use diesel::result::{DatabaseErrorKind, Error};
-    match e {
-        Error::DatabaseError(
-            DatabaseErrorKind::SerializationFailure
-            | DatabaseErrorKind::ClosedConnection
-            | DatabaseErrorKind::UnableToSendCommand,
-            _,
-        )
-        | Error::BrokenTransactionManager => true,
-        Error::DatabaseError(DatabaseErrorKind::Unknown, info) => {
-            let m = info.message().to_ascii_lowercase();
-            [
-                "deadlock detected",
-                "statement timeout",
-                "connection",
-                "terminating",
-                "shutting down",
-            ]
-            .iter()
-            .any(|w| m.contains(w))
-        }
-        _ => false,
-    }
-}
-
-/// The turn's answer could not be stored whole (an error no retry mends).
-fn store_failed() -> TurnEvent {
-    TurnEvent::Error(Box::new(crate::turn::events::ErrorEvent {
-        code: "store_failed".into(),
-        message: "the reply could not be saved in full; what was written is kept, marked \
-                  incomplete"
-            .into(),
-    }))
 }
 
 /// The turn stops because the database failed it.
