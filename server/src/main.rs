@@ -1,4 +1,5 @@
-//! The `agentchat` command: `serve` (the default), `migrate`, `create-admin`, `config check`.
+//! The `agentchat` command: `serve` (the default), `migrate`, `create-admin`, `config check`,
+//! `secrets rotate`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -7,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use agentchat::auth::password::{self, PasswordHasher};
-use agentchat::banner::{self, StartFacts};
+use agentchat::banner;
 use agentchat::config::{report, Settings};
 use agentchat::db::{self, models::role, models::user};
 use agentchat::startup::{prepare_database, Application};
@@ -68,6 +69,24 @@ enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Manage the secrets the database keeps.
+    Secrets {
+        #[command(subcommand)]
+        action: SecretsAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretsAction {
+    /// Re-seal the provider keys the admin API stored under the key now set
+    /// (AGENTCHAT_SECRET_KEY; unset: store them in clear). Stop the servers, set the new
+    /// key, run this with the old one, then start them with the new key. Keys stored in
+    /// clear are sealed too: run it without --from after setting a key the first time.
+    Rotate {
+        /// The key they are sealed with now (32 bytes in base64).
+        #[arg(long)]
+        from: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -109,6 +128,9 @@ async fn main() -> ExitCode {
         Command::Migrate => prepare_database(&settings).await,
         Command::CreateAdmin { username } => create_admin(settings, &username).await,
         Command::Config { .. } => Ok(()),
+        Command::Secrets {
+            action: SecretsAction::Rotate { from },
+        } => rotate_secrets(&settings, from.as_deref()).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -126,14 +148,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         Ok(mut conn) => user::any_exist(&mut conn).await.ok(),
         Err(_) => None,
     };
-    let facts = StartFacts {
-        port: app.port(),
+    let facts = banner::start_facts(
+        app.state(),
+        app.port(),
         has_users,
-        unknown_env: unknown_env(),
-        program: std::env::args()
+        unknown_env(),
+        std::env::args()
             .next()
             .unwrap_or_else(|| "agentchat".to_owned()),
-    };
+    );
     print!(
         "{}",
         banner::render(&app.state().settings, &facts, banner::use_colour())
@@ -145,6 +168,25 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
 /// `AGENTCHAT_` variables in this process's environment that are not settings.
 fn unknown_env() -> Vec<(String, Option<&'static str>)> {
     agentchat::config::env::unknown(std::env::vars().map(|(k, _)| k))
+}
+
+async fn rotate_secrets(settings: &Settings, from: Option<&str>) -> anyhow::Result<()> {
+    use agentchat::db::sealed::SealingKey;
+    let from = from
+        .map(|f| SealingKey::from_base64(f).map_err(|e| anyhow::anyhow!("--from {e}")))
+        .transpose()?;
+    let to = SealingKey::of(settings);
+    prepare_database(settings).await?;
+    let pool = db::build_pool(&settings.database)?;
+    let mut conn = pool.get().await?;
+    let n = db::models::catalogue_entry::rotate(&mut conn, from.as_ref(), to.as_ref()).await?;
+    let how = if to.is_some() {
+        "sealed under AGENTCHAT_SECRET_KEY"
+    } else {
+        "stored in clear (AGENTCHAT_SECRET_KEY is unset)"
+    };
+    println!("{n} provider key(s) {how}");
+    Ok(())
 }
 
 async fn create_admin(settings: Settings, username: &str) -> anyhow::Result<()> {

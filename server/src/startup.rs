@@ -140,6 +140,13 @@ impl Application {
             }
             let _ = crate::turn::breaker_sync::adopt_all(&mut conn, &breakers).await;
         }
+        if state.settings.auth.secret_key.is_none() {
+            tracing::warn!(
+                "auth.secret_key (AGENTCHAT_SECRET_KEY) is unset: provider keys added through \
+                 the admin API are stored in clear; set one (`openssl rand -base64 32`), then \
+                 run `agentchat secrets rotate` to seal those already stored"
+            );
+        }
         liveness.spawn(state.pool.clone());
         channel::spawn_listener(
             state.settings.database.url.expose().to_owned(),
@@ -229,8 +236,13 @@ pub async fn prepare_database(settings: &Settings) -> anyhow::Result<()> {
             Ok(()) => return Ok(()),
             Err(e) if attempt < 30 => {
                 attempt += 1;
-                tracing::warn!(attempt, error = %e, database = %settings.database.url.redacted(),
-                    "database not ready; retrying");
+                let why = db::why_unreachable(url)
+                    .await
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
+                let error = crate::domain::scrub_urls(&format!("{e:#}{why}"));
+                tracing::warn!(attempt, cause = db::connect_cause(&error), %error,
+                    database = %settings.database.url.redacted(), "database not ready; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             Err(e) => return Err(e),

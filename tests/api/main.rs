@@ -74,6 +74,12 @@ mod upload_cancel;
 mod share_bounds;
 mod share_digest;
 
+// h4-usage (issue 41.8/41.9/observations, 42.5): usage bounds, URL redaction, banner, readyz.
+mod breaker_fairness;
+mod sealed_keys;
+mod start_banner;
+mod usage_bounds;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]

@@ -36,6 +36,9 @@ fn catalogue(
         s.models = serde_json::from_value(models.clone()).unwrap();
         s.llm.breaker_failures = 2;
         s.llm.breaker_min_calls = 1_000;
+        // One user's failures open it here (the mechanics); `breaker_fairness` tests that
+        // by default they alone do not.
+        s.llm.breaker_min_users = 1;
         s.llm.breaker_cooldown = Duration::from_secs(1);
     }
 }
@@ -73,10 +76,10 @@ async fn usage_rows(app: &TestApp) -> Vec<(String, Option<String>, Option<String
         .collect()
 }
 
-async fn readyz_breaker(app: &TestApp, provider: &str) -> String {
+/// `provider`'s breaker as `/readyz` shows it to an admin (`admin`'s access token).
+async fn readyz_breaker(app: &TestApp, admin: &str, provider: &str) -> String {
     let body: Value = app
-        .client
-        .get(app.url("/readyz"))
+        .get_as(admin, "/readyz")
         .send()
         .await
         .unwrap()
@@ -90,16 +93,16 @@ async fn readyz_breaker(app: &TestApp, provider: &str) -> String {
 }
 
 /// Waits up to 5 s for `app` to see `provider`'s breaker in `state`.
-async fn until_breaker(app: &TestApp, provider: &str, state: &str) {
+async fn until_breaker(app: &TestApp, admin: &str, provider: &str, state: &str) {
     for _ in 0..100 {
-        if readyz_breaker(app, provider).await == state {
+        if readyz_breaker(app, admin, provider).await == state {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!(
         "{provider}'s breaker never became {state}: {}",
-        readyz_breaker(app, provider).await
+        readyz_breaker(app, admin, provider).await
     );
 }
 
@@ -159,9 +162,9 @@ async fn a_failing_provider_falls_back_opens_its_breaker_everywhere_and_a_probe_
 
     // Two failures in a row opened oa's breaker, here and (through the database) on the
     // other process; ops see it in /metrics and the admin view.
-    assert_eq!(readyz_breaker(&app, "oa").await, "open");
-    assert_eq!(readyz_breaker(&app, "an").await, "closed");
-    until_breaker(&other, "oa", "open").await;
+    assert_eq!(readyz_breaker(&app, &admin.access, "oa").await, "open");
+    assert_eq!(readyz_breaker(&app, &admin.access, "an").await, "closed");
+    until_breaker(&other, &admin.access, "oa", "open").await;
     let m = metrics(&app).await;
     assert!(
         m.contains(r#"agentchat_provider_breaker_state{provider="oa",state="open"} 1"#),
@@ -212,12 +215,12 @@ async fn a_failing_provider_falls_back_opens_its_breaker_everywhere_and_a_probe_
         .scripted(),
     ));
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    assert_eq!(readyz_breaker(&app, "oa").await, "half_open");
+    assert_eq!(readyz_breaker(&app, &admin.access, "oa").await, "half_open");
     let events = app.chat(&user.access, &conv, "and now?").await;
     assert_eq!(streamed_text(&events), "from gpt");
     assert_eq!(openai.request_count(), 3);
-    assert_eq!(readyz_breaker(&app, "oa").await, "closed");
-    until_breaker(&other, "oa", "closed").await;
+    assert_eq!(readyz_breaker(&app, &admin.access, "oa").await, "closed");
+    until_breaker(&other, &admin.access, "oa", "closed").await;
     assert_eq!(
         usage_rows(&app).await.last().unwrap(),
         &("gpt".to_owned(), None, None)

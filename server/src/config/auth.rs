@@ -40,6 +40,11 @@ pub struct AuthSettings {
     /// How recent a sign-in must be (seconds) to create an API key without confirming the
     /// password again: a stolen access token cannot mint long-lived keys.
     pub reauth_secs: u64,
+    /// Seals the provider keys the admin API stores (AES-256-GCM; 32 bytes in base64,
+    /// e.g. `openssl rand -base64 32`). Unset: they are stored in clear, as the start log
+    /// says. Changed with `agentchat secrets rotate --from OLD`.
+    #[serde(with = "secret")]
+    pub secret_key: Option<SecretString>,
 }
 
 impl Default for AuthSettings {
@@ -56,6 +61,7 @@ impl Default for AuthSettings {
             api_key_default_days: 90,
             api_key_max_days: 365,
             reauth_secs: 300,
+            secret_key: None,
         }
     }
 }
@@ -73,6 +79,17 @@ impl AuthSettings {
     }
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(key) = &self.secret_key {
+            use base64::Engine as _;
+            let bytes =
+                base64::engine::general_purpose::STANDARD.decode(key.expose_secret().trim());
+            if bytes.map(|b| b.len()) != Ok(32) {
+                return Err(ConfigError::invalid(
+                    "auth.secret_key",
+                    "must be 32 bytes in base64; generate one with `openssl rand -base64 32`",
+                ));
+            }
+        }
         if let Some(secret) = &self.jwt_secret {
             if secret.expose_secret().len() < MIN_JWT_SECRET_BYTES {
                 return Err(ConfigError::invalid(

@@ -17,8 +17,8 @@ pub struct ProviderConfig {
     /// How models name it (`provider = "..."`).
     pub name: String,
     pub kind: ProviderKind,
-    /// Empty: the vendor's.
-    #[serde(default)]
+    /// Empty: the vendor's. Shown without credentials.
+    #[serde(default, serialize_with = "crate::domain::shown_url::serialize_shown")]
     pub base_url: String,
     #[serde(default, with = "secret")]
     pub api_key: Option<SecretString>,

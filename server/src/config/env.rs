@@ -77,6 +77,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_TURN_START_QUEUE", "database.turn_start_queue"),
     var("AGENTCHAT_JWT_SECRET", "auth.jwt_secret"),
+    var("AGENTCHAT_SECRET_KEY", "auth.secret_key"),
     var("AGENTCHAT_REGISTRATION", "auth.registration"),
     var(
         "AGENTCHAT_ACCESS_TOKEN_TTL_SECS",
@@ -118,6 +119,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_LLM_BREAKER_FAILURES", "llm.breaker_failures"),
     var("AGENTCHAT_LLM_BREAKER_MIN_CALLS", "llm.breaker_min_calls"),
+    var("AGENTCHAT_LLM_BREAKER_MIN_USERS", "llm.breaker_min_users"),
     var("AGENTCHAT_LLM_MODEL", "llm.model"),
     list("AGENTCHAT_LLM_MODELS", "llm.models"),
     var("AGENTCHAT_SYSTEM_PROMPT", "llm.system_prompt"),

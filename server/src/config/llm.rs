@@ -50,6 +50,8 @@ pub struct BreakerSettings {
     /// Share of failed calls in the window (0–1) that opens it, once `min_calls` were made.
     pub failure_rate: f64,
     pub min_calls: u32,
+    /// Distinct callers among the failures that open it.
+    pub min_users: u32,
     /// How far back the failure rate looks.
     pub window: Duration,
     /// How long it stays open before one probe call may try.
@@ -62,7 +64,8 @@ pub struct BreakerSettings {
 pub struct LlmSettings {
     pub provider: ProviderKind,
     /// `https://api.openai.com/v1` style for OpenAI, `https://api.anthropic.com` for
-    /// Anthropic; empty: the vendor's.
+    /// Anthropic; empty: the vendor's. Shown without credentials.
+    #[serde(serialize_with = "crate::domain::shown_url::serialize_shown")]
     pub base_url: String,
     #[serde(with = "secret")]
     pub api_key: Option<SecretString>,
@@ -118,6 +121,9 @@ pub struct LlmSettings {
     pub breaker_failures: u32,
     /// Calls in the last minute before the failure rate counts.
     pub breaker_min_calls: u32,
+    /// Distinct users whose calls must have failed before a provider's breaker opens: one
+    /// member's slow or oversized prompts alone cannot shut the provider for everyone.
+    pub breaker_min_users: u32,
 }
 
 impl Default for LlmSettings {
@@ -133,6 +139,7 @@ impl LlmSettings {
             failures: self.breaker_failures,
             failure_rate: f64::from(self.breaker_failure_rate_percent) / 100.0,
             min_calls: self.breaker_min_calls,
+            min_users: self.breaker_min_users,
             window: Duration::from_secs(60),
             cooldown: self.breaker_cooldown,
         }
@@ -177,6 +184,7 @@ impl LlmSettings {
             breaker_failure_rate_percent: 50,
             breaker_failures: 5,
             breaker_min_calls: 10,
+            breaker_min_users: 2,
         }
     }
 
@@ -208,10 +216,13 @@ impl LlmSettings {
         if self.provider != ProviderKind::Demo && url::Url::parse(&self.base_url).is_err() {
             return Err(ConfigError::invalid(
                 "llm.base_url",
-                format!("`{}` is not a valid URL", self.base_url),
+                format!(
+                    "`{}` is not a valid URL",
+                    crate::domain::shown_url(&self.base_url)
+                ),
             ));
         }
-        let ranges: [(&str, u64, u64, u64); 12] = [
+        let ranges: [(&str, u64, u64, u64); 13] = [
             (
                 "llm.breaker_cooldown_secs",
                 self.breaker_cooldown.as_secs(),
@@ -235,6 +246,12 @@ impl LlmSettings {
                 self.breaker_min_calls.into(),
                 1,
                 10_000,
+            ),
+            (
+                "llm.breaker_min_users",
+                self.breaker_min_users.into(),
+                1,
+                1_000,
             ),
             ("llm.max_iterations", self.max_iterations.into(), 1, 100),
             (

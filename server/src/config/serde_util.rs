@@ -72,7 +72,8 @@ pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
         .collect())
 }
 
-/// MCP servers as shown (`config check`): header and environment values are secrets.
+/// MCP servers as shown (`config check`): header and environment values are secrets, and
+/// URLs lose their credentials.
 pub fn mcp_servers_hidden<S: Serializer>(
     servers: &[crate::tools::mcp::McpServerConfig],
     s: S,
@@ -84,6 +85,7 @@ pub fn mcp_servers_hidden<S: Serializer>(
             .values_mut()
             .for_each(|v| *v = HIDDEN.to_owned());
         shown.env.values_mut().for_each(|v| *v = HIDDEN.to_owned());
+        shown.url = shown.url.as_deref().map(crate::domain::shown_url);
         shown
     }))
 }

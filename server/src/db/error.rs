@@ -52,6 +52,42 @@ impl From<PoolError> for DbError {
     }
 }
 
+/// Why connecting to Postgres failed, in a word an operator acts on, read from the whole
+/// error chain (`{e:#}`): the server is not listening, the name does not resolve, the login
+/// is refused, the database is missing, or the connection timed out.
+pub fn connect_cause(chain: &str) -> &'static str {
+    let m = chain.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    if has(&["connection refused", "os error 111"]) {
+        "refused: nothing listens at that host and port (is Postgres running?)"
+    } else if has(&[
+        "failed to lookup address",
+        "name or service not known",
+        "nodename nor servname",
+        "no such host",
+        "temporary failure in name resolution",
+        "dns",
+    ]) {
+        "DNS: the host name does not resolve"
+    } else if has(&[
+        "password authentication failed",
+        "authentication",
+        "no password supplied",
+        "role \"",
+        "no pg_hba.conf entry",
+    ]) {
+        "auth: Postgres refused the login (user, password or pg_hba.conf)"
+    } else if m.contains("database \"") && m.contains("does not exist") {
+        "the database does not exist (set database.create_if_missing or create it)"
+    } else if has(&["timed out", "timeout"]) {
+        "timeout: the host did not answer"
+    } else if has(&["the database system is starting up", "shutting down"]) {
+        "starting: Postgres is not ready yet"
+    } else {
+        "other"
+    }
+}
+
 /// Postgres's words for a connection that went away (diesel reports them as `Unknown`).
 fn is_connection_failure(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
@@ -61,6 +97,26 @@ fn is_connection_failure(message: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_connection_names_its_cause() {
+        let cases = [
+            ("connecting to run migrations: error connecting to server: Connection refused (os error 111)", "refused"),
+            ("error connecting to server: failed to lookup address information: Name or service not known", "DNS"),
+            ("connecting: password authentication failed for user \"bob\"", "auth"),
+            ("FATAL: role \"nobody\" does not exist", "auth"),
+            ("FATAL: database \"x\" does not exist", "the database does not exist"),
+            ("error connecting to server: timed out", "timeout"),
+            ("something else", "other"),
+        ];
+        for (chain, cause) in cases {
+            assert!(
+                connect_cause(chain).starts_with(cause),
+                "{chain}: {}",
+                connect_cause(chain)
+            );
+        }
+    }
 
     #[test]
     fn lost_connections_are_unavailable_other_failures_are_not() {

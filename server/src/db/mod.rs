@@ -7,6 +7,7 @@ pub mod models;
 pub mod pipelined;
 pub mod prepared;
 pub mod schema;
+pub mod sealed;
 pub mod sweeper;
 
 use std::time::Duration;
@@ -24,7 +25,7 @@ use futures_util::FutureExt;
 use crate::config::DatabaseSettings;
 use crate::shard::{self, Sharded};
 
-pub use error::DbError;
+pub use error::{connect_cause, DbError};
 
 /// The migrations in `migrations/`, compiled into the binary (touch this file when adding one).
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../migrations");
@@ -227,6 +228,30 @@ pub async fn ensure_database_exists(url: &str) -> anyhow::Result<()> {
         tracing::info!(database = %name, "created database");
     }
     Ok(())
+}
+
+/// Why Postgres at `url` cannot be reached, in the driver's own words with every cause
+/// (diesel's connection error keeps only "error connecting to server"); `None` when a
+/// plain connection succeeds (the failure was elsewhere).
+pub async fn why_unreachable(url: &str) -> Option<String> {
+    let attempt = tokio_postgres::connect(url, tokio_postgres::NoTls);
+    match tokio::time::timeout(std::time::Duration::from_secs(5), attempt).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => {
+            let mut out = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !out.contains(&text) {
+                    out.push_str(": ");
+                    out.push_str(&text);
+                }
+                source = s.source();
+            }
+            Some(out)
+        }
+        Err(_) => Some("connecting timed out after 5 s".to_owned()),
+    }
 }
 
 /// Applies pending migrations while holding a Postgres advisory lock.

@@ -5,12 +5,14 @@
 mod attachment;
 pub mod key_scopes;
 pub mod pricing;
+pub mod shown_url;
 mod states;
 pub mod text;
 pub mod tokens;
 
 pub use attachment::Attachment;
 pub use key_scopes::{KeyScope, KeyScopes};
+pub use shown_url::{scrub_urls, shown_url};
 pub use states::{
     ApprovalState, Approver, Decision, MessageRole, MessageStatus, TurnState, UnknownState,
     ADMIN_ROLE, MEMBER_ROLE,

@@ -6,6 +6,12 @@ use rust_decimal::Decimal;
 /// Decimal places a cost keeps (`NUMERIC(20,9)`).
 pub const COST_SCALE: u32 = 9;
 
+/// The largest amount a cost column holds (`NUMERIC(20,9)`: 11 digits before the point):
+/// a cost is never more, so no usage, however absurd, can fail the row that records it.
+pub fn max_cost() -> Decimal {
+    Decimal::from_i128_with_scale(99_999_999_999_999_999_999, COST_SCALE)
+}
+
 /// A model's price in force: amounts per million tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Price {
@@ -39,18 +45,34 @@ impl TokenCounts {
 }
 
 impl Price {
-    /// What `tokens` cost at this price, rounded half away from zero to 9 places.
+    /// What `tokens` cost at this price, rounded half away from zero to 9 places, and at
+    /// most [`max_cost`] (saturating, never overflowing).
     pub fn cost(&self, tokens: &TokenCounts) -> Decimal {
         let per_million = Decimal::from(1_000_000u32);
-        let part = |n: u64, price: Decimal| Decimal::from(n) * price;
-        let sum = part(tokens.input, self.input)
-            + part(tokens.cache_read, self.cache_read)
-            + part(tokens.cache_write, self.cache_write)
-            + part(tokens.output, self.output);
-        (sum / per_million).round_dp_with_strategy(
-            COST_SCALE,
-            rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-        )
+        let part = |n: u64, price: Decimal| {
+            Decimal::from(n)
+                .checked_mul(price)
+                .and_then(|p| p.checked_div(per_million))
+        };
+        let sum = [
+            (tokens.input, self.input),
+            (tokens.cache_read, self.cache_read),
+            (tokens.cache_write, self.cache_write),
+            (tokens.output, self.output),
+        ]
+        .into_iter()
+        .try_fold(Decimal::ZERO, |sum, (n, price)| {
+            part(n, price).and_then(|p| sum.checked_add(p))
+        });
+        match sum {
+            Some(sum) => sum
+                .round_dp_with_strategy(
+                    COST_SCALE,
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                )
+                .min(max_cost()),
+            None => max_cost(),
+        }
     }
 }
 
@@ -144,6 +166,32 @@ mod tests {
         assert_eq!(cheap.cost(&one), dec("0.0000001"));
         // Three calls of 0.1 add up to exactly 0.3 (a float would not).
         assert_eq!(cheap.cost(&one) * Decimal::from(3), dec("0.0000003"));
+    }
+
+    #[test]
+    fn a_cost_saturates_at_what_its_column_holds() {
+        let price = Price {
+            currency: "USD".into(),
+            input: dec("3"),
+            output: dec("15"),
+            cache_read: dec("0.30"),
+            cache_write: dec("3.75"),
+        };
+        let absurd = TokenCounts {
+            input: 1_000_000_000_000_000_000,
+            ..Default::default()
+        };
+        assert_eq!(price.cost(&absurd), max_cost());
+        let dear = Price {
+            output: Decimal::MAX,
+            ..price.clone()
+        };
+        let all = TokenCounts {
+            output: u64::MAX,
+            ..absurd
+        };
+        assert_eq!(dear.cost(&all), max_cost());
+        assert_eq!(max_cost().to_string(), "99999999999.999999999");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use uuid::Uuid;
+
 use super::LlmError;
 
 pub use crate::config::BreakerSettings;
@@ -77,8 +79,11 @@ pub struct BreakerView {
 #[derive(Debug, Default)]
 struct Inner {
     consecutive: u32,
-    /// Outcomes in the window: (when, failed).
-    recent: VecDeque<(Instant, bool)>,
+    /// The distinct callers of the current run of failures (a handful: the run opens it
+    /// once `min_users` of them failed).
+    run_callers: Vec<Uuid>,
+    /// Outcomes in the window: (when, the caller whose call failed; `None`: it succeeded).
+    recent: VecDeque<(Instant, Option<Uuid>)>,
     /// Open until then (monotonic and wall-clock).
     open_until: Option<(Instant, DateTime<Utc>)>,
     /// Since when the half-open probe has been out (one at a time; a probe whose task died
@@ -156,8 +161,9 @@ impl Breaker {
     pub fn succeeded(&self, admission: Admission) -> Option<Transition> {
         let mut inner = self.inner.lock().ok()?;
         let now = Instant::now();
-        self.push(&mut inner, now, false);
+        self.push(&mut inner, now, None);
         inner.consecutive = 0;
+        inner.run_callers.clear();
         if inner.open_until.is_none() || admission != Admission::Probe {
             return None;
         }
@@ -168,13 +174,24 @@ impl Breaker {
         Some(Transition::Closed { at })
     }
 
-    /// Records a call that failed before its first token with an error that says the
-    /// endpoint is unwell ([`counts_against`]).
-    pub fn failed(&self, error: &LlmError, admission: Admission) -> Option<Transition> {
+    /// Records a call of `caller` that failed before its first token with an error that
+    /// says the endpoint is unwell ([`counts_against`]). Failures open the breaker only
+    /// once they come from `min_users` distinct callers: a timeout or a 429 one member's
+    /// prompts caused must not shut the provider for everyone (a failed probe reopens it
+    /// whoever made it).
+    pub fn failed(
+        &self,
+        error: &LlmError,
+        admission: Admission,
+        caller: Uuid,
+    ) -> Option<Transition> {
         let mut inner = self.inner.lock().ok()?;
         let now = Instant::now();
         inner.consecutive = inner.consecutive.saturating_add(1);
-        self.push(&mut inner, now, true);
+        if !inner.run_callers.contains(&caller) && inner.run_callers.len() < 1_000 {
+            inner.run_callers.push(caller);
+        }
+        self.push(&mut inner, now, Some(caller));
         let reason = super::truncate_chars(&format!("{}: {error}", error.code()), 200);
         inner.last_error = Some(reason.clone());
         let probe_failed = admission == Admission::Probe;
@@ -182,14 +199,19 @@ impl Breaker {
             inner.probing = None;
         }
         let (total, failed) = inner.recent.iter().fold((0u32, 0u32), |(t, f), (_, bad)| {
-            (t + 1, f + u32::from(*bad))
+            (t + 1, f + u32::from(bad.is_some()))
         });
+        let min_users = usize::try_from(self.settings.min_users.max(1)).unwrap_or(usize::MAX);
+        let mut failing: Vec<Uuid> = inner.recent.iter().filter_map(|(_, c)| *c).collect();
+        failing.sort_unstable();
+        failing.dedup();
         let rate_tripped = total >= self.settings.min_calls.max(1)
-            && f64::from(failed) / f64::from(total) >= self.settings.failure_rate;
+            && f64::from(failed) / f64::from(total) >= self.settings.failure_rate
+            && failing.len() >= min_users;
+        let run_tripped =
+            inner.consecutive >= self.settings.failures && inner.run_callers.len() >= min_users;
         let already_open = Self::state_of(&inner, now) == BreakerState::Open;
-        if already_open
-            || !(probe_failed || inner.consecutive >= self.settings.failures || rate_tripped)
-        {
+        if already_open || !(probe_failed || run_tripped || rate_tripped) {
             return None;
         }
         let until =
@@ -200,7 +222,7 @@ impl Breaker {
         Some(Transition::Opened { until, reason, at })
     }
 
-    fn push(&self, inner: &mut Inner, now: Instant, failed: bool) {
+    fn push(&self, inner: &mut Inner, now: Instant, failed: Option<Uuid>) {
         inner.recent.push_back((now, failed));
         while inner
             .recent
@@ -243,6 +265,7 @@ impl Breaker {
             None => {
                 inner.open_until = None;
                 inner.consecutive = 0;
+                inner.run_callers.clear();
                 inner.probing = None;
             }
         }

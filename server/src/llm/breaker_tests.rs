@@ -8,10 +8,14 @@ fn settings(cooldown_ms: u64) -> BreakerSettings {
         failures: 3,
         failure_rate: 0.5,
         min_calls: 6,
+        min_users: 1,
         window: Duration::from_secs(60),
         cooldown: Duration::from_millis(cooldown_ms),
     }
 }
+
+/// The caller of the tests that are not about callers.
+const ONE: Uuid = Uuid::from_u128(1);
 
 fn down() -> LlmError {
     LlmError::Upstream {
@@ -23,10 +27,10 @@ fn down() -> LlmError {
 #[test]
 fn consecutive_failures_open_it_and_a_probe_closes_it() {
     let b = Breaker::new(settings(30));
-    assert_eq!(b.failed(&down(), Admission::Pass), None);
-    assert_eq!(b.failed(&down(), Admission::Pass), None);
+    assert_eq!(b.failed(&down(), Admission::Pass, ONE), None);
+    assert_eq!(b.failed(&down(), Admission::Pass, ONE), None);
     assert!(matches!(
-        b.failed(&down(), Admission::Pass),
+        b.failed(&down(), Admission::Pass, ONE),
         Some(Transition::Opened { .. })
     ));
     assert_eq!(b.admit(), Admission::Refused);
@@ -48,14 +52,14 @@ fn consecutive_failures_open_it_and_a_probe_closes_it() {
 fn a_failed_probe_opens_it_again_and_an_abandoned_one_lets_another_try() {
     let b = Breaker::new(settings(20));
     for _ in 0..3 {
-        b.failed(&down(), Admission::Pass);
+        b.failed(&down(), Admission::Pass, ONE);
     }
     std::thread::sleep(Duration::from_millis(30));
     assert_eq!(b.admit(), Admission::Probe);
     b.abandon_probe();
     assert_eq!(b.admit(), Admission::Probe);
     assert!(matches!(
-        b.failed(&down(), Admission::Probe),
+        b.failed(&down(), Admission::Probe, ONE),
         Some(Transition::Opened { .. })
     ));
     assert_eq!(b.admit(), Admission::Refused);
@@ -67,7 +71,7 @@ fn the_failure_rate_opens_it_without_a_run_of_failures() {
     let mut opened_at = None;
     for round in 1..=4 {
         assert_eq!(b.succeeded(Admission::Pass), None);
-        if b.failed(&down(), Admission::Pass).is_some() {
+        if b.failed(&down(), Admission::Pass, ONE).is_some() {
             opened_at = Some(round);
             break;
         }
@@ -106,4 +110,24 @@ fn refusals_on_the_merits_do_not_count() {
     assert!(!counts_against(&bad_request));
     assert!(counts_against(&LlmError::Timeout("first_byte")));
     assert!(counts_against(&LlmError::RateLimited { retry_after: None }));
+}
+
+#[test]
+fn one_caller_alone_never_opens_it_two_do() {
+    let b = Breaker::new(BreakerSettings {
+        min_users: 2,
+        ..settings(1_000)
+    });
+    // Ten failures in a row, all one member's (their prompts time out): still closed,
+    // whether counted as a run or as the rate.
+    for _ in 0..10 {
+        assert_eq!(b.failed(&down(), Admission::Pass, ONE), None);
+    }
+    assert_eq!(b.state(), BreakerState::Closed);
+    // A second member's call fails too: the endpoint is unwell for more than one.
+    assert!(matches!(
+        b.failed(&down(), Admission::Pass, Uuid::from_u128(2)),
+        Some(Transition::Opened { .. })
+    ));
+    assert_eq!(b.admit(), Admission::Refused);
 }

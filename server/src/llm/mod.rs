@@ -219,6 +219,25 @@ impl Usage {
             output: self.output_tokens,
         }
     }
+
+    /// The usage as far as the request could have produced it: input within `max_input`
+    /// (the context window), output within `max_output` (the cap the request sent), each
+    /// cache count within the input. A provider reporting more (a bug, or a hostile
+    /// endpoint) must not be stored or charged beyond what the call could cost. The bool
+    /// says whether anything was cut.
+    pub fn within(self, max_input: u64, max_output: u64) -> (Self, bool) {
+        let input_tokens = self.input_tokens.min(max_input.max(1));
+        let cache_read_tokens = self.cache_read_tokens.min(input_tokens);
+        let clamped = Self {
+            input_tokens,
+            output_tokens: self.output_tokens.min(max_output.max(1)),
+            cache_read_tokens,
+            cache_write_tokens: self
+                .cache_write_tokens
+                .min(input_tokens - cache_read_tokens),
+        };
+        (clamped, clamped != self)
+    }
 }
 
 /// Why the model stopped generating.
@@ -322,6 +341,34 @@ pub(crate) fn host_of(base_url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_is_cut_to_what_the_request_could_produce() {
+        let absurd = Usage {
+            input_tokens: 1_000_000_000_000_000_000,
+            output_tokens: u64::MAX,
+            cache_read_tokens: u64::MAX,
+            cache_write_tokens: u64::MAX,
+        };
+        let (u, cut) = absurd.within(8_000, 100);
+        assert!(cut);
+        assert_eq!(
+            u,
+            Usage {
+                input_tokens: 8_000,
+                output_tokens: 100,
+                cache_read_tokens: 8_000,
+                cache_write_tokens: 0,
+            }
+        );
+        let honest = Usage {
+            input_tokens: 500,
+            output_tokens: 20,
+            cache_read_tokens: 100,
+            cache_write_tokens: 50,
+        };
+        assert_eq!(honest.within(8_000, 100), (honest, false));
+    }
 
     #[test]
     fn estimate_tokens_rounds_up_with_min_one() {

@@ -29,8 +29,10 @@ pub struct Readiness {
     pub status: String,
     /// `ok` or `unreachable`.
     pub database: String,
-    /// Each model provider's circuit breaker state, by provider name.
-    pub providers: std::collections::HashMap<String, crate::llm::breaker::BreakerState>,
+    /// How many model providers' circuit breakers are `closed`, `open` and `half_open`.
+    pub breakers: std::collections::HashMap<String, u64>,
+    /// Each provider's breaker state by provider name: only for an admin's bearer token.
+    pub providers: Option<std::collections::HashMap<String, crate::llm::breaker::BreakerState>>,
     /// Present when not ready.
     pub error: Option<ErrorDetail<'static>>,
 }

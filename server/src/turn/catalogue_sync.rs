@@ -53,7 +53,8 @@ impl CatalogueParts {
     /// its breaker, new ones get one.
     pub async fn reload(&self, conn: &mut AsyncPgConnection) -> Result<(), String> {
         let _one_at_a_time = self.catalogue.reloading.lock().await;
-        let (providers, models) = catalogue_entry::list(conn)
+        let key = crate::db::sealed::SealingKey::of(&self.settings);
+        let (providers, models) = catalogue_entry::list(conn, key.as_ref())
             .await
             .map_err(|e| e.to_string())?;
         let added = AddedEntries { providers, models };

@@ -24,6 +24,8 @@ pub(super) struct CallPolicy<'a> {
     /// The money this call holds: a fallback must be priced in its currency, and its output
     /// is capped to what the hold pays for at the fallback's price.
     pub money: Option<&'a MoneyHold>,
+    /// Whose call it is: a provider's breaker opens only on failures of several users.
+    pub caller: uuid::Uuid,
 }
 
 /// Which model a call was charged to.
@@ -166,7 +168,7 @@ impl TurnEngine {
                     };
                     match breaker.as_ref() {
                         Some(b) if counts_against(error) => {
-                            if let Some(change) = b.failed(error, as_admitted) {
+                            if let Some(change) = b.failed(error, as_admitted, policy.caller) {
                                 self.breaker_changed(&model.provider, change);
                             }
                         }

@@ -14,7 +14,8 @@
 //! - `run.rs`: the loop: `model_call.rs` (one streamed model call), `tool_calls.rs` (the
 //!   tools it asked for, from `tool_set.rs`), `approval/pause.rs` (calls that wait for a
 //!   person), `store.rs` (one commit per step, [`sql::next_call`], and the last one,
-//!   [`sql::finish`]), `record.rs` and `ending.rs` (what is stored and said at the end);
+//!   [`sql::finish`]; `store_failure.rs`: which failures are retried), `record.rs` and
+//!   `ending.rs` (what is stored and said at the end);
 //! - `turn_log.rs`, `follow.rs`, `replay.rs`: its events, to the request that started it or
 //!   to anyone re-attaching ([`Follower`]), from memory or from what was stored;
 //!   `signals.rs` answers the cluster channel's `follow:`/stop signals for this process;
@@ -59,6 +60,7 @@ mod signals;
 pub mod sql;
 mod start;
 mod store;
+mod store_failure;
 mod supervise;
 mod title;
 mod tool_calls;

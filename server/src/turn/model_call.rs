@@ -99,7 +99,11 @@ impl TurnEngine {
         );
         let started = Instant::now();
         let first = std::sync::OnceLock::new();
-        let outcome = self
+        let limits = (
+            route.context_window,
+            u64::from(request.max_tokens.unwrap_or(route.max_output)),
+        );
+        let mut outcome = self
             .stream_model(
                 (&route.client, request),
                 input_estimate,
@@ -110,6 +114,14 @@ impl TurnEngine {
             )
             .instrument(span.clone())
             .await;
+        if let ModelOutcome::Completed { usage, .. } = &mut outcome {
+            let (within, cut) = usage.within(limits.0, limits.1);
+            if cut {
+                tracing::warn!(model = %model, reported = ?usage, kept = ?within,
+                    "the provider reported more tokens than the call could use; kept the most it could");
+                *usage = within;
+            }
+        }
         let m = &self.metrics;
         let labels = |outcome: &str| [provider, model.as_str(), outcome].map(str::to_owned);
         let outcome_label = match &outcome {

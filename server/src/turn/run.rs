@@ -23,6 +23,7 @@ use crate::turn::fallback::{CallPolicy, ModelCall};
 use crate::turn::model_call::ModelOutcome;
 use crate::turn::pending_start::PendingStart;
 use crate::turn::record::{clamp_i64, incomplete_assistant, millis, TurnRecord};
+use crate::turn::store::Persisted;
 use crate::turn::turn_log::EventSink;
 
 impl TurnEngine {
@@ -79,7 +80,7 @@ impl TurnEngine {
         let last_assistant = record.last_assistant;
         let shutdown = control.stopped() == Some(StopReason::Shutdown);
         let last = final_event(&ending, last_assistant, shutdown);
-        let stored = if matches!(ending, Ending::Unstored) {
+        let persisted = if matches!(ending, Ending::Unstored) {
             // Unconfirmed is not always rolled back: the connection may have died with the
             // COMMIT on its way. Releasing is right either way: it only touches this turn's
             // claim, and settling a hold that is not there charges nothing.
@@ -87,11 +88,12 @@ impl TurnEngine {
             let hold = outstanding.unwrap_or_else(|| turn.first_call.0.clone());
             self.abandon(turn.turn_id, turn.conversation_id, Some(hold))
                 .await;
-            false
+            Persisted::Lost
         } else {
             let deadline = started + self.settings.turn_timeout;
             self.persist(&turn, record, deadline, &last).await
         };
+        let stored = matches!(persisted, Persisted::Stored);
         // A stored answer: the conversation may get its title (after `done`, in the
         // background). API calls carry their own titles.
         let titled = stored
@@ -99,8 +101,9 @@ impl TurnEngine {
             && matches!(ending, Ending::Finished(FinishReason::Stop))
             && turn.client_tools.is_empty()
             && turn.wants_title;
-        let event = match ending {
-            Ending::Finished(_) | Ending::Failed { .. } if !stored => unsaved(),
+        let event = match (ending, persisted) {
+            (_, Persisted::Salvaged(event)) => event,
+            (Ending::Finished(_) | Ending::Failed { .. }, Persisted::Lost) => unsaved(),
             _ => last,
         };
         emit(event).await;
@@ -178,6 +181,7 @@ impl TurnEngine {
             let policy = CallPolicy {
                 role_models: &role.models,
                 money: hold.money.as_ref(),
+                caller: turn.user_id,
             };
             let ModelCall { outcome, answered } = self
                 .call_model(

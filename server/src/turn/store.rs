@@ -16,6 +16,8 @@ use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::events::TurnEvent;
 use crate::turn::record::TurnRecord;
 use crate::turn::sql as turn;
+pub(super) use crate::turn::store_failure::Persisted;
+use crate::turn::store_failure::{store_failed, Failure};
 
 /// How long one attempt at storing a finished turn may take, waiting for a connection
 /// included (a frozen database must not stall the retries).
@@ -108,8 +110,11 @@ impl TurnEngine {
 
     /// Stores the rest of the turn (messages, usage, the last settlement, its final event
     /// `end`) and releases the conversation, retrying until `deadline` (at least
-    /// [`MIN_STORE_WINDOW`] from now): `done` means stored. False when it could not be
-    /// stored; the claim and the hold are then released in the background as soon as the
+    /// [`MIN_STORE_WINDOW`] from now) while the failure is one that passes (a lost
+    /// connection, a serialization failure, a deadlock). A failure that would only repeat
+    /// (a constraint, an overflow) stops the retries at once: the turn is stored as
+    /// incomplete without its usage rows ([`Persisted::Salvaged`]). When nothing could be
+    /// stored, the claim and the hold are released in the background as soon as the
     /// database answers again.
     pub(super) async fn persist(
         &self,
@@ -117,62 +122,34 @@ impl TurnEngine {
         mut record: TurnRecord,
         deadline: Instant,
         end: &TurnEvent,
-    ) -> bool {
+    ) -> Persisted {
         let end = serde_json::to_value(end).unwrap_or(serde_json::Value::Null);
         let until = deadline.max(Instant::now() + MIN_STORE_WINDOW);
         let mut attempt = 0u32;
         loop {
             let left = until.saturating_duration_since(Instant::now());
-            let result = tokio::time::timeout(left.min(STORE_ATTEMPT), async {
-                let mut conn = db::conn_patiently(&self.pool, left.min(STORE_ATTEMPT))
-                    .await
-                    .map_err(|e| anyhow::anyhow!("no database connection: {e}"))?;
-                let stored = turn::finish(
-                    &mut conn,
-                    turn::Finish {
-                        conversation_id: turn.conversation_id,
-                        turn_id: turn.turn_id,
-                        rows: record.messages.clone(),
-                        usage_rows: record.usage.clone(),
-                        audit_rows: record.audit.clone(),
-                        settle: record.pending.clone(),
-                        end: end.clone(),
-                    },
-                )
-                .await;
-                match &stored {
-                    Err(diesel::result::Error::DatabaseError(
-                        diesel::result::DatabaseErrorKind::UniqueViolation,
-                        _,
-                    )) => {
-                        // An earlier commit whose answer was lost did store some of these rows.
-                        drop_stored(&mut conn, &mut record).await?;
-                    }
-                    Err(e) if turn::is_claim_lost(e) => {
-                        // Either that earlier commit stored the turn, or the turn was ended
-                        // elsewhere (its process looked dead): nothing more may be written.
-                        let last = record.last_assistant.into_iter().collect::<Vec<_>>();
-                        let stored = message::existing(&mut conn, &last).await?;
-                        return Ok(Some(!stored.is_empty() || last.is_empty()));
-                    }
-                    _ => {}
-                }
-                stored.map(|()| None).map_err(anyhow::Error::from)
-            })
+            let result = tokio::time::timeout(
+                left.min(STORE_ATTEMPT),
+                self.store_once(turn, &mut record, &end, left.min(STORE_ATTEMPT)),
+            )
             .await
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("storing took too long")));
+            .unwrap_or_else(|_| Err(Failure::Passing(anyhow::anyhow!("storing took too long"))));
             match result {
                 Ok(settled) => {
-                    if let Ok(mut o) = turn.outstanding.lock() {
-                        *o = None;
-                    }
+                    self.settled(turn);
                     if settled == Some(false) {
                         tracing::warn!(conversation = %turn.conversation_id,
                             "the turn was ended elsewhere while it could not be stored");
+                        return Persisted::Lost;
                     }
-                    return settled.unwrap_or(true);
+                    return Persisted::Stored;
                 }
-                Err(e) => {
+                Err(Failure::Lasting(e)) => {
+                    tracing::error!(error = %e, conversation = %turn.conversation_id,
+                        "storing the turn failed in a way retrying cannot mend; storing it as incomplete");
+                    return self.salvage(turn, record).await;
+                }
+                Err(Failure::Passing(e)) => {
                     tracing::error!(attempt, error = %e, conversation = %turn.conversation_id,
                         "storing the turn failed; retrying");
                 }
@@ -192,7 +169,102 @@ impl TurnEngine {
             record.pending,
             record.usage,
         );
-        false
+        Persisted::Lost
+    }
+
+    /// One attempt at the final commit. `Some(stored)`: the turn had lost its claim, and
+    /// whether an earlier commit whose answer was lost had stored it.
+    async fn store_once(
+        &self,
+        turn: &PreparedTurn,
+        record: &mut TurnRecord,
+        end: &serde_json::Value,
+        wait: Duration,
+    ) -> Result<Option<bool>, Failure> {
+        let mut conn = db::conn_patiently(&self.pool, wait)
+            .await
+            .map_err(|e| Failure::Passing(anyhow::anyhow!("no database connection: {e}")))?;
+        let stored = turn::finish(
+            &mut conn,
+            turn::Finish {
+                conversation_id: turn.conversation_id,
+                turn_id: turn.turn_id,
+                rows: record.messages.clone(),
+                usage_rows: record.usage.clone(),
+                audit_rows: record.audit.clone(),
+                settle: record.pending.clone(),
+                end: end.clone(),
+            },
+        )
+        .await;
+        match &stored {
+            Err(diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UniqueViolation,
+                _,
+            )) => {
+                // An earlier commit whose answer was lost did store some of these rows.
+                drop_stored(&mut conn, record).await.map_err(Failure::of)?;
+                return Err(Failure::Passing(anyhow::anyhow!(
+                    "rows stored by an earlier commit; storing the rest"
+                )));
+            }
+            Err(e) if turn::is_claim_lost(e) => {
+                // Either that earlier commit stored the turn, or the turn was ended
+                // elsewhere (its process looked dead): nothing more may be written.
+                let last = record.last_assistant.into_iter().collect::<Vec<_>>();
+                let stored = message::existing(&mut conn, &last)
+                    .await
+                    .map_err(Failure::of)?;
+                return Ok(Some(!stored.is_empty() || last.is_empty()));
+            }
+            _ => {}
+        }
+        stored.map(|()| None).map_err(Failure::of)
+    }
+
+    /// Stores a turn whose full commit fails for good: its messages (the last answer marked
+    /// incomplete) and audit rows, its hold settled, without the usage rows (the likeliest
+    /// culprit), and an `error` end. One attempt; failing that, the turn is released.
+    async fn salvage(&self, turn: &PreparedTurn, mut record: TurnRecord) -> Persisted {
+        let event = store_failed();
+        crate::turn::record::mark_incomplete(&mut record.messages, "store_failed");
+        if !record.usage.is_empty() {
+            tracing::error!(rows = ?record.usage.iter().map(|u| (u.input_tokens, u.output_tokens, u.cost.clone())).collect::<Vec<_>>(),
+                conversation = %turn.conversation_id, "usage rows left out of a salvaged turn");
+        }
+        record.usage.clear();
+        let end = serde_json::to_value(&event).unwrap_or(serde_json::Value::Null);
+        let stored = tokio::time::timeout(
+            STORE_ATTEMPT,
+            self.store_once(turn, &mut record, &end, STORE_ATTEMPT),
+        )
+        .await;
+        match stored {
+            Ok(Ok(None | Some(true))) => {
+                self.settled(turn);
+                Persisted::Salvaged(event)
+            }
+            other => {
+                if let Ok(Err(e)) = other {
+                    tracing::error!(error = %e, conversation = %turn.conversation_id,
+                        "the turn could not be stored even as incomplete; releasing it");
+                }
+                self.release_later(
+                    turn.turn_id,
+                    turn.conversation_id,
+                    record.pending,
+                    Vec::new(),
+                );
+                Persisted::Lost
+            }
+        }
+    }
+
+    /// The turn's last hold is settled: nothing is outstanding any more.
+    fn settled(&self, turn: &PreparedTurn) {
+        if let Ok(mut o) = turn.outstanding.lock() {
+            *o = None;
+        }
     }
 
     /// Keeps trying to release a turn that could not be stored (its claim, and its hold
@@ -260,7 +332,7 @@ impl TurnEngine {
 async fn drop_stored(
     conn: &mut diesel_async::AsyncPgConnection,
     record: &mut TurnRecord,
-) -> anyhow::Result<()> {
+) -> diesel::QueryResult<()> {
     let ids: Vec<Uuid> = record.messages.iter().map(|m| m.id).collect();
     let stored: HashSet<Uuid> = message::existing(conn, &ids).await?.into_iter().collect();
     let calls: HashSet<String> = record

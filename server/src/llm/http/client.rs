@@ -36,7 +36,9 @@ fn build_client(
 /// Trims trailing slashes from a base URL and checks that it parses.
 pub fn normalize_base_url(base_url: &str) -> Result<String, LlmError> {
     let trimmed = base_url.trim().trim_end_matches('/').to_string();
-    reqwest::Url::parse(&trimmed)
-        .map_err(|e| LlmError::Config(format!("invalid base URL {trimmed:?}: {e}")))?;
+    reqwest::Url::parse(&trimmed).map_err(|e| {
+        let shown = crate::domain::shown_url(&trimmed);
+        LlmError::Config(format!("invalid base URL {shown:?}: {e}"))
+    })?;
     Ok(trimmed)
 }

@@ -187,7 +187,8 @@ pub(super) fn map_send_error(e: &reqwest::Error) -> LlmError {
     }
 }
 
-/// An error's message followed by its sources.
+/// An error's message followed by its sources, with the credentials of any URL they name
+/// cut out (reqwest's errors name the URL, `user:password@` included).
 pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
@@ -196,5 +197,5 @@ pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
         out.push_str(&s.to_string());
         source = s.source();
     }
-    out
+    crate::domain::scrub_urls(&out)
 }

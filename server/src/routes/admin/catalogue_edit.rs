@@ -144,12 +144,14 @@ pub(super) async fn commit(
     store: Store<'_>,
     change: NewChange,
 ) -> Result<(), ApiError> {
+    let key = db::sealed::SealingKey::of(&state.settings);
     let stored = conn
         .transaction(|conn| {
             async move {
+                let key = key.as_ref();
                 let done = match store {
-                    Store::Insert(entry) => catalogue_entry::insert(conn, entry).await?,
-                    Store::Update(entry) => catalogue_entry::update(conn, entry).await?,
+                    Store::Insert(entry) => catalogue_entry::insert(conn, entry, key).await?,
+                    Store::Update(entry) => catalogue_entry::update(conn, entry, key).await?,
                     Store::Delete(kind, name) => catalogue_entry::delete(conn, kind, name).await?,
                 };
                 if done {

@@ -165,24 +165,11 @@ pub(super) fn provider_info(
     }
 }
 
-/// The base URL requests go to, with any credentials in it removed.
+/// The base URL requests go to, shown without credentials ([`crate::domain::shown_url`]).
 pub(super) fn shown_url(kind: ProviderKind, configured: &str) -> String {
-    let url = match configured.trim().trim_end_matches('/') {
-        "" => kind.vendor_base_url(),
-        url => url,
-    };
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(None);
-            }
-            if !u.username().is_empty() {
-                let _ = u.set_username("");
-            }
-            u.to_string().trim_end_matches('/').to_owned()
-        }
-        // Validated at start-up; a demo provider may have none.
-        Err(_) => String::new(),
+    match configured.trim().trim_end_matches('/') {
+        "" => crate::domain::shown_url(kind.vendor_base_url()),
+        url => crate::domain::shown_url(url),
     }
 }
 
