@@ -70,6 +70,8 @@ mod titles;
 mod tokens;
 mod tools;
 mod upload_cancel;
+// Issue 42 items 8-9 (browser loose ends): refusal wording, titles, assistant names, search, copies.
+mod ui_loose_ends;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).

@@ -234,6 +234,9 @@ pub async fn fork(
                 .map(|m| copied(m, made.id, &from))
                 .collect();
             message::insert_many(conn, &rows).await?;
+            if let Source::Own(original) = &source {
+                made.forked_from = conversation::set_forked_from(conn, made.id, *original).await?;
+            }
             match &source {
                 Source::Share { id, viewer } => {
                     read::record_view(conn, id, viewer, Action::Fork, now).await?;
