@@ -68,7 +68,7 @@ test('chat, sidebar, files and the account dialog fit a phone; sign out is in th
   await page.context().close();
 });
 
-test('every admin section fits a phone and every tab is one tap away', async () => {
+test('every admin section fits a phone and every section is one choice away', async () => {
   const page = await newPage(browser, { viewport: PHONE });
   await page.goto(server.url);
   await page.getByLabel('Username').fill('phoebe');
