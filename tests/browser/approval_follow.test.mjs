@@ -83,6 +83,8 @@ test('an admin approval reaches the open chat: the card says so and the answer s
   await card.locator('.approval-status').filter({ hasText: 'Approved by root' }).waitFor();
   assert.equal(await card.getByText('Waiting for an admin').count(), 0, 'the waiting line is gone');
   assert.equal(await page.locator('.tool-status.waiting').count(), 0, 'no tool card still says it waits');
+  assert.equal(await page.locator('.turn-note').filter({ hasText: /waits for approval/ }).count(), 0, 'no stale pause note');
+  await page.locator('.turn-note').filter({ hasText: 'once decided, the answer went on below' }).waitFor();
   assert.equal(page.url(), url);
   assert.equal(await page.locator('.msg-assistant .text-seg').filter({ hasText: 'The tool answered' }).count(), 1, 'the answer is shown once');
   await page.screenshot({ path: artifact('approval-followed.png'), fullPage: true });

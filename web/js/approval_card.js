@@ -5,7 +5,7 @@
 
 import { h, clear, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
-import { AssistantTurn } from './turn.js';
+import { AssistantTurn, FINISH_NOTES } from './turn.js';
 import { citeFinishedTurn } from './citations.js';
 
 function pretty(v) {
@@ -103,8 +103,14 @@ export class ApprovalCard {
   }
 }
 
-/** The tool card above a decided approval card no longer says it waits. */
+/** The tool card above a decided approval card, and its answer's pause note, no longer say it waits. */
 function settleToolCard(cardEl, text) {
+  const answer = cardEl.closest('.msg-assistant');
+  const paused = [...(answer?.querySelectorAll('.turn-note') || [])].find((n) => n.textContent === FINISH_NOTES.awaiting_approval);
+  if (paused && !answer.querySelector('.approval-card:not(.is-decided)')) {
+    paused.textContent = 'A tool call waited for approval here; once decided, the answer went on below.';
+    paused.className = 'turn-note note-info';
+  }
   const id = cardEl.dataset.toolCallId;
   const scope = cardEl.closest('.messages') || document;
   const tool = [...scope.querySelectorAll('.tool-card')].find((el) => id && el.dataset.toolId === id);
