@@ -132,6 +132,25 @@ test('a pending card shown after a reload follows the decision too', async () =>
   await page.context().close();
 });
 
+test('a turn that asks again after a decision shows the new card and follows that one too', async () => {
+  await policy('admin');
+  const page = await memberPage('pia');
+  upstream.push({ toolCalls: [{ name: 'calculator', arguments: { expression: '1+1' } }] });
+  upstream.push({ toolCalls: [{ name: 'calculator', arguments: { expression: '40+2' } }] });
+  await send(page, 'two sums');
+  await page.locator('.approval-card').first().getByText('Waiting for an admin').waitFor();
+  let id = await pendingId(adminApi, '/api/admin/approvals?state=pending');
+  assert.equal((await adminApi.call('POST', `/api/approvals/${id}`, { decision: 'approve' })).status, 200);
+  const second = page.locator('.approval-card').filter({ hasText: '40+2' });
+  await second.getByText('Waiting for an admin').waitFor({ timeout: 15000 });
+  id = await pendingId(adminApi, '/api/admin/approvals?state=pending');
+  assert.equal((await adminApi.call('POST', `/api/approvals/${id}`, { decision: 'approve' })).status, 200);
+  await page.locator('.msg-assistant .text-seg').filter({ hasText: 'The tool answered' }).filter({ hasText: '42' }).waitFor({ timeout: 15000 });
+  await second.locator('.approval-status').filter({ hasText: 'Approved by root' }).waitFor();
+  assert.equal(await page.locator('.approval-card:not(.is-decided)').count(), 0);
+  await page.context().close();
+});
+
 test('the usage view shows what the period cost and one line per assistant', async () => {
   await policy('none');
   const made = await adminApi.call('POST', '/api/admin/assistants', { name: 'Trip planner', instructions: 'Plan trips.' });

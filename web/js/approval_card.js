@@ -152,6 +152,7 @@ export async function showPending(log, conversationId, me) {
   }
   const items = page.items || [];
   for (const a of items.reverse()) {
+    if ([...log.querySelectorAll('.approval-card')].some((el) => el.dataset.approvalId === a.id)) continue; // shown live
     const toolCard = [...log.querySelectorAll('.tool-card')].find((el) => el.dataset.toolId === a.tool_call_id);
     const card = new ApprovalCard(a, { me, log });
     if (toolCard) {

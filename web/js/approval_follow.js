@@ -5,7 +5,7 @@
 
 import * as api from './api.js';
 import { AssistantTurn } from './turn.js';
-import { feed } from './approval_card.js';
+import { feed, showPending } from './approval_card.js';
 
 /** How often a waiting card's call is looked at. */
 const POLL_MS = 1500;
@@ -74,28 +74,42 @@ async function run(view, watch) {
       }
     }
     if (decided && !waitingCards(view).length) {
-      await followResumed(view, watch);
+      const again = await followResumed(view, watch);
+      // The turn went on and paused for another call: its new card is watched in turn.
+      if (again && stillOpen(view, watch)) {
+        view.decisionWatch = null;
+        watchDecisions(view, watch.resumeFrom);
+      }
       return;
     }
   }
 }
 
-/** Follows the turn the decisions let go on, into a new answer under the paused one. */
+/**
+ * Follows the turn the decisions let go on, into a new answer under the paused one; true
+ * when it paused again for another call.
+ */
 async function followResumed(view, watch) {
   const { convId, turnId } = watch;
   if (!watch.resumeFrom || !turnId) {
     await redraw(view, watch);
-    return;
+    return false;
   }
   const turn = new AssistantTurn({ live: true });
   let paused = false;
   let shown = false;
+  let asked = false; // the resumed turn asked for another decision
   for (let i = 0; i < RESUME_TRIES && stillOpen(view, watch); i += 1) {
     paused = false;
     try {
       await api.followTurn(convId, turnId, watch.resumeFrom, (ev, id) => {
-        // Not picked up yet: the turn still reads as paused.
-        if (ev.type === 'done' && ev.finish_reason === 'awaiting_approval') { paused = true; return; }
+        if (ev.type === 'approval_required') asked = true;
+        // Not picked up yet, nothing new came and the turn still reads as paused; after
+        // new events the turn went on and paused again for another call.
+        if (ev.type === 'done' && ev.finish_reason === 'awaiting_approval') {
+          if (!shown) { paused = true; return; }
+          asked = true;
+        }
         if (id && id !== 'end') watch.resumeFrom = id;
         if (!shown) { shown = true; view.log.append(turn.el); }
         feed(turn, ev, { log: view.log, me: view.appState.me });
@@ -110,10 +124,13 @@ async function followResumed(view, watch) {
   }
   if (!shown) {
     await redraw(view, watch);
-    return;
+    return false;
   }
   view.refreshMe();
   view.decorate();
+  // Its new calls' cards, when the stream did not carry them (read back from the database).
+  if (asked) await showPending(view.log, convId, view.appState.me);
+  return asked;
 }
 
 /** Draws the chat again from the server (it follows a turn still running). */
