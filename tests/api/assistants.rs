@@ -238,7 +238,7 @@ async fn assistants_are_checked_and_only_admins_keep_them() {
     assert_eq!(status, 403);
     let cases = [
         (
-            json!({"name": "has space", "instructions": "x"}),
+            json!({"name": "has/slash", "instructions": "x"}),
             422,
             "invalid_assistant",
         ),

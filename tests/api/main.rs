@@ -80,6 +80,9 @@ mod sealed_keys;
 mod start_banner;
 mod usage_bounds;
 
+// Issue 42 items 8-9 (browser loose ends): refusal wording, titles, assistant names, search, copies.
+mod ui_loose_ends;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]

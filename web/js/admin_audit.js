@@ -20,7 +20,8 @@ export async function renderAudit(body) {
       since.wrap, until.wrap,
       h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply filters')));
   const tbody = h('tbody');
-  const table = h('table', { class: 'data-table audit-table' },
+  // `stack`: one compact card per call on a phone (app.css).
+  const table = h('table', { class: 'data-table audit-table stack' },
     h('thead', null, h('tr', null, ['Time', 'User', 'Tool', 'Outcome', 'Duration', 'Details'].map((t) => h('th', { scope: 'col' }, t)))), tbody);
   const more = h('button', { type: 'button', class: 'btn' }, 'Load more');
   const info = h('p', { class: 'muted', role: 'status' });
@@ -65,14 +66,14 @@ function conversationLink(id) {
 
 function auditRow(r) {
   return h('tr', null,
-    h('td', { class: 'nowrap' }, fmtDate(r.created_at)),
-    h('td', null, r.username || r.user_id || ''),
-    h('td', null, h('code', null, r.tool)),
-    h('td', null, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
+    h('td', { class: 'nowrap audit-time', 'data-label': 'Time' }, fmtDate(r.created_at)),
+    h('td', { class: 'audit-user', 'data-label': 'User' }, r.username || r.user_id || ''),
+    h('td', { class: 'audit-tool', 'data-label': 'Tool' }, h('code', null, r.tool)),
+    h('td', { class: 'audit-outcome', 'data-label': 'Outcome' }, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
       r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
         `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),
-    h('td', { class: 'nowrap' }, fmtDuration(r.duration_ms)),
-    h('td', null, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
+    h('td', { class: 'nowrap audit-duration', 'data-label': 'Duration' }, fmtDuration(r.duration_ms)),
+    h('td', { class: 'audit-details' }, h('details', null, h('summary', null, r.error ? `Error: ${String(r.error).slice(0, 60)}` : 'Arguments'),
       h('pre', { class: 'tool-pre' }, JSON.stringify(r.arguments ?? null, null, 2)),
       r.error ? h('p', { class: 'tool-error' }, r.error) : null,
       h('p', { class: 'muted small' }, [

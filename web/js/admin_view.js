@@ -2,6 +2,7 @@
 // (assistants_admin.js), custom HTTP tools, MCP servers, approvals, the tool-call audit and the admin audit trail, usage. Each section has its own module
 // where it grew large.
 
+import { sectionMenu } from './admin_menu.js';
 import { h, clear, field, toast } from './dom.js';
 import * as api from './api.js';
 import { renderUsage } from './usage_view.js';
@@ -40,7 +41,7 @@ export function renderAdmin(main, section, { id = null, me = null } = {}) {
     SECTIONS.map(([key, label]) => h('a', { href: `/admin/${key}`, 'data-nav': '', class: 'admin-tab', 'aria-current': key === current ? 'page' : null }, label)));
   const body = h('div', { class: 'admin-body' });
   main.append(h('div', { class: 'admin' },
-    h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs), body));
+    h('div', { class: 'admin-head' }, h('h1', null, 'Admin console'), tabs, sectionMenu(SECTIONS, current)), body));
   if (reading) { renderConversation(body, id); return; }
   const renderers = {
     users: (b) => renderUsers(b, me), roles: renderRoles, models: renderModels, assistants: renderAssistants, tools: renderCustomTools, mcp: renderMcpServers,
@@ -151,7 +152,8 @@ async function renderRoles(body) {
         cb.addEventListener('change', () => { r.can_share_public = cb.checked; markDirty(r); });
         return h('td', { class: 'center' }, cb);
       }));
-    tbody.append(modelsRow, budgetRow, moneyRow, periodRow, shareRow);
+    // Rows a server lacks are null: `append` would write them as the text "null".
+    tbody.append(...[modelsRow, budgetRow, moneyRow, periodRow, shareRow].filter(Boolean));
     table.append(tbody);
   }
   draw();

@@ -5,7 +5,7 @@
 
 import { h, clear, fmtDate, toast } from './dom.js';
 import * as api from './api.js';
-import { AssistantTurn } from './turn.js';
+import { AssistantTurn, FINISH_NOTES } from './turn.js';
 import { citeFinishedTurn } from './citations.js';
 
 function pretty(v) {
@@ -53,19 +53,23 @@ export class ApprovalCard {
         h('span', { class: 'muted small' }, `decided by ${who}`, approval.expires_at ? ` · expires ${fmtDate(approval.expires_at)}` : '')),
       h('div', { class: 'tool-section-title' }, 'Arguments as they will run'),
       h('pre', { class: 'tool-pre approval-args', tabindex: '0' }, pretty(approval.arguments ?? {})),
-      mayDecide ? this.actions : h('p', { class: 'muted' }, 'Waiting for an admin to approve or deny this call.'),
+      mayDecide ? this.actions : (this.waiting = h('p', { class: 'muted approval-waiting' }, 'Waiting for an admin to approve or deny this call.')),
       this.status);
+    this.el.approvalCard = this; // approval_follow.js settles it when decided elsewhere
     this.approveBtn.addEventListener('click', () => this.submit('approve'));
     this.denyBtn.addEventListener('click', () => this.submit('deny'));
   }
 
   settled(text) {
     this.actions.remove();
+    this.waiting?.remove();
     this.el.classList.add('is-decided');
     this.status.textContent = text;
+    settleToolCard(this.el, text);
   }
 
   async submit(decision) {
+    this.el.classList.add('is-deciding'); // decided here: approval_follow.js leaves it be
     this.approveBtn.disabled = true;
     this.denyBtn.disabled = true;
     this.status.textContent = decision === 'approve' ? 'Approving…' : 'Denying…';
@@ -90,12 +94,31 @@ export class ApprovalCard {
         this.settled(err.code === 'approval_expired' ? 'This call expired before it was decided.' : 'This call was already decided.');
         return;
       }
+      this.el.classList.remove('is-deciding');
       this.approveBtn.disabled = false;
       this.denyBtn.disabled = false;
       this.status.textContent = '';
       toast(`The decision was not recorded: ${err.message}`, 'error');
     }
   }
+}
+
+/** The tool card above a decided approval card, and its answer's pause note, no longer say it waits. */
+function settleToolCard(cardEl, text) {
+  const answer = cardEl.closest('.msg-assistant');
+  const paused = [...(answer?.querySelectorAll('.turn-note') || [])].find((n) => n.textContent === FINISH_NOTES.awaiting_approval);
+  if (paused && !answer.querySelector('.approval-card:not(.is-decided)')) {
+    paused.textContent = 'A tool call waited for approval here; once decided, the answer went on below.';
+    paused.className = 'turn-note note-info';
+  }
+  const id = cardEl.dataset.toolCallId;
+  const scope = cardEl.closest('.messages') || document;
+  const tool = [...scope.querySelectorAll('.tool-card')].find((el) => id && el.dataset.toolId === id);
+  const status = tool?.querySelector('.tool-status.waiting');
+  if (!status) return;
+  const denied = /^Denied|expired/.test(text);
+  status.className = `tool-status ${denied ? 'skipped' : 'ok'}`;
+  clear(status).append(denied ? (text.startsWith('Denied') ? 'Denied' : 'Expired') : 'Approved');
 }
 
 /** Applies one turn event to `turn` (the events a resumed turn streams). */
@@ -129,6 +152,7 @@ export async function showPending(log, conversationId, me) {
   }
   const items = page.items || [];
   for (const a of items.reverse()) {
+    if ([...log.querySelectorAll('.approval-card')].some((el) => el.dataset.approvalId === a.id)) continue; // shown live
     const toolCard = [...log.querySelectorAll('.tool-card')].find((el) => el.dataset.toolId === a.tool_call_id);
     const card = new ApprovalCard(a, { me, log });
     if (toolCard) {

@@ -7,7 +7,7 @@ import { h, field, uid } from './dom.js';
 import * as api from './api.js';
 
 /** What the server accepts as a name (it is also the `/v1` model `assistant:<name>`). */
-export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+export const NAME_PATTERN = /^(?=.{1,64}$)[A-Za-z0-9_.-]+( [A-Za-z0-9_.-]+)*$/;
 
 /** A stored temperature as typed (a 32-bit float may come back as 0.20000000298023224). */
 export const tempText = (t) => (typeof t === 'number' ? String(Math.round(t * 1000) / 1000) : '');
@@ -27,6 +27,11 @@ function checkGroup(legend, hint, items, chosen, name) {
   return { el, values: () => boxes.filter(([cb]) => cb.checked).map(([cb]) => cb.value) };
 }
 
+/** The `/v1` model name of an assistant named `n` (spaces as `-`, as the server lists it). */
+export function v1Slug(n) {
+  return n.trim().split(/\s+/).filter(Boolean).join('-');
+}
+
 /**
  * The form for assistant `a` (null: a new one). `opts`: {models: {names, default}, tools:
  * [{name, kind, server}], roles: [name], collections: [{id, name}] or null when collections
@@ -37,11 +42,11 @@ export function assistantForm(a, opts, { onSaved, onCancel }) {
   const nameHint = uid('hint');
   const name = field('Name', {
     value: a?.name || '', required: true, maxlength: '64', autocomplete: 'off', spellcheck: 'false',
-    pattern: '[A-Za-z0-9_.\\-]{1,64}', 'aria-describedby': nameHint,
+    pattern: '[A-Za-z0-9_.\\-]+( [A-Za-z0-9_.\\-]+)*', 'aria-describedby': nameHint,
   });
   const v1Name = h('code', { class: 'wrap-anywhere' });
-  const showV1Name = () => { v1Name.textContent = `assistant:${name.input.value.trim() || '<name>'}`; };
-  name.wrap.append(h('p', { class: 'field-hint', id: nameHint }, 'Letters, digits, dot, dash and underscore, up to 64. API clients use it as the model ', v1Name, '.'));
+  const showV1Name = () => { v1Name.textContent = `assistant:${v1Slug(name.input.value) || '<name>'}`; };
+  name.wrap.append(h('p', { class: 'field-hint', id: nameHint }, 'Letters, digits, spaces, dot, dash and underscore, up to 64. API clients use it as the model ', v1Name, '.'));
   name.input.addEventListener('input', showV1Name);
   showV1Name();
   const desc = field('Description (shown to members when they pick it)', { value: a?.description || '', maxlength: '500' });
@@ -107,7 +112,7 @@ export function assistantForm(a, opts, { onSaved, onCancel }) {
   const invalid = (input, text) => { err.textContent = text; input.focus(); return null; };
   const body = () => {
     const n = name.input.value.trim();
-    if (!NAME_PATTERN.test(n)) return invalid(name.input, 'The name must be 1 to 64 letters, digits, dots, dashes or underscores.');
+    if (!NAME_PATTERN.test(n)) return invalid(name.input, 'The name must be 1 to 64 letters, digits, single spaces, dots, dashes or underscores.');
     if (!instr.input.value.trim()) return invalid(instr.input, 'Write the instructions the assistant follows.');
     const params = {};
     if (temp.input.value.trim() !== '') {

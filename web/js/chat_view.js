@@ -10,6 +10,7 @@ import { ConversationList } from './conversation_list.js';
 import { exportMenu } from './export_menu.js';
 import { decorate } from './message_actions.js';
 import { showPending } from './approval_card.js';
+import { watchDecisions } from './approval_follow.js';
 import { runTurn } from './live_turn.js';
 import { Attachments } from './attachments.js';
 import { settingsButton } from './conversation_settings.js';
@@ -244,7 +245,7 @@ export class ChatView {
     if (earlier) this.log.append(earlier);
     if (!shown.length && !earlier) this.log.append(this.emptyState());
     else this.log.append(...renderStored(shown));
-    showPending(this.log, conv.id, this.appState.me);
+    showPending(this.log, conv.id, this.appState.me).then((n) => { if (n) watchDecisions(this); });
     if (running) {
       this.log.append(this.streaming.turn.el);
       this.setBusy(true);

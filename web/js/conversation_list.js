@@ -136,7 +136,7 @@ export class ConversationList {
     const title = c.title || 'Untitled';
     const active = this.isCurrent(c.id);
     const link = h('a', { href: `/c/${encodeURIComponent(c.id)}`, 'data-nav': '', class: 'conv-link', 'aria-current': active ? 'page' : null },
-      h('span', { class: 'conv-title' }, c.pinned ? h('span', { class: 'pin-mark', title: 'Pinned' }, icon('pin')) : null, title),
+      h('span', { class: 'conv-title' }, c.pinned ? h('span', { class: 'pin-mark', title: 'Pinned' }, icon('pin')) : null, forkBadge(c), title),
       searching && c.snippet ? h('span', { class: 'conv-snippet' }, highlight(c.snippet, this.search.value)) : null,
       h('span', { class: 'conv-time' }, `${c.archived_at && searching ? 'Archived · ' : ''}${fmtRelative(c.updated_at || c.created_at)}`));
     link.addEventListener('click', () => this.closeSidebar());
@@ -219,6 +219,12 @@ export class ConversationList {
     if (this.results) this.results = this.results.filter((x) => x.id !== id);
     this.render();
   }
+}
+
+/** A copy ("Continue as copy") says so: cut to its first words it looked like its original. */
+function forkBadge(c) {
+  if (!c.forked_from) return null;
+  return h('span', { class: 'pill fork-badge', title: 'Continued as a copy of another chat' }, 'copy');
 }
 
 /** The snippet with the searched words marked (text nodes only: nothing is parsed as HTML). */

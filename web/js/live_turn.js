@@ -5,6 +5,7 @@
 import * as api from './api.js';
 import { showApproval } from './approval_card.js';
 import { citeFinishedTurn } from './citations.js';
+import { watchDecisions } from './approval_follow.js';
 
 /**
  * Shows a live turn in `view` (the ChatView): `first` opens its stream; if that drops before the turn's `done` or
@@ -20,8 +21,10 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
   let finished = false;
   let done = false; // ended with `done`: its citations (if any) are stored by now
   const started = performance.now();
+  let pausedAt = null; // the last event before a pause for approval: where the turn goes on
   const onEvent = (ev, id) => {
     if (id) lastId = id;
+    if (id && id !== 'end') pausedAt = id;
     switch (ev.type) {
       case 'turn_start':
         turnId = ev.message_id;
@@ -78,6 +81,7 @@ export async function runTurn(view, convId, turn, turnId, first, bubble = null) 
     }
     turn.renderMeta(Math.round(performance.now() - started));
     if (done && turnId) citeFinishedTurn(convId, turnId, turn);
+    if (turn.finishReason === 'awaiting_approval' && view.current?.id === convId) watchDecisions(view, pausedAt);
   } catch (err) {
     if (err.name !== 'AbortError') throw err;
     turn.finish('cancelled');

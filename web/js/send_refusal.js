@@ -7,7 +7,7 @@ export function sendRefusalText(err, budget) {
       // Worded with the top bar's words (budget.js), from the server's numbers.
       return budgetRefusalText(err.details, budget);
     case 'approval_pending':
-      return 'The last answer in this chat waits for a tool call to be approved or denied. Decide it above first.';
+      return approvalPendingText(err);
     case 'turn_in_progress':
       return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
     case 'not_found':
@@ -19,4 +19,12 @@ export function sendRefusalText(err, budget) {
       if (err.status >= 500) return `The server could not answer: ${err.message}`;
       return err.message || 'The message could not be sent.';
   }
+}
+
+/** Who must decide the call the chat waits for: only an admin, or the user (on its card). */
+function approvalPendingText(err) {
+  if (err.details?.approver === 'admin') {
+    return 'The last answer in this chat waits for an admin to approve or deny a tool call. An admin must decide it first; the answer appears here when they do.';
+  }
+  return 'The last answer in this chat waits for a tool call to be approved or denied. Approve or deny it on its card above first.';
 }

@@ -192,6 +192,7 @@ export class AssistantTurn {
   }
 
   finish(reason, extra) {
+    this.finishReason = reason;
     this.flush();
     this.typing.hidden = true;
     for (const card of this.cards.values()) card.setNoResult(reason === 'cancelled' ? 'Stopped' : 'No result');

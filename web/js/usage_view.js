@@ -3,6 +3,7 @@
 import { h, clear, append, fmtNumber, fmtDate } from './dom.js';
 import * as api from './api.js';
 import { safeHref } from './markdown.js';
+import { costStats, moneyCards } from './usage_money.js';
 
 /**
  * Horizontal stacked bar chart drawn with HTML, so its text keeps the page's size at any
@@ -75,12 +76,14 @@ export async function renderUsage(body) {
       h('div', { class: 'stats' },
         stat('Input tokens', fmtNumber(totalIn)), stat('Output tokens', fmtNumber(totalOut)),
         stat('Tool calls', fmtNumber((u.tools || []).reduce((a, r) => a + Number(r.calls || 0), 0))),
-        stat('Tool failures', fmtNumber((u.tools || []).reduce((a, r) => a + Number(r.failures || 0), 0)))),
+        stat('Tool failures', fmtNumber((u.tools || []).reduce((a, r) => a + Number(r.failures || 0), 0))),
+        ...costStats(u, stat)),
       u.from || u.to ? h('p', { class: 'muted small' }, `From ${u.from ? fmtDate(u.from) : 'the beginning'} to ${u.to ? fmtDate(u.to) : 'now'}.`) : null,
       grafana ? h('p', null, h('a', { href: grafana, target: '_blank', rel: 'noopener noreferrer', class: 'btn' }, 'Open the Grafana dashboard ↗')) : null,
       h('div', { class: 'card' }, barChart('Tokens per user', userRows, TOKENS)),
       h('div', { class: 'card' }, barChart('Tokens per model', modelRows, TOKENS)),
-      h('div', { class: 'card' }, barChart('Tool calls and failures by tool', toolRows, [{ name: 'Succeeded', cls: 's-ok' }, { name: 'Failed', cls: 's-fail' }]))]);
+      h('div', { class: 'card' }, barChart('Tool calls and failures by tool', toolRows, [{ name: 'Succeeded', cls: 's-ok' }, { name: 'Failed', cls: 's-fail' }])),
+      ...moneyCards(u)]);
   }
   load();
 }

@@ -29,7 +29,7 @@ pub struct AssistantParams {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssistantSpec {
-    /// 1-64 of `A-Z a-z 0-9 _ . -`.
+    /// 1-64 of `A-Z a-z 0-9 _ . -` and single spaces between words.
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -55,10 +55,10 @@ pub type Refusal = (&'static str, String);
 impl AssistantSpec {
     /// Checks what needs no database and puts the lists in a canonical order.
     pub fn normalized(mut self) -> Result<Self, Refusal> {
-        self.name = self.name.trim().to_owned();
+        self.name = self.name.split_whitespace().collect::<Vec<_>>().join(" ");
         let bad = |m: &str| Err(("invalid_assistant", m.to_owned()));
         if !valid_name(&self.name) {
-            return bad("name: 1-64 characters of A-Z, a-z, 0-9, `_`, `.`, `-`");
+            return bad("name: 1-64 characters of A-Z, a-z, 0-9, `_`, `.`, `-` and spaces");
         }
         if self.description.chars().count() > MAX_DESCRIPTION_CHARS {
             return bad("description: at most 500 characters");
@@ -99,12 +99,22 @@ impl AssistantSpec {
     }
 }
 
-/// Whether `name` may name an assistant.
+/// Whether `name` may name an assistant: words of `A-Z a-z 0-9 _ . -` with single spaces
+/// between them ("Trip planner").
 pub fn valid_name(name: &str) -> bool {
     (1..=MAX_NAME_CHARS).contains(&name.chars().count())
+        && !name.starts_with(' ')
+        && !name.ends_with(' ')
+        && !name.contains("  ")
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ' '))
+}
+
+/// The name as a `/v1` model names it, with nothing a URL or a shell would mangle: spaces
+/// become `-` ("Trip planner" is `assistant:Trip-planner`).
+pub fn api_name(name: &str) -> String {
+    name.replace(' ', "-")
 }
 
 #[cfg(test)]
@@ -130,8 +140,15 @@ mod tests {
             panic!("a valid spec was refused");
         };
         assert_eq!(s.tools, vec!["a", "b"]);
+        let mut spaced = spec();
+        spaced.name = "  Trip \t planner ".into();
+        let Ok(spaced) = spaced.normalized() else {
+            panic!("a name with spaces was refused");
+        };
+        assert_eq!(spaced.name, "Trip planner");
+        assert_eq!(api_name(&spaced.name), "Trip-planner");
         let mut bad = spec();
-        bad.name = "has space".into();
+        bad.name = "has/slash".into();
         assert_eq!(bad.normalized().unwrap_err().0, "invalid_assistant");
         let mut bad = spec();
         bad.params.temperature = Some(3.0);

@@ -151,6 +151,22 @@ pub async fn by_name(
         .optional()
 }
 
+/// A live assistant by its `/v1` name ([`crate::assistants::spec::api_name`], any case):
+/// its spaces written as `-`.
+pub async fn by_api_name(
+    conn: &mut AsyncPgConnection,
+    name: &str,
+) -> diesel::QueryResult<Option<Assistant>> {
+    diesel::sql_query(format!(
+        "{SELECT_CURRENT} AND lower(replace(a.name, ' ', '-')) = lower($1) \
+          ORDER BY lower(a.name) LIMIT 1"
+    ))
+    .bind::<Text, _>(name)
+    .get_result(conn)
+    .await
+    .optional()
+}
+
 /// An assistant's current name and whether it is retired (retired ones too).
 pub async fn name_of(
     conn: &mut AsyncPgConnection,

@@ -71,6 +71,7 @@ diesel::table! {
         key_scopes -> Nullable<Array<Text>>,
         assistant_id -> Nullable<Uuid>,
         memory_enabled -> Bool,
+        forked_from -> Nullable<Uuid>,
     }
 }
 

@@ -102,11 +102,17 @@ impl From<TurnError> for ApiError {
                 "turn_in_progress",
                 "a reply is already being generated in this conversation; wait for it or cancel it",
             ),
-            TurnError::ApprovalPending => ApiError::conflict(
+            TurnError::ApprovalPending { admin: true } => ApiError::conflict(
+                "approval_pending",
+                "An admin must approve or deny the pending call first",
+            )
+            .with_details(serde_json::json!({"approver": "admin"})),
+            TurnError::ApprovalPending { admin: false } => ApiError::conflict(
                 "approval_pending",
                 "the reply in this conversation waits for a tool call to be approved or denied; \
                  decide it (or wait for it to expire) before sending a new message",
-            ),
+            )
+            .with_details(serde_json::json!({"approver": "user"})),
             TurnError::BudgetExhausted(shortfall) => budget_exhausted(&shortfall),
             TurnError::MoneyExhausted(shortfall) => money_exhausted(&shortfall),
             TurnError::ModelUnpriced { .. } => {
@@ -235,7 +241,7 @@ mod tests {
         let cases: [(TurnError, StatusCode, &str); 6] = [
             (TurnError::Busy, StatusCode::CONFLICT, "turn_in_progress"),
             (
-                TurnError::ApprovalPending,
+                TurnError::ApprovalPending { admin: true },
                 StatusCode::CONFLICT,
                 "approval_pending",
             ),

@@ -273,6 +273,9 @@ pub async fn fork(
                     .ok_or(SharingError::NotFound("conversation"))?;
             }
             copy_messages(conn, &from, point, made.id).await?;
+            if let Source::Own(original) = &source {
+                made.forked_from = conversation::set_forked_from(conn, made.id, *original).await?;
+            }
             match (&source, &from.share) {
                 (Source::Share { viewer, .. }, Some(share)) => {
                     views::record(conn, share, viewer, Action::Fork, now).await?;

@@ -41,9 +41,10 @@ pub enum TurnError {
     /// A reply is already being generated in the conversation.
     #[error("a reply is already being generated in this conversation")]
     Busy,
-    /// The conversation's reply waits for a tool call to be decided.
+    /// The conversation's reply waits for a tool call to be decided; `admin`: only an admin
+    /// may decide it (none of the waiting calls is the user's to decide).
     #[error("the reply in this conversation waits for an approval")]
-    ApprovalPending,
+    ApprovalPending { admin: bool },
     /// Too little budget is left for the message.
     #[error("the token budget cannot cover this message")]
     BudgetExhausted(BudgetShortfall),

@@ -41,6 +41,17 @@ impl Drop for InFlight {
     }
 }
 
+/// What the title call is shown of the first question: its words, without the note naming
+/// its files (a title made from it ended in "Attached"); the files' paths stand for a
+/// question of files alone.
+fn title_question(text: &str, files: &[crate::domain::Attachment]) -> String {
+    if !text.trim().is_empty() || files.is_empty() {
+        return text.to_owned();
+    }
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    format!("Files: {}", paths.join(", "))
+}
+
 /// What a title call produced.
 struct Made {
     text: String,
@@ -87,8 +98,7 @@ impl TurnEngine {
         else {
             return Ok(());
         };
-        // The files it names stand for a question of files alone.
-        let question = crate::turn::attachments::model_text(
+        let question = title_question(
             &first.text,
             &crate::turn::attachments::from_column(first.attachments),
         );

@@ -32,6 +32,9 @@ pub struct Conversation {
     pub assistant_id: Option<Uuid>,
     /// Whether the user's memory notes go into this conversation's prompts.
     pub memory_enabled: bool,
+    /// The caller's own conversation this one was continued from as a copy (null for any
+    /// other, and once that one is deleted).
+    pub forked_from: Option<Uuid>,
 }
 
 pub use crate::domain::DEFAULT_TITLE;
@@ -221,7 +224,7 @@ pub async fn search_owned(
     diesel::sql_query(
         "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
                 c.archived_at, c.system_prompt, c.title_auto, c.assistant_id, \
-                c.memory_enabled, s.snippet \
+                c.memory_enabled, c.forked_from, s.snippet \
            FROM conversations c \
           CROSS JOIN websearch_to_tsquery('simple', $2) q \
            LEFT JOIN LATERAL (SELECT left(m.content, 400) AS snippet FROM messages m \
@@ -237,6 +240,20 @@ pub async fn search_owned(
     .bind::<BigInt, _>(limit)
     .load(conn)
     .await
+}
+
+/// Records that `id` was continued as a copy of `original` (both the same owner's); returns
+/// what was stored.
+pub async fn set_forked_from(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    original: Uuid,
+) -> QueryResult<Option<Uuid>> {
+    diesel::update(dsl::conversations.filter(dsl::id.eq(id)))
+        .set(dsl::forked_from.eq(Some(original)))
+        .returning(dsl::forked_from)
+        .get_result(conn)
+        .await
 }
 
 /// Replaces the default title with a generated one, unless the user named the conversation

@@ -12,7 +12,7 @@ use crate::state::AppState;
 
 /// The assistant a request's model names, for a caller of `role`: `Ok(None)` when the model
 /// is not an assistant's name; 404 (as for any unknown model) when no assistant of that
-/// name is visible to the role.
+/// name is visible to the role. The name as listed (spaces as `-`) and as written both do.
 pub async fn named(
     state: &AppState,
     role: &str,
@@ -25,10 +25,16 @@ pub async fn named(
         return Err(OpenAiError::unknown_model(model));
     }
     let mut conn = crate::db::conn(&state.pool).await.map_err(ApiError::from)?;
-    let found = crate::assistants::store::by_name(&mut conn, name)
+    let exact = crate::assistants::store::by_name(&mut conn, name)
         .await
-        .map_err(ApiError::from)?
-        .filter(|a| a.visible_to(role));
+        .map_err(ApiError::from)?;
+    let found = match exact {
+        Some(a) => Some(a),
+        None => crate::assistants::store::by_api_name(&mut conn, name)
+            .await
+            .map_err(ApiError::from)?,
+    }
+    .filter(|a| a.visible_to(role));
     found
         .map(Some)
         .ok_or_else(|| OpenAiError::unknown_model(model))
@@ -54,6 +60,9 @@ pub async fn listed(
     Ok(visible
         .into_iter()
         .filter(|a| allowed.contains(&model_of(state, a)))
-        .map(|a| (format!("{API_MODEL_PREFIX}{}", a.name), a.id))
+        .map(|a| {
+            let name = crate::assistants::spec::api_name(&a.name);
+            (format!("{API_MODEL_PREFIX}{name}"), a.id)
+        })
         .collect())
 }

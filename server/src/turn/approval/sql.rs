@@ -187,19 +187,19 @@ pub async fn list(conn: &mut AsyncPgConnection, f: &ListFilter) -> QueryResult<V
     q.load(conn).await
 }
 
-/// Whether a step of the conversation still waits for decisions or for its turn to go on
-/// (a new message would land between a call and its result).
-pub async fn blocks_conversation(
+/// The calls of the conversation's steps that still wait for decisions or for their turn to
+/// go on (a new message would land between a call and its result): who decides each and
+/// where it stands.
+pub async fn blocking_calls(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
-) -> QueryResult<bool> {
-    diesel::select(diesel::dsl::exists(
-        dsl::approvals
-            .filter(dsl::conversation_id.eq(conversation_id))
-            .filter(dsl::resumed_at.is_null()),
-    ))
-    .get_result(conn)
-    .await
+) -> QueryResult<Vec<(Approver, ApprovalState)>> {
+    dsl::approvals
+        .filter(dsl::conversation_id.eq(conversation_id))
+        .filter(dsl::resumed_at.is_null())
+        .select((dsl::approver, dsl::state))
+        .load(conn)
+        .await
 }
 
 /// Waiting calls per approver, and the age in seconds of the oldest (for the gauges).

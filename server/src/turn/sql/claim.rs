@@ -34,7 +34,7 @@ pub(super) fn claim_conversation(
             AND NOT EXISTS (SELECT 1 FROM approvals a \
                              WHERE a.conversation_id = $1 AND a.resumed_at IS NULL) \
          RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at, \
-                   system_prompt, title_auto, assistant_id, memory_enabled")
+                   system_prompt, title_auto, assistant_id, memory_enabled, forked_from")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(user_id)
     .bind::<SqlUuid, _>(turn_id)
@@ -108,5 +108,6 @@ pub(super) fn created(
         title_auto: false,
         assistant_id: new.assistant_id,
         memory_enabled: true,
+        forked_from: None,
     }
 }
