@@ -14,7 +14,7 @@ ALTER TABLE share_views
     ADD COLUMN viewer_key TEXT;
 
 UPDATE share_views
-   SET minute = date_trunc('minute', viewed_at),
+   SET minute = date_trunc('minute', viewed_at, 'UTC'),
        viewer_key = COALESCE('user:' || viewer_id::text,
                              'addr:' || encode(sha256(convert_to(viewer_address, 'UTF8')), 'hex'),
                              'anonymous');
