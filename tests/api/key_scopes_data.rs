@@ -66,10 +66,7 @@ async fn notes(app: &TestApp, token: &str) -> Vec<Value> {
 #[tokio::test]
 async fn documents_and_memory_need_their_key_scopes() {
     let fake = FakeUpstream::start().await;
-    let (app, [admin, ann]) = on_fake(&fake)
-        .model(MODEL)
-        .start_as(["boss", "ann"])
-        .await;
+    let (app, [admin, ann]) = on_fake(&fake).model(MODEL).start_as(["boss", "ann"]).await;
     // Memory writes without asking, so that only the scope decides here.
     let r = app
         .put_role(
@@ -90,7 +87,10 @@ async fn documents_and_memory_need_their_key_scopes() {
     )
     .await;
     assert_eq!(status, 202, "{body}");
-    assert_eq!(settled(&app, &ann.access, &c, "plans.md").await["state"], "ready");
+    assert_eq!(
+        settled(&app, &ann.access, &c, "plans.md").await["state"],
+        "ready"
+    );
 
     let chat_only = new_key(&app, &ann.access, "chat only", json!(["chat"])).await;
     let both = new_key(
@@ -119,7 +119,10 @@ async fn documents_and_memory_need_their_key_scopes() {
     // Chat only: neither tool is offered, and naming one anyway is refused.
     let (offered, result) =
         call_through(&app, &fake, &chat_only, "search_knowledge", search.clone()).await;
-    assert!(!offered.iter().any(|t| t == "search_knowledge"), "{offered:?}");
+    assert!(
+        !offered.iter().any(|t| t == "search_knowledge"),
+        "{offered:?}"
+    );
     assert!(!offered.iter().any(|t| t == "remember"), "{offered:?}");
     assert!(offered.iter().any(|t| t == "calculator"), "{offered:?}");
     assert!(
@@ -136,7 +139,10 @@ async fn documents_and_memory_need_their_key_scopes() {
 
     // With the scopes: offered and run.
     let (offered, result) = call_through(&app, &fake, &both, "search_knowledge", search).await;
-    assert!(offered.iter().any(|t| t == "search_knowledge"), "{offered:?}");
+    assert!(
+        offered.iter().any(|t| t == "search_knowledge"),
+        "{offered:?}"
+    );
     assert!(offered.iter().any(|t| t == "remember"), "{offered:?}");
     assert!(result.contains("Bluebird"), "{result}");
     let (_, result) = call_through(&app, &fake, &both, "remember", remember).await;

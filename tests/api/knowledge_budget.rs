@@ -43,7 +43,8 @@ async fn a_search_pays_for_its_query_and_a_spent_budget_refuses_it() {
         .start_as(["boss", "ann"])
         .await;
     // A limited budget, so that its period row counts what is spent.
-    app.set_budget(&admin.access, ann.user_id, Some(1_000_000)).await;
+    app.set_budget(&admin.access, ann.user_id, Some(1_000_000))
+        .await;
     let c = collection(&app, &ann.access, "Handbook").await;
     upload(&app, &ann.access, &c, "holidays.md", HOLIDAYS.into()).await;
     assert_eq!(
@@ -79,7 +80,8 @@ async fn a_search_pays_for_its_query_and_a_spent_budget_refuses_it() {
 
     // In a chat: the budget is spent while the model decides to search (the turn itself was
     // admitted); the tool answers with an error the model can read, and embeds nothing.
-    app.set_budget(&admin.access, ann.user_id, Some(1_000_000)).await;
+    app.set_budget(&admin.access, ann.user_id, Some(1_000_000))
+        .await;
     let conv = app.new_conversation(&ann.access).await;
     fake.push(
         Reply::tool_call("c1", "search_knowledge", r#"{"query": "paid holiday"}"#)

@@ -96,7 +96,10 @@ async fn a_question_in_natural_words_finds_what_its_key_word_finds() {
         assert_eq!(settled(&app, &ann.access, &c, name).await["state"], "ready");
     }
     let alone = search(&app, &ann.access, "holidays", 5).await;
-    assert_eq!(alone.first().map(|h| &h["file"]), Some(&"holidays.md".into()));
+    assert_eq!(
+        alone.first().map(|h| &h["file"]),
+        Some(&"holidays.md".into())
+    );
     let asked = search(&app, &ann.access, "What do our docs say about holidays?", 5).await;
     assert_eq!(
         asked.first().map(|h| &h["file"]),

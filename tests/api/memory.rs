@@ -319,8 +319,8 @@ async fn the_demo_model_remembers_what_it_is_told_to() {
     assert_eq!(asked[0].data["name"], "remember");
     assert_eq!(crate::approvals::finish(&events), "awaiting_approval");
     let id = asked[0].data["approval_id"].as_str().unwrap();
-    let r = crate::approvals::decide(&app, &ann.access, id, json!({"decision": "approve"}), true)
-        .await;
+    let r =
+        crate::approvals::decide(&app, &ann.access, id, json!({"decision": "approve"}), true).await;
     assert_eq!(r.status(), 200);
     let resumed = parse_sse(&r.text().await.unwrap());
     assert!(

@@ -99,7 +99,10 @@ async fn the_user_confirms_a_note_where_the_role_has_no_policy() {
     let asked = named(&events, "approval_required");
     assert_eq!(asked.len(), 1, "{events:?}");
     assert_eq!(
-        (asked[0].data["name"].as_str(), asked[0].data["approver"].as_str()),
+        (
+            asked[0].data["name"].as_str(),
+            asked[0].data["approver"].as_str()
+        ),
         (Some("remember"), Some("user"))
     );
     assert_eq!(finish(&events), "awaiting_approval");

@@ -43,7 +43,9 @@ impl Refused {
                 .unwrap_or(3600)
         };
         match self {
-            Refused::Exhausted { left, resets_at, .. } => KnowledgeError::Budget {
+            Refused::Exhausted {
+                left, resets_at, ..
+            } => KnowledgeError::Budget {
                 code: "budget_exhausted",
                 message: format!(
                     "your token budget has {} tokens left, too few to embed the search query; {}",
@@ -66,8 +68,7 @@ impl Refused {
             }
             Refused::Money(MoneyRefusal::Exhausted { resets_at, .. }) => KnowledgeError::Budget {
                 code: "budget_exhausted",
-                message: "your money budget is used up; the search query cannot be embedded"
-                    .into(),
+                message: "your money budget is used up; the search query cannot be embedded".into(),
                 retry_after: retry(resets_at),
             },
             Refused::Money(MoneyRefusal::Unpriced) => KnowledgeError::Budget {

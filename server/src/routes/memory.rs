@@ -136,7 +136,9 @@ fn memory_error(e: MemoryError) -> ApiError {
     match e {
         MemoryError::Invalid(m) => ApiError::unprocessable("invalid_note", m),
         MemoryError::Full(m) => ApiError::unprocessable("memory_full", m),
-        MemoryError::Off | MemoryError::OffInChat => ApiError::conflict("memory_off", e.to_string()),
+        MemoryError::Off | MemoryError::OffInChat => {
+            ApiError::conflict("memory_off", e.to_string())
+        }
         MemoryError::NotFound => ApiError::not_found("note"),
         MemoryError::Db(e) => e.into(),
     }
