@@ -70,6 +70,9 @@ mod titles;
 mod tokens;
 mod tools;
 mod upload_cancel;
+// Issue 42.4 and 42.6: the OpenAPI bodies, docs/api.md against the routes.
+mod docs_api;
+mod openapi_bodies;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
