@@ -83,6 +83,12 @@ mod usage_bounds;
 // Issue 42 items 8-9 (browser loose ends): refusal wording, titles, assistant names, search, copies.
 mod ui_loose_ends;
 
+// Issue 42.4, 42.6 and 42.11: the OpenAPI bodies, docs/api.md against the routes, the
+// default file store.
+mod docs_api;
+mod openapi_bodies;
+mod workspace_default;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]
@@ -100,6 +106,13 @@ fn child_server_process() {
         let mut settings = agentchat::config::Settings::load(None).unwrap();
         settings.database.url = agentchat::config::DatabaseUrl::new(database_url);
         settings.bind = "127.0.0.1:0".into();
+        // The tests' files stay in a temporary directory, unless a test checks the default.
+        if std::env::var_os("AGENTCHAT_WORKSPACE_DIR").is_none()
+            && std::env::var_os("AGENTCHAT_CHILD_DEFAULT_WORKSPACE").is_none()
+        {
+            settings.tools.workspace_dir = std::env::temp_dir()
+                .join(format!("agentchat-test-ws-child-{}", std::process::id()));
+        }
         // As in `test_settings`: no title calls unless a test asks for them.
         if std::env::var("AGENTCHAT_AUTO_TITLES").is_err() {
             settings.llm.auto_titles = false;

@@ -22,6 +22,12 @@ pub struct OpenAiChatRequest {
     pub tool_choice: Option<Value>,
     /// Only 1.
     pub n: Option<u32>,
+    /// Accepted and ignored: the server's own output caps apply.
+    pub max_tokens: Option<u32>,
+    /// Accepted and ignored, as `max_tokens`.
+    pub max_completion_tokens: Option<u32>,
+    /// Accepted and ignored (an assistant's own temperature applies).
+    pub temperature: Option<f32>,
 }
 
 /// A `chat.completion`, with the optional `agentchat` extension.

@@ -60,7 +60,7 @@ struct ListQuery {
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateBody {
+struct ConversationCreate {
     /// Without one, the conversation is titled after its first answer (a short model call).
     title: Option<String>,
     /// Without one, the caller's default model (`/api/me/preferences`), else the server's.
@@ -76,7 +76,7 @@ struct CreateBody {
 /// next message (a reply being generated keeps the ones it started with).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PatchBody {
+struct ConversationPatch {
     title: Option<String>,
     pinned: Option<bool>,
     archived: Option<bool>,
@@ -198,14 +198,14 @@ async fn list(
 
 /// Starts a conversation.
 #[utoipa::path(post, path = "/api/conversations", tag = "conversations",
-    request_body(content = Option<CreateBody>, description = "Empty: default title and model"), responses(
+    request_body(content = Option<ConversationCreate>, description = "Empty: default title and model"), responses(
     (status = 201, description = "Created", body = crate::db::models::conversation::Conversation),
     (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     who: AuthUser,
-    JsonOrDefault(body): JsonOrDefault<CreateBody>,
+    JsonOrDefault(body): JsonOrDefault<ConversationCreate>,
 ) -> Result<HttpResponse, ApiError> {
     let title = body.title.as_deref().map(clean_title).transpose()?;
     let system_prompt = body
@@ -264,7 +264,7 @@ async fn create(
 
 /// Renames, pins or archives a conversation, or changes its model or instructions.
 #[utoipa::path(patch, path = "/api/conversations/{id}", tag = "conversations", params(("id" = Uuid, Path)),
-    request_body = PatchBody,
+    request_body = ConversationPatch,
     responses((status = 200, description = "Changed", body = crate::db::models::conversation::Conversation),
     (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
@@ -272,7 +272,7 @@ async fn update(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    Json(body): Json<PatchBody>,
+    Json(body): Json<ConversationPatch>,
 ) -> Result<HttpResponse, ApiError> {
     if body.title.is_none()
         && body.pinned.is_none()

@@ -39,7 +39,7 @@ pub(crate) fn link_base(req: &HttpRequest, state: &AppState) -> String {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateBody {
+struct ShareCreate {
     /// `org`: any signed-in account of this server; `public`: anyone with the link (only
     /// roles an admin allowed: `public_share_not_allowed` otherwise).
     scope: Scope,
@@ -54,7 +54,7 @@ struct CreateBody {
 /// What `PATCH` may change; at least one field.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PatchBody {
+struct SharePatch {
     redact_tools: Option<bool>,
     /// A new expiry (at most a year away); null: until revoked.
     #[serde(default, deserialize_with = "double_option")]
@@ -73,7 +73,7 @@ pub struct ShareList {
 
 /// Makes a link to a snapshot of one of the caller's conversations.
 #[utoipa::path(post, path = "/api/conversations/{id}/shares", tag = "sharing",
-    params(("id" = Uuid, Path)), request_body = CreateBody, responses(
+    params(("id" = Uuid, Path)), request_body = ShareCreate, responses(
     (status = 201, description = "The link", body = ShareInfo),
     (status = 400, description = "An expiry in the past or more than a year away (`invalid_expires_at`)", body = crate::error::ErrorBody),
     (status = 403, description = "The caller's role may not make public links (`public_share_not_allowed`)", body = crate::error::ErrorBody),
@@ -84,7 +84,7 @@ async fn create(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<Uuid>,
-    Json(body): Json<CreateBody>,
+    Json(body): Json<ShareCreate>,
 ) -> Result<HttpResponse, ApiError> {
     let now = (state.clock)();
     let asked = NewShare {
@@ -125,7 +125,7 @@ async fn list(
 
 /// Changes one of the caller's links: hide or show tool details, a new expiry.
 #[utoipa::path(patch, path = "/api/shares/{id}", tag = "sharing",
-    params(("id" = String, Path, description = "The link's id")), request_body = PatchBody,
+    params(("id" = String, Path, description = "The link's id")), request_body = SharePatch,
     responses(
     (status = 200, description = "Changed", body = ShareInfo),
     (status = 400, description = "Nothing to change, or an invalid expiry", body = crate::error::ErrorBody),
@@ -135,7 +135,7 @@ async fn update(
     state: web::Data<AppState>,
     who: AuthUser,
     id: web::Path<String>,
-    Json(body): Json<PatchBody>,
+    Json(body): Json<SharePatch>,
 ) -> Result<HttpResponse, ApiError> {
     let now = (state.clock)();
     let changes = manage::Changes {

@@ -39,7 +39,7 @@ struct ListQuery {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateBody {
+struct UserCreate {
     username: String,
     password: String,
     role: String,
@@ -47,7 +47,7 @@ struct CreateBody {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateBody {
+struct UserPatch {
     role: Option<String>,
     disabled: Option<bool>,
     /// Null: use the role's budget.
@@ -76,14 +76,14 @@ async fn list(
 }
 
 /// Creates an account with a role.
-#[utoipa::path(post, path = "/api/admin/users", tag = "admin", request_body = CreateBody, responses(
+#[utoipa::path(post, path = "/api/admin/users", tag = "admin", request_body = UserCreate, responses(
     (status = 201, description = "Created", body = crate::db::models::user::UserView),
     (status = 409, description = "The username is taken", body = crate::error::ErrorBody),
     (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
     admin: AdminUser,
-    Json(body): Json<CreateBody>,
+    Json(body): Json<UserCreate>,
 ) -> Result<HttpResponse, ApiError> {
     let created = session::create_account(
         &state,
@@ -100,7 +100,7 @@ async fn create(
 
 /// Changes an account's role, disabled flag or own budget.
 #[utoipa::path(patch, path = "/api/admin/users/{id}", tag = "admin", params(("id" = Uuid, Path)),
-    request_body = UpdateBody, responses(
+    request_body = UserPatch, responses(
     (status = 200, description = "Changed", body = crate::db::models::user::UserView),
     (status = 409, description = "That would leave no enabled admin (or, with single sign-on, no enabled local admin), or an admin would disable themselves", body = crate::error::ErrorBody),
     (status = 422, description = "No such role", body = crate::error::ErrorBody)))]
@@ -108,7 +108,7 @@ async fn update(
     state: web::Data<AppState>,
     admin: AdminUser,
     id: web::Path<Uuid>,
-    Json(body): Json<UpdateBody>,
+    Json(body): Json<UserPatch>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(Some(b)) = body.token_budget {
         if b < 0 {
