@@ -71,6 +71,9 @@ mod tokens;
 mod tools;
 mod upload_cancel;
 
+// Issue 42 items 1, 3, 7, 10 (h5-loose).
+mod knowledge_admin;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]
