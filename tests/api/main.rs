@@ -73,6 +73,7 @@ mod upload_cancel;
 
 // Issue 42 items 1, 3, 7, 10 (h5-loose).
 mod demo_math;
+mod fallback_shown;
 mod knowledge_admin;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
