@@ -165,3 +165,29 @@ async fn every_route_answers_hostile_text_with_a_4xx_and_stores_none() {
     .unwrap();
     assert_eq!(stored.n, 0, "a NUL reached the database (as U+FFFD)");
 }
+
+/// A NUL written as the JSON escape inside a SCIM filter's string (`"\u0000"`, six
+/// characters in the query, a NUL once decoded) is refused as `invalidValue`, not a 500.
+#[tokio::test]
+async fn an_escaped_nul_in_a_scim_filter_is_a_400() {
+    let app = crate::scim::scim_app().await;
+    for (path, filter) in [
+        ("/scim/v2/Users", r#"userName eq "\u0000""#),
+        ("/scim/v2/Users", r#"externalId eq "a\u0000b""#),
+        ("/scim/v2/Groups", r#"displayName eq "\u0000""#),
+    ] {
+        let r = app
+            .client
+            .get(app.url(path))
+            .query(&[("filter", filter)])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 400, "{path} {filter}: {body}");
+        assert_eq!(body["scimType"], "invalidValue", "{path} {filter}: {body}");
+        assert!(body["detail"].as_str().unwrap().contains("NUL"), "{body}");
+    }
+}

@@ -89,6 +89,11 @@ mod docs_api;
 mod openapi_bodies;
 mod workspace_default;
 
+// Issue 42 items 1, 3, 7, 10 (h5-loose).
+mod demo_math;
+mod fallback_shown;
+mod knowledge_admin;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 /// `gpt` (OpenAI fake, falls back to `claude`) and `claude` (Anthropic fake); breakers open
 /// after 2 failures in a row and stay open for a second.
-fn catalogue(
+pub(crate) fn catalogue(
     openai: &FakeUpstream,
     anthropic: &FakeUpstream,
 ) -> impl Fn(&mut agentchat::config::Settings) + Clone {
@@ -43,7 +43,7 @@ fn catalogue(
     }
 }
 
-fn claude_answers(anthropic: &FakeUpstream) {
+pub(crate) fn claude_answers(anthropic: &FakeUpstream) {
     anthropic.set_default(Some(
         Reply::Text {
             text: "from claude".into(),

@@ -103,6 +103,12 @@ export class ToolCard {
   }
 }
 
+/** "Answered by claude in place of gpt (upstream error)": a stored answer a fallback gave. */
+export function fallbackNote(m) {
+  const why = String(m.fallback.reason || 'unavailable').replace(/_/g, ' ');
+  return `Answered by ${m.model || 'a fallback model'} in place of ${m.fallback.from} (${why}).`;
+}
+
 /** Parses a stored tool message's content into a result envelope. */
 export function parseToolContent(content) {
   try {
@@ -244,6 +250,7 @@ export function renderStored(messages) {
       if (m.input_tokens || m.output_tokens) turn.addUsage(m);
       if (m.duration_ms) lastAssistantDuration += Number(m.duration_ms);
       if (Array.isArray(m.citations)) citations.push(...m.citations);
+      if (m.fallback) turn.note(fallbackNote(m), 'info');
       if (m.status === 'incomplete') {
         const reason = m.status_reason || 'incomplete';
         turn.note(FINISH_NOTES[reason] || `This answer is incomplete (${reason.replace(/_/g, ' ')}).`, reason === 'cancelled' ? 'info' : 'warn');

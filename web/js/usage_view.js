@@ -83,9 +83,19 @@ export async function renderUsage(body) {
       h('div', { class: 'card' }, barChart('Tokens per user', userRows, TOKENS)),
       h('div', { class: 'card' }, barChart('Tokens per model', modelRows, TOKENS)),
       h('div', { class: 'card' }, barChart('Tool calls and failures by tool', toolRows, [{ name: 'Succeeded', cls: 's-ok' }, { name: 'Failed', cls: 's-fail' }])),
-      ...moneyCards(u)]);
+      ...moneyCards(u),
+      fallbackCard(u.fallbacks)]);
   }
   load();
+}
+
+/** The calls a fallback answered: which model, in place of which, why, how often (none: no card). */
+function fallbackCard(fallbacks) {
+  if (!Array.isArray(fallbacks) || fallbacks.length === 0) return null;
+  return h('div', { class: 'card' }, h('h3', null, 'Answered by a fallback'),
+    h('ul', { class: 'fallback-lines' }, ...fallbacks.map((f) => h('li', null,
+      `${f.model} in place of ${f.from} (${String(f.reason || '').replace(/_/g, ' ')}): ` +
+      `${fmtNumber(Number(f.calls || 0))} calls, ${fmtNumber(Number(f.input_tokens || 0) + Number(f.output_tokens || 0))} tokens`))));
 }
 
 function stat(label, value) {

@@ -1,6 +1,7 @@
-//! Collections: who sees one (its owner, and the roles an admin shared it with), who may
-//! change it (its owner; an admin, for the ones they see), and the pins of a conversation.
-//! Every statement names the caller, so a collection outside their reach is "not found".
+//! Collections: who reads one (its owner, and the roles an admin shared it with), who may
+//! change it (its owner; an admin, any), and the pins of a conversation. An admin sees every
+//! collection's metadata (to share it), but reads its content only through a grant like
+//! anyone else. Every statement names the caller, so one outside their reach is "not found".
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Array, BigInt, Bool, Text, Timestamptz, Uuid as SqlUuid};
@@ -49,6 +50,9 @@ pub struct CollectionView {
     pub created_at: DateTime<Utc>,
     #[diesel(sql_type = Timestamptz)]
     pub updated_at: DateTime<Utc>,
+    /// Whether the caller may read its content (false: an admin seeing metadata only).
+    #[diesel(sql_type = Bool)]
+    pub readable: bool,
 }
 
 /// The view with what the caller may do with it.
@@ -74,23 +78,32 @@ impl Collection {
     }
 }
 
-const SELECT_VIEW: &str = "SELECT c.id, c.name, c.description, c.owner_id, u.username AS owner_name, \
+/// The view's SELECT; `$1` is the caller.
+fn select_view() -> String {
+    format!(
+        "SELECT c.id, c.name, c.description, c.owner_id, u.username AS owner_name, \
         COALESCE((SELECT array_agg(g.role ORDER BY g.role) FROM collection_grants g \
-                  WHERE g.collection_id = c.id), '{}') AS roles, \
+                  WHERE g.collection_id = c.id), '{{}}') AS roles, \
         (SELECT count(*) FROM documents d WHERE d.collection_id = c.id) AS documents, \
         COALESCE((SELECT sum(d.chunk_count) FROM documents d WHERE d.collection_id = c.id), 0)::BIGINT AS chunks, \
-        c.created_at, c.updated_at \
-   FROM collections c JOIN users u ON u.id = c.owner_id";
+        c.created_at, c.updated_at, {READABLE_BY_1} AS readable \
+   FROM collections c JOIN users u ON u.id = c.owner_id"
+    )
+}
 
-/// The collections the caller may read, newest first.
+/// The collections the caller may read, newest first; with `all`, an admin's list holds
+/// every collection (metadata: `readable` says which ones they may also search).
 pub async fn list(
     conn: &mut AsyncPgConnection,
     caller: &Caller,
+    all: bool,
 ) -> Result<Vec<Collection>, KnowledgeError> {
     let rows: Vec<CollectionView> = diesel::sql_query(format!(
-        "{SELECT_VIEW} WHERE {READABLE_BY_1} ORDER BY c.created_at DESC LIMIT 500"
+        "{} WHERE ($2 OR {READABLE_BY_1}) ORDER BY c.created_at DESC LIMIT 500",
+        select_view()
     ))
     .bind::<SqlUuid, _>(caller.id)
+    .bind::<Bool, _>(all && caller.admin)
     .load(conn)
     .await?;
     Ok(rows
@@ -99,30 +112,66 @@ pub async fn list(
         .collect())
 }
 
-/// One collection the caller may read.
+/// One collection the caller may read (its content: files, passages, search, pins).
 pub async fn get(
     conn: &mut AsyncPgConnection,
     caller: &Caller,
     id: Uuid,
 ) -> Result<Collection, KnowledgeError> {
-    let row: Option<CollectionView> =
-        diesel::sql_query(format!("{SELECT_VIEW} WHERE {READABLE_BY_1} AND c.id = $2"))
-            .bind::<SqlUuid, _>(caller.id)
-            .bind::<SqlUuid, _>(id)
-            .get_result(conn)
-            .await
-            .optional()?;
+    lookup(conn, caller, id, false).await
+}
+
+/// One collection's metadata: one the caller may read, or, for an admin, any.
+pub async fn metadata(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Collection, KnowledgeError> {
+    lookup(conn, caller, id, caller.admin).await
+}
+
+async fn lookup(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+    any: bool,
+) -> Result<Collection, KnowledgeError> {
+    let row: Option<CollectionView> = diesel::sql_query(format!(
+        "{} WHERE ($3 OR {READABLE_BY_1}) AND c.id = $2",
+        select_view()
+    ))
+    .bind::<SqlUuid, _>(caller.id)
+    .bind::<SqlUuid, _>(id)
+    .bind::<Bool, _>(any)
+    .get_result(conn)
+    .await
+    .optional()?;
     row.map(|v| Collection::of(v, caller))
         .ok_or(KnowledgeError::CollectionNotFound)
 }
 
-/// One the caller may change (its owner, or an admin who can see it).
+/// One whose files the caller may change (its owner, or an admin who may read it).
 pub async fn managed(
     conn: &mut AsyncPgConnection,
     caller: &Caller,
     id: Uuid,
 ) -> Result<Collection, KnowledgeError> {
     let c = get(conn, caller, id).await?;
+    must_manage(c)
+}
+
+/// One whose name, description, grants or existence the caller may change (its owner, or
+/// any admin: a collection a member built is shared by an admin).
+pub async fn governed(
+    conn: &mut AsyncPgConnection,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Collection, KnowledgeError> {
+    let c = metadata(conn, caller, id).await?;
+    must_manage(c)
+}
+
+fn must_manage(c: Collection) -> Result<Collection, KnowledgeError> {
     if !c.can_manage {
         return Err(KnowledgeError::Forbidden(
             "only the collection's owner or an admin may change it",
@@ -197,7 +246,7 @@ pub async fn update(
     name: Option<&str>,
     description: Option<&str>,
 ) -> Result<Collection, KnowledgeError> {
-    let current = managed(conn, caller, id).await?;
+    let current = governed(conn, caller, id).await?;
     let name = name.unwrap_or(&current.view.name);
     let description = description.unwrap_or(&current.view.description);
     check_text(name, description)?;
@@ -216,7 +265,7 @@ pub async fn update(
         )) => Err(KnowledgeError::CollectionExists(name.trim().to_owned())),
         other => {
             other?;
-            get(conn, caller, id).await
+            metadata(conn, caller, id).await
         }
     }
 }
@@ -227,7 +276,7 @@ pub async fn delete(
     caller: &Caller,
     id: Uuid,
 ) -> Result<(), KnowledgeError> {
-    managed(conn, caller, id).await?;
+    governed(conn, caller, id).await?;
     diesel::sql_query("DELETE FROM collections WHERE id = $1")
         .bind::<SqlUuid, _>(id)
         .execute(conn)
@@ -235,7 +284,7 @@ pub async fn delete(
     Ok(())
 }
 
-/// Shares a collection the admin can see with exactly `roles` (none: personal again).
+/// Shares any collection with exactly `roles` (none: personal again); admins only.
 pub async fn set_grants(
     conn: &mut AsyncPgConnection,
     caller: &Caller,
@@ -247,7 +296,7 @@ pub async fn set_grants(
             "only an admin may share a collection with roles",
         ));
     }
-    get(conn, caller, id).await?;
+    metadata(conn, caller, id).await?;
     if roles.len() > 100 {
         return Err(KnowledgeError::Invalid("at most 100 roles".into()));
     }
@@ -273,7 +322,7 @@ pub async fn set_grants(
     .bind::<Array<Text>, _>(&distinct)
     .execute(conn)
     .await?;
-    get(conn, caller, id).await
+    metadata(conn, caller, id).await
 }
 
 /// A collection named to a conversation.

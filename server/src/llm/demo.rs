@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
+use super::demo_arithmetic::{arithmetic_in, Arithmetic};
 use super::demo_attachments::Next;
 use super::demo_phrasing::summarize_tool_results;
 use super::http::events_from;
@@ -186,7 +187,17 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
     } else if about_documents {
         Some(("search_knowledge", json!({ "query": text })))
     } else {
-        arithmetic_in(text).map(|e| ("calculator", json!({ "expression": e })))
+        match arithmetic_in(text) {
+            Some(Arithmetic::Expression(e)) => Some(("calculator", json!({ "expression": e }))),
+            Some(Arithmetic::Unknown(name)) => {
+                return Plan::Say(format!(
+                    "I cannot compute that: the calculator has no function `{name}`. It knows \
+                     + - * / % ^, parentheses, pi, e, sqrt, abs, ln, log10, log2, exp, the \
+                     trigonometric functions, floor, ceil, round, min and max."
+                ))
+            }
+            None => None,
+        }
     };
 
     match wanted {
@@ -279,56 +290,6 @@ fn timezone_in(text: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// The longest arithmetic expression in `text` (at least two numbers joined by an operator).
-fn arithmetic_in(text: &str) -> Option<String> {
-    let allowed = |c: char| {
-        c.is_ascii_digit() || matches!(c, '+' | '-' | '*' | '/' | '^' | '(' | ')' | '%' | '.' | ' ')
-    };
-    let mut best: Option<String> = None;
-    for run in text.split(|c: char| !allowed(c)) {
-        let candidate = run
-            .trim()
-            .trim_end_matches(['+', '-', '*', '/', '^', '.', ' ']);
-        let candidate = candidate.trim_start_matches(['*', '/', '^', '%', ')', '.', ' ']);
-        if !is_expression(candidate) {
-            continue;
-        }
-        if best.as_ref().is_none_or(|b| candidate.len() > b.len()) {
-            best = Some(candidate.to_string());
-        }
-    }
-    best
-}
-
-fn is_expression(s: &str) -> bool {
-    let mut numbers = 0;
-    let mut binary_ops = 0;
-    let mut prev_operand = false; // last token was a number or ')'
-    let mut pending_op = false; // an operator followed an operand
-    let mut in_number = false;
-    for c in s.chars().filter(|c| !c.is_whitespace()) {
-        let is_num = c.is_ascii_digit() || c == '.';
-        if is_num && !in_number {
-            numbers += 1;
-        }
-        if (is_num && !in_number) || c == '(' {
-            if pending_op {
-                binary_ops += 1;
-                pending_op = false;
-            }
-            prev_operand = false;
-        }
-        in_number = is_num;
-        if is_num || c == ')' {
-            prev_operand = true;
-        } else if matches!(c, '+' | '-' | '*' | '/' | '^' | '%') && prev_operand {
-            pending_op = true;
-            prev_operand = false;
-        }
-    }
-    numbers >= 2 && binary_ops >= 1
 }
 
 fn count_tool_calls(messages: &[ChatMessage]) -> usize {

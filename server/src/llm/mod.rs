@@ -11,6 +11,7 @@ pub mod attachment_note;
 pub mod breaker;
 pub mod catalogue;
 pub mod demo;
+mod demo_arithmetic;
 mod demo_attachments;
 pub mod demo_embed;
 mod demo_phrasing;

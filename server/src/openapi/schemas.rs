@@ -267,6 +267,8 @@ pub struct ModelUsage {
     pub model: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// The calls this model answered as another's fallback.
+    pub fallback_calls: i64,
 }
 
 /// `GET /api/admin/usage`.
@@ -280,6 +282,8 @@ pub struct UsageReport {
     pub by_model: Vec<ModelUsage>,
     /// The usage line of each assistant (its chats and `/v1` calls).
     pub by_assistant: Vec<usage::AssistantUsage>,
+    /// The calls a fallback answered: per model, the one it stood in for and why.
+    pub fallbacks: Vec<crate::db::models::message_fallback::FallbackUsage>,
     pub tools: Vec<audit::ToolTally>,
     pub grafana_url: Option<String>,
 }

@@ -8,6 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
+use crate::db::models::admin_change::{self, NewChange};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::knowledge::collections::{self, Caller};
@@ -25,6 +26,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/collections/{id}/grants", web::put().to(grants))
         .route("/conversations/{id}/collections", web::get().to(pins))
         .route("/conversations/{id}/collections", web::put().to(set_pins));
+}
+
+/// An admin trail row about collection `c` (named with its owner, whose it is).
+fn trail(who: &AuthUser, kind: &'static str, c: &collections::Collection) -> NewChange {
+    let target = format!("{} (of {})", c.view.name, c.view.owner_name);
+    NewChange::by(who, kind, target).id(c.view.id)
 }
 
 pub(super) fn caller(who: &AuthUser) -> Caller {
@@ -52,14 +59,27 @@ async fn status(state: web::Data<AppState>, _who: AuthUser) -> HttpResponse {
     }))
 }
 
-/// The collections the caller may read.
-#[utoipa::path(get, path = "/api/collections", tag = "knowledge", responses(
-    (status = 200, description = "`{items: [Collection]}`", body = Object),
+/// Which collections to list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// An admin's `true`: every collection on the server (metadata), to share any of them.
+    #[serde(default)]
+    all: bool,
+}
+
+/// The collections the caller may read (an admin's `?all=true`: every one).
+#[utoipa::path(get, path = "/api/collections", tag = "knowledge", params(ListQuery), responses(
+    (status = 200, description = "`{items: [Collection]}`, each with the `roles` it is shared with", body = Object),
     (status = 503, description = "Collections are off here (`knowledge_unavailable`)", body = crate::error::ErrorBody)))]
-async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
+async fn list(
+    state: web::Data<AppState>,
+    who: AuthUser,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let items = collections::list(&mut conn, &caller(&who)).await?;
+    let items = collections::list(&mut conn, &caller(&who), query.all).await?;
     Ok(HttpResponse::Ok().json(json!({ "items": items })))
 }
 
@@ -93,9 +113,10 @@ async fn create(
     Ok(HttpResponse::Created().json(c))
 }
 
-/// A collection with its files and their ingestion state.
+/// A collection with its files and their ingestion state (an admin sees any one's; its
+/// passages stay behind the grants).
 #[utoipa::path(get, path = "/api/collections/{id}", tag = "knowledge", params(("id" = Uuid, Path)), responses(
-    (status = 200, description = "The collection and `files`", body = Object),
+    (status = 200, description = "The collection, the `roles` it is shared with, and `files`", body = Object),
     (status = 404, description = "No such collection (or not yours to read)", body = crate::error::ErrorBody)))]
 async fn get(
     state: web::Data<AppState>,
@@ -104,7 +125,7 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let c = collections::get(&mut conn, &caller(&who), *id).await?;
+    let c = collections::metadata(&mut conn, &caller(&who), *id).await?;
     let files = documents::list(&mut conn, *id).await?;
     let mut v = serde_json::to_value(c).map_err(ApiError::internal)?;
     v["files"] = serde_json::to_value(files).map_err(ApiError::internal)?;
@@ -136,6 +157,7 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
+    let before = collections::governed(&mut conn, &caller(&who), *id).await?;
     let c = collections::update(
         &mut conn,
         &caller(&who),
@@ -144,6 +166,13 @@ async fn update(
         body.description.as_deref(),
     )
     .await?;
+    if !before.mine {
+        let text = |c: &collections::Collection| json!({ "name": c.view.name, "description": c.view.description });
+        let change = trail(&who, "collection.update", &c)
+            .before(text(&before))
+            .after(text(&c));
+        admin_change::record(&mut conn, change).await?;
+    }
     Ok(HttpResponse::Ok().json(c))
 }
 
@@ -159,7 +188,13 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
+    let before = collections::governed(&mut conn, &caller(&who), *id).await?;
     collections::delete(&mut conn, &caller(&who), *id).await?;
+    if !before.mine {
+        let change = trail(&who, "collection.delete", &before)
+            .before(json!({ "name": before.view.name, "roles": before.view.roles }));
+        admin_change::record(&mut conn, change).await?;
+    }
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -192,15 +227,12 @@ async fn grants(
     }
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let before = collections::get(&mut conn, &caller(&who), *id).await?;
+    let before = collections::metadata(&mut conn, &caller(&who), *id).await?;
     let c = collections::set_grants(&mut conn, &caller(&who), *id, &body.roles).await?;
-    crate::db::models::admin_change::record(
-        &mut conn,
-        crate::db::models::admin_change::NewChange::by(&who, "collection.share", &c.view.name)
-            .before(json!({ "roles": before.view.roles }))
-            .after(json!({ "roles": c.view.roles })),
-    )
-    .await?;
+    let change = trail(&who, "collection.share", &c)
+        .before(json!({ "roles": before.view.roles }))
+        .after(json!({ "roles": c.view.roles }));
+    admin_change::record(&mut conn, change).await?;
     Ok(HttpResponse::Ok().json(c))
 }
 

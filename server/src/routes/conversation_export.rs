@@ -12,7 +12,10 @@ use uuid::Uuid;
 use crate::auth::AuthUser;
 use crate::db::models::conversation::Conversation;
 use crate::db::models::message::Message;
-use crate::db::{self, models::conversation, models::message_window};
+use crate::db::{self, models::conversation, models::message_fallback, models::message_window};
+
+/// The fallback answers of a chunk, by message.
+type Fallbacks = std::collections::HashMap<Uuid, message_fallback::Fallback>;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -130,11 +133,13 @@ fn chunks(
             };
             let read = async {
                 let mut conn = db::conn(&pool).await?;
-                Ok::<_, ApiError>(
-                    message_window::chunk_after(&mut conn, conversation_id, seq, CHUNK).await?,
-                )
+                let messages =
+                    message_window::chunk_after(&mut conn, conversation_id, seq, CHUNK).await?;
+                let ids: Vec<Uuid> = messages.iter().map(|m| m.id).collect();
+                let fallbacks = message_fallback::of_messages(&mut conn, &ids).await?;
+                Ok::<_, ApiError>((messages, fallbacks))
             };
-            let messages = match read.await {
+            let (messages, fallbacks) = match read.await {
                 Ok(m) => m,
                 Err(e) => {
                     e.log_source();
@@ -146,8 +151,8 @@ fn chunks(
                 return Some((Ok(web::Bytes::from_static(tail.as_bytes())), Step::Done));
             };
             let text = match format {
-                Format::Json => json_messages(&messages, written),
-                Format::Markdown => Ok(markdown_messages(&messages)),
+                Format::Json => json_messages(&messages, &fallbacks, written),
+                Format::Markdown => Ok(markdown_messages(&messages, &fallbacks)),
             };
             let next = Step::After {
                 seq: Some(last),
@@ -169,13 +174,19 @@ fn json_head(conv: &Conversation) -> Result<String, ApiError> {
 }
 
 /// Messages as JSON array items; `after_others`: a comma goes first.
-fn json_messages(messages: &[Message], after_others: bool) -> Result<String, ApiError> {
+fn json_messages(
+    messages: &[Message],
+    fallbacks: &Fallbacks,
+    after_others: bool,
+) -> Result<String, ApiError> {
     let mut out = String::new();
     for (i, m) in messages.iter().enumerate() {
         if after_others || i > 0 {
             out.push(',');
         }
-        out.push_str(&serde_json::to_string(m).map_err(ApiError::internal)?);
+        let mut v = serde_json::to_value(m).map_err(ApiError::internal)?;
+        message_fallback::annotate(&mut v, fallbacks);
+        out.push_str(&serde_json::to_string(&v).map_err(ApiError::internal)?);
     }
     Ok(out)
 }

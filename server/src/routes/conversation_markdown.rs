@@ -8,9 +8,11 @@ use serde_json::Value;
 
 use crate::db::models::conversation::Conversation;
 use crate::db::models::message::Message;
+use crate::db::models::message_fallback::Fallback;
 use crate::domain::{MessageRole, MessageStatus};
 use crate::llm::attachment_note::human_bytes;
 use crate::turn::{attachments_of, Attachment};
+use std::collections::HashMap;
 
 /// A tool result longer than this is cut in the Markdown export (the JSON keeps it whole).
 const MAX_RESULT_CHARS: usize = 2_000;
@@ -30,8 +32,12 @@ pub fn markdown_head(conv: &Conversation) -> String {
     out
 }
 
-/// Messages as they read in the chat.
-pub fn markdown_messages(messages: &[Message]) -> String {
+/// Messages as they read in the chat (an answer names its model, and the one it stood in
+/// for when it was a fallback).
+pub fn markdown_messages(
+    messages: &[Message],
+    fallbacks: &HashMap<uuid::Uuid, Fallback>,
+) -> String {
     let mut out = String::new();
     for m in messages {
         let when = m.created_at.format("%Y-%m-%d %H:%M UTC");
@@ -48,6 +54,12 @@ pub fn markdown_messages(messages: &[Message]) -> String {
             }
             MessageRole::Assistant => {
                 let _ = write!(out, "**Assistant** · {when}");
+                if let Some(model) = &m.model {
+                    let _ = write!(out, " · {model}");
+                }
+                if let Some(f) = fallbacks.get(&m.id) {
+                    let _ = write!(out, " _(fallback from {}: {})_", f.from, f.reason);
+                }
                 if m.status != MessageStatus::Complete {
                     let why = m.status_reason.as_deref().unwrap_or("incomplete");
                     let _ = write!(out, " · _incomplete ({why})_");

@@ -7,7 +7,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
-use crate::db::{self, models::conversation, models::message_window};
+use crate::db::{self, models::conversation, models::message_fallback, models::message_window};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -86,7 +86,15 @@ pub async fn get(
         |(id, name, retired)| json!({"id": id, "name": name, "retired": retired}),
     );
     body["messages_before"] = json!(cursor_before(&window));
-    body["messages"] = serde_json::to_value(window.messages).map_err(ApiError::internal)?;
+    let ids: Vec<Uuid> = window.messages.iter().map(|m| m.id).collect();
+    let fallbacks = message_fallback::of_messages(&mut conn, &ids).await?;
+    let mut messages = serde_json::to_value(window.messages).map_err(ApiError::internal)?;
+    if let Some(items) = messages.as_array_mut() {
+        items
+            .iter_mut()
+            .for_each(|m| message_fallback::annotate(m, &fallbacks));
+    }
+    body["messages"] = messages;
     // A reloaded page learns that a reply is still being generated.
     body["active_turn"] = active.map_or(
         json!(null),

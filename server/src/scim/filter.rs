@@ -30,7 +30,15 @@ pub fn parse(filter: Option<&str>) -> Result<Match, ScimError> {
     if !op.eq_ignore_ascii_case("eq") {
         return Err(unsupported());
     }
+    // The value's escapes are decoded here, so the NUL check sees `\u0000` as the NUL it is
+    // (the query-string check saw only the six characters).
     let value: String = serde_json::from_str(value.trim()).map_err(|_| unsupported())?;
+    if value.contains('\0') {
+        return Err(ScimError::bad(
+            "invalidValue",
+            "the filter's value contains a NUL character, which no attribute holds",
+        ));
+    }
     Ok(match attr.to_ascii_lowercase().as_str() {
         "username" => Match::UserName(value),
         "externalid" => Match::ExternalId(value),
@@ -74,6 +82,14 @@ mod tests {
         ] {
             let e = parse(Some(f)).unwrap_err();
             assert_eq!(e.scim_type, Some("invalidFilter"), "{f}");
+        }
+    }
+
+    #[test]
+    fn an_escaped_nul_is_an_invalid_value() {
+        for f in [r#"userName eq "\u0000""#, r#"displayName eq "a\u0000b""#] {
+            let e = parse(Some(f)).unwrap_err();
+            assert_eq!(e.scim_type, Some("invalidValue"), "{f}");
         }
     }
 }

@@ -194,14 +194,10 @@ impl TurnEngine {
                 )
                 .await;
             let elapsed = millis(started.elapsed());
-            let (text, calls, usage, model) = match outcome {
+            let (text, calls, usage) = match outcome {
                 ModelOutcome::Completed {
-                    text,
-                    calls,
-                    usage,
-                    response_model,
-                    ..
-                } => (text, calls, usage, response_model),
+                    text, calls, usage, ..
+                } => (text, calls, usage),
                 ModelOutcome::Stopped { text, reason } => {
                     // Charged for what was generated: never zero, never the whole hold.
                     let output = llm::estimate_tokens(&text);
@@ -270,7 +266,8 @@ impl TurnEngine {
                 citations,
                 status: MessageStatus::Complete,
                 status_reason: None,
-                model: model.or_else(|| Some(answered.model.clone())),
+                // The catalogue name the user picks from (the upstream id is in the span).
+                model: Some(answered.model.clone()),
                 input_tokens: Some(clamp_i64(usage.input_tokens)),
                 output_tokens: Some(clamp_i64(usage.output_tokens)),
                 duration_ms: Some(elapsed),

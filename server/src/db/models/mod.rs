@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod mcp_server;
 pub mod message;
+pub mod message_fallback;
 pub mod message_window;
 pub mod preferences;
 pub mod refresh_token;

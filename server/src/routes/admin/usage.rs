@@ -1,5 +1,5 @@
-//! `GET /api/admin/usage?period=`: tokens per user and model for a period, from the usage
-//! ledger (the same numbers stored with each assistant message).
+//! `GET /api/admin/usage?period=`: tokens per user and model (and the calls fallbacks
+//! answered) for a period, from the usage ledger (the same numbers stored with each assistant message).
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::auth::AdminUser;
 use crate::budget::Period;
-use crate::db::{self, models::audit, models::usage};
+use crate::db::{self, models::audit, models::message_fallback, models::usage};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -44,6 +44,7 @@ async fn report(
     let by_user = usage::by_user_and_model(&mut conn, from, to).await?;
     let tools = audit::tally_by_tool(&mut conn, from, to).await?;
     let by_assistant = usage::by_assistant(&mut conn, from, to).await?;
+    let fallbacks = message_fallback::in_period(&mut conn, from, to).await?;
     let mut by_model: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
     for row in &by_user {
         let e = by_model.entry(row.model.clone()).or_default();
@@ -52,7 +53,15 @@ async fn report(
     }
     let by_model: Vec<_> = by_model
         .into_iter()
-        .map(|(model, (i, o))| json!({"model": model, "input_tokens": i, "output_tokens": o}))
+        .map(|(model, (i, o))| {
+            let stood_in: i64 = fallbacks
+                .iter()
+                .filter(|f| f.model == model)
+                .map(|f| f.calls)
+                .sum();
+            json!({"model": model, "input_tokens": i, "output_tokens": o,
+                   "fallback_calls": stood_in})
+        })
         .collect();
     Ok(HttpResponse::Ok().json(json!({
         "period": period,
@@ -61,6 +70,7 @@ async fn report(
         "by_user": by_user,
         "by_model": by_model,
         "by_assistant": by_assistant,
+        "fallbacks": fallbacks,
         "tools": tools,
         "grafana_url": state.settings.telemetry.grafana_url,
     })))
