@@ -14,6 +14,7 @@ pub mod documents;
 mod embed_step;
 pub mod error;
 pub mod extract;
+mod job_claim;
 mod job_end;
 pub mod jobs;
 pub mod schema;
