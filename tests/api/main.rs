@@ -70,6 +70,9 @@ mod titles;
 mod tokens;
 mod tools;
 mod upload_cancel;
+// Issue 41 findings 1 (jobs) and 3: crash-looping files, run-on text, job time budget,
+// fair scheduling and the storage quota.
+mod knowledge_jobs;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).

@@ -30,6 +30,11 @@ impl From<crate::knowledge::KnowledgeError> for ApiError {
             ),
             K::EmptyFile => ApiError::bad_request("empty_file", message),
             K::Limit(_) => ApiError::conflict("limit_reached", message),
+            K::Quota { .. } => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "knowledge_quota_exceeded",
+                message,
+            ),
             K::Db(source) => source.into(),
             K::Pool(source) => ApiError::unavailable(anyhow::anyhow!(source)),
         }

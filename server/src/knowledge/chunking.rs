@@ -50,7 +50,9 @@ pub fn chunk(
             FileKind::Markdown => MarkdownSplitter::new(config()?)
                 .chunk_indices(section)
                 .collect(),
-            _ => TextSplitter::new(config()?).chunk_indices(section).collect(),
+            _ => TextSplitter::new(config()?)
+                .chunk_indices(section)
+                .collect(),
         };
         pieces.extend(
             found

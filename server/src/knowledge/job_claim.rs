@@ -24,7 +24,10 @@ pub(super) struct Claimed {
 /// the uploader with the fewest jobs running, then the one served least recently, then the
 /// oldest. One member's many files do not keep another's waiting behind all of them.
 /// The claim counts as an attempt even if this process dies on it (see `jobs::run`).
-pub(super) async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResult<Option<Claimed>> {
+pub(super) async fn claim(
+    conn: &mut AsyncPgConnection,
+    me: Uuid,
+) -> diesel::QueryResult<Option<Claimed>> {
     diesel::sql_query(
         "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
                 claimed_at = now(), \

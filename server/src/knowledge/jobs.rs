@@ -113,7 +113,11 @@ async fn run(k: &Knowledge, claimed: Claimed) {
 
 /// The failure of a job whose server process died `times` times while running it.
 fn crashed(state: &str, times: i32) -> Stop {
-    tracing::warn!(times, state, "a knowledge file stopped its server process; set aside");
+    tracing::warn!(
+        times,
+        state,
+        "a knowledge file stopped its server process; set aside"
+    );
     if state == "extracting" {
         Stop::Fail {
             code: "extraction_crashed",

@@ -17,6 +17,7 @@ pub mod extract;
 mod job_claim;
 mod job_end;
 pub mod jobs;
+pub mod quota;
 pub mod schema;
 pub mod search;
 pub mod tool;

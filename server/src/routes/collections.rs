@@ -54,13 +54,17 @@ async fn status(state: web::Data<AppState>, _who: AuthUser) -> HttpResponse {
 
 /// The collections the caller may read.
 #[utoipa::path(get, path = "/api/collections", tag = "knowledge", responses(
-    (status = 200, description = "`{items: [Collection]}`", body = Object),
+    (status = 200, description = "`{items: [Collection], storage: Storage}`: storage is the bytes the caller's uploaded files take and their quota (0: none)", body = Object),
     (status = 503, description = "Collections are off here (`knowledge_unavailable`)", body = crate::error::ErrorBody)))]
 async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
     let items = collections::list(&mut conn, &caller(&who)).await?;
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    let storage = crate::knowledge::quota::Storage {
+        used_bytes: crate::knowledge::quota::used(&mut conn, who.id).await?,
+        limit_bytes: state.knowledge.settings.user_quota_bytes,
+    };
+    Ok(HttpResponse::Ok().json(json!({ "items": items, "storage": storage })))
 }
 
 /// A new collection.
