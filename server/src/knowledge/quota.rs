@@ -47,7 +47,7 @@ pub(super) async fn lock_and_use(
     .bind::<Text, _>(user.to_string())
     .execute(conn)
     .await?;
-    let (collection, name) = replacing.map_or((Uuid::nil(), ""), |(c, n)| (c, n));
+    let (collection, name) = replacing.unwrap_or((Uuid::nil(), ""));
     let u: Used = diesel::sql_query(format!(
         "{USED} AND NOT (collection_id = $2 AND lower(name) = lower($3))"
     ))
