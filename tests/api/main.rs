@@ -94,6 +94,10 @@ mod demo_math;
 mod fallback_shown;
 mod knowledge_admin;
 
+// Issue 41 findings 1 (jobs) and 3: crash-looping files, run-on text, job time budget,
+// fair scheduling and the storage quota.
+mod knowledge_jobs;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]

@@ -290,6 +290,14 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_KNOWLEDGE_MAX_ATTEMPTS", "knowledge.max_attempts"),
     var(
+        "AGENTCHAT_KNOWLEDGE_JOB_TIMEOUT_SECS",
+        "knowledge.job_timeout_secs",
+    ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_USER_QUOTA_BYTES",
+        "knowledge.user_quota_bytes",
+    ),
+    var(
         "AGENTCHAT_KNOWLEDGE_MIN_SIMILARITY",
         "knowledge.min_similarity",
     ),

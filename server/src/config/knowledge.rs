@@ -37,8 +37,16 @@ pub struct KnowledgeSettings {
     pub embed_batch: usize,
     /// Ingestion jobs one server process runs at once.
     pub workers: usize,
-    /// A failing job (its embeddings endpoint down) is tried this often before it fails.
+    /// A job is claimed at most this often: a failing embeddings endpoint is retried until
+    /// then, and a file whose process died this often (a crash while reading it) is set aside
+    /// as failed instead of crashing every replica again.
     pub max_attempts: i32,
+    /// Longest one claim of a job may run before its file fails: no file holds a worker for
+    /// ever.
+    pub job_timeout_secs: u64,
+    /// Bytes of collection files one user may have uploaded (their current versions),
+    /// counted over every collection; 0: no limit.
+    pub user_quota_bytes: i64,
     /// Nearest neighbours less similar than this (cosine) are not results: a vector search
     /// always finds *something*, and an unrelated passage only misleads the model.
     pub min_similarity: f64,
@@ -58,6 +66,8 @@ impl Default for KnowledgeSettings {
             embed_batch: 64,
             workers: 2,
             max_attempts: 5,
+            job_timeout_secs: 600,
+            user_quota_bytes: 100 * 1024 * 1024,
             min_similarity: 0.1,
         }
     }
@@ -128,6 +138,12 @@ impl KnowledgeSettings {
         }
         if self.max_attempts < 1 {
             return bad("knowledge.max_attempts", "must be at least 1");
+        }
+        if !(1..=86_400).contains(&self.job_timeout_secs) {
+            return bad("knowledge.job_timeout_secs", "must be 1..=86400");
+        }
+        if self.user_quota_bytes < 0 {
+            return bad("knowledge.user_quota_bytes", "must be 0 (no limit) or more");
         }
         for m in models {
             if m.name.is_empty() || m.name.len() > 64 || m.name == DEMO_EMBEDDING_MODEL {

@@ -33,6 +33,12 @@ impl From<crate::knowledge::KnowledgeError> for ApiError {
             K::Budget {
                 code, retry_after, ..
             } => ApiError::too_many(code, message, retry_after),
+
+            K::Quota { .. } => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "knowledge_quota_exceeded",
+                message,
+            ),
             K::Db(source) => source.into(),
             K::Pool(source) => ApiError::unavailable(anyhow::anyhow!(source)),
         }

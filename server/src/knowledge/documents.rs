@@ -7,7 +7,8 @@ use diesel::sql_types::{
     BigInt, Bytea, Float4, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel::{OptionalExtension, QueryableByName};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -87,6 +88,8 @@ pub struct NewFile<'a> {
 pub struct FileLimits {
     pub max_file_bytes: usize,
     pub max_files: i64,
+    /// Bytes of files the caller may have uploaded in all; 0: no limit.
+    pub user_quota_bytes: i64,
 }
 
 /// The file's name as stored: its last path part, checked.
@@ -154,32 +157,59 @@ pub async fn add(
     } else {
         "upload"
     };
-    // A new file, or a new version of one: the generation moves on, the live one stays.
-    let added: Added = diesel::sql_query(
-        "INSERT INTO documents (id, collection_id, name, source, workspace_path, uploaded_by, \
-                                content, content_sha256, bytes, state, target_model) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10) \
-         ON CONFLICT (collection_id, name) DO UPDATE SET \
-           source = EXCLUDED.source, workspace_path = EXCLUDED.workspace_path, \
-           uploaded_by = EXCLUDED.uploaded_by, content = EXCLUDED.content, \
-           content_sha256 = EXCLUDED.content_sha256, bytes = EXCLUDED.bytes, text = NULL, \
-           state = 'queued', progress = 0, error = NULL, error_code = NULL, \
-           generation = documents.generation + 1, target_model = EXCLUDED.target_model, \
-           lease_owner = NULL, lease_until = NULL, attempts = 0, updated_at = now() \
-         RETURNING id",
-    )
-    .bind::<SqlUuid, _>(Uuid::new_v4())
-    .bind::<SqlUuid, _>(collection)
-    .bind::<Text, _>(&name)
-    .bind::<Text, _>(source)
-    .bind::<Nullable<Text>, _>(file.workspace_path)
-    .bind::<SqlUuid, _>(caller.id)
-    .bind::<Bytea, _>(file.bytes)
-    .bind::<Text, _>(&sha)
-    .bind::<BigInt, _>(i64::try_from(file.bytes.len()).unwrap_or(i64::MAX))
-    .bind::<Text, _>(model)
-    .get_result(conn)
-    .await?;
+    let bytes = i64::try_from(file.bytes.len()).unwrap_or(i64::MAX);
+    let (me, quota) = (caller.id, limits.user_quota_bytes);
+    let (workspace_path, content, model) = (file.workspace_path, file.bytes, model);
+    let name = &name;
+    let sha = &sha;
+    // Under a lock on the uploader: two adds at once cannot both fit in the last of a quota.
+    let added = conn
+        .transaction::<Added, KnowledgeError, _>(|conn| {
+            async move {
+                if quota > 0 {
+                    let used =
+                        super::quota::lock_and_use(conn, me, Some((collection, name))).await?;
+                    if used.saturating_add(bytes) > quota {
+                        return Err(KnowledgeError::Quota {
+                            used,
+                            bytes,
+                            limit: quota,
+                        });
+                    }
+                }
+                // A new file, or a new version of one: the generation moves on, the live one
+                // stays.
+                Ok(diesel::sql_query(
+                    "INSERT INTO documents (id, collection_id, name, source, workspace_path, \
+                                            uploaded_by, content, content_sha256, bytes, state, \
+                                            target_model) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10) \
+                     ON CONFLICT (collection_id, name) DO UPDATE SET \
+                       source = EXCLUDED.source, workspace_path = EXCLUDED.workspace_path, \
+                       uploaded_by = EXCLUDED.uploaded_by, content = EXCLUDED.content, \
+                       content_sha256 = EXCLUDED.content_sha256, bytes = EXCLUDED.bytes, \
+                       text = NULL, state = 'queued', progress = 0, error = NULL, \
+                       error_code = NULL, generation = documents.generation + 1, \
+                       target_model = EXCLUDED.target_model, lease_owner = NULL, \
+                       lease_until = NULL, attempts = 0, updated_at = now() \
+                     RETURNING id",
+                )
+                .bind::<SqlUuid, _>(Uuid::new_v4())
+                .bind::<SqlUuid, _>(collection)
+                .bind::<Text, _>(name)
+                .bind::<Text, _>(source)
+                .bind::<Nullable<Text>, _>(workspace_path)
+                .bind::<SqlUuid, _>(me)
+                .bind::<Bytea, _>(content)
+                .bind::<Text, _>(sha)
+                .bind::<BigInt, _>(bytes)
+                .bind::<Text, _>(model)
+                .get_result(conn)
+                .await?)
+            }
+            .scope_boxed()
+        })
+        .await?;
     one(conn, collection, added.id).await
 }
 

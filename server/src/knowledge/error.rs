@@ -35,6 +35,13 @@ pub enum KnowledgeError {
         message: String,
         retry_after: u64,
     },
+
+    /// The caller's collection files would take more than their quota.
+    #[error(
+        "your collection files take {used} of your {limit} bytes; this file ({bytes} bytes) \
+         does not fit. Remove files to make room."
+    )]
+    Quota { used: i64, bytes: i64, limit: i64 },
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
     #[error("the database is unavailable: {0}")]

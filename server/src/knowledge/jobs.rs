@@ -3,8 +3,11 @@
 //! stored with the text in one commit), embeds the chunks batch by batch (each batch
 //! committed, so a restart resumes where it stopped), and at the end makes the new
 //! generation the live one and drops the old in one commit: search never sees a file half
-//! indexed. A job whose process died is claimed again once that process is reaped; a
-//! failing endpoint is retried with a growing pause, then the file fails with its reason.
+//! indexed. A job whose process died is claimed again once that process is reaped, at most
+//! `max_attempts` claims in all (a file that crashes its reader fails instead of crash-looping
+//! every replica); a failing endpoint is retried with a growing pause, then the file fails
+//! with its reason; one claim runs at most `job_timeout_secs`. Workers serve uploaders in
+//! turn ([`claim`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,11 +16,11 @@ use diesel::sql_types::{BigInt, Bool, Float4, Integer, Text, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use uuid::Uuid;
 
 use super::chunking;
 use super::embed_step::{embed_batch, Job, Pending, StepError};
 use super::extract::{self, ExtractLimits};
+use super::job_claim::{claim, Claimed};
 use super::job_end::{fail, pause_job};
 use super::Knowledge;
 
@@ -53,37 +56,6 @@ async fn worker(k: Arc<Knowledge>) {
     }
 }
 
-#[derive(QueryableByName)]
-struct Claimed {
-    #[diesel(sql_type = SqlUuid)]
-    id: Uuid,
-    #[diesel(sql_type = Integer)]
-    generation: i32,
-    #[diesel(sql_type = SqlUuid)]
-    uploaded_by: Uuid,
-    #[diesel(sql_type = Integer)]
-    attempts: i32,
-}
-
-/// Takes the oldest job nobody alive holds and no pause holds back.
-async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResult<Option<Claimed>> {
-    diesel::sql_query(
-        "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
-                state = CASE WHEN d.state = 'queued' THEN 'extracting' ELSE d.state END \
-          WHERE d.id = (SELECT id FROM documents x \
-                         WHERE x.state IN ('queued', 'extracting', 'embedding') \
-                           AND (x.lease_until IS NULL OR x.lease_until < now()) \
-                           AND (x.lease_owner IS NULL OR NOT EXISTS \
-                                (SELECT 1 FROM server_processes p WHERE p.id = x.lease_owner)) \
-                         ORDER BY x.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED) \
-         RETURNING d.id, d.generation, d.uploaded_by, d.attempts",
-    )
-    .bind::<SqlUuid, _>(me)
-    .get_result(conn)
-    .await
-    .optional()
-}
-
 /// How a job stopped short.
 enum Stop {
     /// For good: the file's reason, shown with it.
@@ -100,14 +72,34 @@ async fn run(k: &Knowledge, claimed: Claimed) {
         generation: claimed.generation,
         uploaded_by: claimed.uploaded_by,
     };
-    let result = work(k, &job).await;
+    let max = k.settings.max_attempts;
+    let result = if claimed.attempts > max {
+        // The claims before this one used every attempt and the last ended with its process
+        // gone (a pause at the last attempt fails the file instead): the file may be what
+        // kills them. Set it aside rather than crash every replica again.
+        Err(crashed(&claimed.state, claimed.attempts - 1))
+    } else {
+        let budget = Duration::from_secs(k.settings.job_timeout_secs);
+        tokio::time::timeout(budget, work(k, &job))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Stop::Fail {
+                    code: "job_timeout",
+                    message: format!(
+                        "indexing the file took longer than {} s, the most one job may; it \
+                         was stopped",
+                        budget.as_secs()
+                    ),
+                })
+            })
+    };
     let Ok(mut conn) = k.pool.get().await else {
         return; // The lease stays; the job is taken again once this process is reaped.
     };
     let ended = match result {
         Ok(()) => return,
         Err(Stop::Lost) => return,
-        Err(Stop::Pause(why)) if claimed.attempts < k.settings.max_attempts => {
+        Err(Stop::Pause(why)) if claimed.attempts < max => {
             let pause = i64::from(claimed.attempts.clamp(1, 30));
             pause_job(&mut conn, k, &job, &why, pause).await
         }
@@ -116,6 +108,31 @@ async fn run(k: &Knowledge, claimed: Claimed) {
     };
     if let Err(e) = ended {
         tracing::warn!(error = %e, document = %job.id, "a knowledge job's end could not be stored");
+    }
+}
+
+/// The failure of a job whose server process died `times` times while running it.
+fn crashed(state: &str, times: i32) -> Stop {
+    tracing::warn!(
+        times,
+        state,
+        "a knowledge file stopped its server process; set aside"
+    );
+    if state == "extracting" {
+        Stop::Fail {
+            code: "extraction_crashed",
+            message: format!(
+                "the file stopped the reader {times} times; it was set aside (Retry tries again)"
+            ),
+        }
+    } else {
+        Stop::Fail {
+            code: "job_crashed",
+            message: format!(
+                "the file was tried {times} times, the last time stopping the server while \
+                 it was indexed; it was set aside (Retry tries again)"
+            ),
+        }
     }
 }
 

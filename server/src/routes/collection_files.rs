@@ -32,6 +32,7 @@ fn limits(state: &AppState) -> FileLimits {
     FileLimits {
         max_file_bytes: state.knowledge.settings.max_file_bytes,
         max_files: state.knowledge.settings.max_files_per_collection,
+        user_quota_bytes: state.knowledge.settings.user_quota_bytes,
     }
 }
 
@@ -64,7 +65,7 @@ async fn add(
     (status = 400, description = "Empty file or bad name", body = crate::error::ErrorBody),
     (status = 403, description = "Not the collection's owner", body = crate::error::ErrorBody),
     (status = 404, description = "No such collection", body = crate::error::ErrorBody),
-    (status = 413, description = "Too large", body = crate::error::ErrorBody),
+    (status = 413, description = "Too large, or over the uploader's storage quota (`knowledge_quota_exceeded`)", body = crate::error::ErrorBody),
     (status = 415, description = "Not a supported file type", body = crate::error::ErrorBody)))]
 async fn upload(
     req: HttpRequest,
@@ -122,7 +123,7 @@ pub struct FromWorkspace {
     (status = 202, description = "Queued for ingestion", body = crate::knowledge::documents::FileView),
     (status = 400, description = "Empty file or bad path", body = crate::error::ErrorBody),
     (status = 404, description = "No such collection or workspace file", body = crate::error::ErrorBody),
-    (status = 413, description = "Too large", body = crate::error::ErrorBody),
+    (status = 413, description = "Too large, or over the uploader's storage quota (`knowledge_quota_exceeded`)", body = crate::error::ErrorBody),
     (status = 415, description = "Not a supported file type", body = crate::error::ErrorBody)))]
 async fn add_from_workspace(
     state: web::Data<AppState>,

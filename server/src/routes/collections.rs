@@ -70,7 +70,7 @@ pub struct ListQuery {
 
 /// The collections the caller may read (an admin's `?all=true`: every one).
 #[utoipa::path(get, path = "/api/collections", tag = "knowledge", params(ListQuery), responses(
-    (status = 200, description = "`{items: [Collection]}`, each with the `roles` it is shared with", body = Object),
+    (status = 200, description = "`{items: [Collection], storage: Storage}`: each collection with the `roles` it is shared with; storage is the bytes the caller's uploaded files take and their quota (0: none)", body = Object),
     (status = 503, description = "Collections are off here (`knowledge_unavailable`)", body = crate::error::ErrorBody)))]
 async fn list(
     state: web::Data<AppState>,
@@ -80,7 +80,11 @@ async fn list(
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
     let items = collections::list(&mut conn, &caller(&who), query.all).await?;
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    let storage = crate::knowledge::quota::Storage {
+        used_bytes: crate::knowledge::quota::used(&mut conn, who.id).await?,
+        limit_bytes: state.knowledge.settings.user_quota_bytes,
+    };
+    Ok(HttpResponse::Ok().json(json!({ "items": items, "storage": storage })))
 }
 
 /// A new collection.

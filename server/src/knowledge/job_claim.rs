@@ -1,0 +1,62 @@
+//! Which ingestion job a worker takes next, and taking it (its lease names this process).
+
+use diesel::sql_types::{Integer, Text, Uuid as SqlUuid};
+use diesel::{OptionalExtension, QueryableByName};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+
+#[derive(QueryableByName)]
+pub(super) struct Claimed {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Integer)]
+    pub generation: i32,
+    #[diesel(sql_type = SqlUuid)]
+    pub uploaded_by: Uuid,
+    #[diesel(sql_type = Integer)]
+    pub attempts: i32,
+    /// Where the job stood when claimed (`extracting` for a new one).
+    #[diesel(sql_type = Text)]
+    pub state: String,
+}
+
+/// Takes a job nobody alive holds and no pause holds back, fairly between uploaders: from
+/// the uploader with the fewest jobs running, then the one served least recently, then the
+/// oldest. One member's many files do not keep another's waiting behind all of them.
+/// The claim counts as an attempt even if this process dies on it (see `jobs::run`).
+pub(super) async fn claim(
+    conn: &mut AsyncPgConnection,
+    me: Uuid,
+) -> diesel::QueryResult<Option<Claimed>> {
+    diesel::sql_query(
+        "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
+                claimed_at = now(), \
+                state = CASE WHEN d.state = 'queued' THEN 'extracting' ELSE d.state END \
+          WHERE d.id = ( \
+            WITH waiting AS ( \
+                SELECT x.id, x.uploaded_by, x.updated_at FROM documents x \
+                 WHERE x.state IN ('queued', 'extracting', 'embedding') \
+                   AND (x.lease_until IS NULL OR x.lease_until < now()) \
+                   AND (x.lease_owner IS NULL OR NOT EXISTS \
+                        (SELECT 1 FROM server_processes p WHERE p.id = x.lease_owner))), \
+            load AS ( \
+                SELECT y.uploaded_by, \
+                       count(*) FILTER (WHERE y.state IN ('queued', 'extracting', 'embedding') \
+                           AND EXISTS (SELECT 1 FROM server_processes p \
+                                        WHERE p.id = y.lease_owner)) AS running, \
+                       max(y.claimed_at) AS served \
+                  FROM documents y \
+                 WHERE y.uploaded_by IN (SELECT uploaded_by FROM waiting) \
+                 GROUP BY y.uploaded_by) \
+            SELECT x.id FROM documents x \
+              JOIN waiting w ON w.id = x.id \
+              JOIN load l ON l.uploaded_by = w.uploaded_by \
+             ORDER BY l.running, l.served NULLS FIRST, w.updated_at \
+             LIMIT 1 FOR UPDATE OF x SKIP LOCKED) \
+         RETURNING d.id, d.generation, d.uploaded_by, d.attempts, d.state",
+    )
+    .bind::<SqlUuid, _>(me)
+    .get_result(conn)
+    .await
+    .optional()
+}
