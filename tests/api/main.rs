@@ -70,6 +70,8 @@ mod titles;
 mod tokens;
 mod tools;
 mod upload_cancel;
+// Issue 41 findings 1-2: hostile documents are read in a limited child process.
+mod knowledge_bombs;
 
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
@@ -88,6 +90,9 @@ fn child_server_process() {
         let mut settings = agentchat::config::Settings::load(None).unwrap();
         settings.database.url = agentchat::config::DatabaseUrl::new(database_url);
         settings.bind = "127.0.0.1:0".into();
+        if settings.knowledge.extractor.is_none() {
+            settings.knowledge.extractor = agentchat_tests::built_agentchat();
+        }
         // As in `test_settings`: no title calls unless a test asks for them.
         if std::env::var("AGENTCHAT_AUTO_TITLES").is_err() {
             settings.llm.auto_titles = false;

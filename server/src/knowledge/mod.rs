@@ -15,6 +15,7 @@ mod embed_step;
 pub mod error;
 pub mod extract;
 mod job_end;
+mod job_watch;
 pub mod jobs;
 pub mod schema;
 pub mod search;
