@@ -84,7 +84,11 @@ pub fn operator_flood(pages: usize, bytes: usize) -> Vec<u8> {
     let kids: Vec<String> = (0..pages).map(|p| format!("{} 0 R", 5 + p)).collect();
     let mut objects = vec![
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!("<< /Type /Pages /Kids [{}] /Count {pages} >>", kids.join(" ")).into_bytes(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
         stream("/Filter /FlateDecode", &deflated(&content)),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
     ];
@@ -110,7 +114,13 @@ fn rss_kib() -> u64 {
 
 /// Adds `bytes` as `name` through both routes: uploaded to the collection, and written to
 /// the workspace then added from there (as `ws-{name}`). Returns the collection's names.
-async fn add_both_ways(app: &TestApp, token: &str, c: &str, name: &str, bytes: Vec<u8>) -> [String; 2] {
+async fn add_both_ways(
+    app: &TestApp,
+    token: &str,
+    c: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> [String; 2] {
     let (status, body) = upload(app, token, c, name, bytes.clone()).await;
     assert_eq!(status, 202, "{name}: {body}");
     let ws = format!("ws-{name}");
@@ -151,7 +161,11 @@ impl Watch {
         let (s, p) = (stop.clone(), peak_kib.clone());
         let task = tokio::spawn(async move {
             while !s.load(Ordering::Relaxed) {
-                let asked = client.get(&url).timeout(Duration::from_secs(5)).send().await;
+                let asked = client
+                    .get(&url)
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await;
                 match asked {
                     Ok(r) if r.status().is_success() => {}
                     other => return Err(format!("/healthz: {other:?}")),
@@ -177,10 +191,23 @@ impl Watch {
 }
 
 /// The collection's files by name, once none of `names` is in progress (panics after `within`).
-async fn settle(app: &TestApp, token: &str, c: &str, names: &[String], within: Duration) -> Vec<Value> {
+async fn settle(
+    app: &TestApp,
+    token: &str,
+    c: &str,
+    names: &[String],
+    within: Duration,
+) -> Vec<Value> {
     let start = Instant::now();
     loop {
-        let (_, listed) = send(app, Method::GET, token, &format!("/api/collections/{c}"), None).await;
+        let (_, listed) = send(
+            app,
+            Method::GET,
+            token,
+            &format!("/api/collections/{c}"),
+            None,
+        )
+        .await;
         let files = listed["files"].as_array().cloned().unwrap_or_default();
         let found: Vec<Value> = names
             .iter()
@@ -190,7 +217,10 @@ async fn settle(app: &TestApp, token: &str, c: &str, names: &[String], within: D
         if found.len() == names.len() && found.iter().all(done) {
             return found;
         }
-        assert!(start.elapsed() < within, "not settled within {within:?}: {listed}");
+        assert!(
+            start.elapsed() < within,
+            "not settled within {within:?}: {listed}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -202,7 +232,11 @@ async fn pdf_bombs_fail_with_their_reason_and_the_server_stays_up_and_small() {
     let c = collection(&app, &ann.access, "Bombs").await;
     let tree = deep_page_tree(30_000);
     let flood = operator_flood(1, 16 << 20);
-    assert!(flood.len() < 64 << 10, "the flood is small: {}", flood.len());
+    assert!(
+        flood.len() < 64 << 10,
+        "the flood is small: {}",
+        flood.len()
+    );
 
     let before_kib = rss_kib();
     let watch = Watch::start(&app);
@@ -224,8 +258,22 @@ async fn pdf_bombs_fail_with_their_reason_and_the_server_stays_up_and_small() {
     assert!(grown_mib < 200, "the server grew by {grown_mib} MiB");
 
     // Still serving: a normal file is indexed after the bombs.
-    upload(&app, &ann.access, &c, "fine.txt", b"An ordinary note about tea.".to_vec()).await;
-    let fine = settle(&app, &ann.access, &c, &["fine.txt".to_owned()], Duration::from_secs(60)).await;
+    upload(
+        &app,
+        &ann.access,
+        &c,
+        "fine.txt",
+        b"An ordinary note about tea.".to_vec(),
+    )
+    .await;
+    let fine = settle(
+        &app,
+        &ann.access,
+        &c,
+        &["fine.txt".to_owned()],
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!(fine[0]["state"], "ready", "{}", fine[0]);
 }
 
@@ -238,9 +286,12 @@ fn extraction_children() -> Vec<u32> {
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            ppid == Some(me.as_str()) && String::from_utf8_lossy(&cmdline).contains("extract-document")
+            ppid == Some(me.as_str())
+                && String::from_utf8_lossy(&cmdline).contains("extract-document")
         })
         .collect()
 }
@@ -254,29 +305,67 @@ async fn a_file_past_the_memory_limit_fails_and_removing_a_file_stops_its_reader
         .await;
     let c = collection(&app, &ann.access, "Limits").await;
     // Within the operator budget (1.9 M on one page), beyond 256 MiB of parser memory.
-    upload(&app, &ann.access, &c, "heavy.pdf", operator_flood(1, 11 << 20)).await;
-    let f = settle(&app, &ann.access, &c, &["heavy.pdf".to_owned()], Duration::from_secs(120)).await;
+    upload(
+        &app,
+        &ann.access,
+        &c,
+        "heavy.pdf",
+        operator_flood(1, 11 << 20),
+    )
+    .await;
+    let f = settle(
+        &app,
+        &ann.access,
+        &c,
+        &["heavy.pdf".to_owned()],
+        Duration::from_secs(120),
+    )
+    .await;
     assert_eq!(
         (f[0]["state"].as_str(), f[0]["error_code"].as_str()),
         (Some("failed"), Some("extraction_memory")),
         "{}",
         f[0]
     );
-    assert!(f[0]["error"].as_str().unwrap().contains("256 MiB"), "{}", f[0]);
+    assert!(
+        f[0]["error"].as_str().unwrap().contains("256 MiB"),
+        "{}",
+        f[0]
+    );
 
     // Many small pages: slow to read, light on memory. Removing the file kills the reader.
-    let (_, added) = upload(&app, &ann.access, &c, "slow.pdf", operator_flood(19, 600 << 10)).await;
+    let (_, added) = upload(
+        &app,
+        &ann.access,
+        &c,
+        "slow.pdf",
+        operator_flood(19, 600 << 10),
+    )
+    .await;
     let id = added["id"].as_str().unwrap().to_owned();
     let start = Instant::now();
     while extraction_children().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(30), "no extraction child started");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no extraction child started"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (status, body) = send(&app, Method::DELETE, &ann.access, &format!("/api/collections/{c}/files/{id}"), None).await;
+    let (status, body) = send(
+        &app,
+        Method::DELETE,
+        &ann.access,
+        &format!("/api/collections/{c}/files/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 204, "{body}");
     let removed = Instant::now();
     while !extraction_children().is_empty() {
-        assert!(removed.elapsed() < Duration::from_secs(5), "the reader outlived its file");
+        assert!(
+            removed.elapsed() < Duration::from_secs(5),
+            "the reader outlived its file"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

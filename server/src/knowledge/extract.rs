@@ -9,15 +9,18 @@ pub mod child;
 mod isolated;
 #[path = "extract_pdf.rs"]
 mod pdf;
+#[cfg(test)]
+#[path = "extract_pdf_budget_tests.rs"]
+mod pdf_budget_tests;
 #[path = "extract_pdf_decode.rs"]
 mod pdf_decode;
 #[path = "extract_pdf_graph.rs"]
 mod pdf_graph;
-#[path = "extract_pdf_ops.rs"]
-mod pdf_ops;
 #[cfg(test)]
 #[path = "extract_pdf_guard_tests.rs"]
 mod pdf_guard_tests;
+#[path = "extract_pdf_ops.rs"]
+mod pdf_ops;
 #[path = "extract_pdf_scan.rs"]
 mod pdf_scan;
 #[cfg(test)]

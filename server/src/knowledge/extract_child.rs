@@ -125,3 +125,67 @@ fn answer(args: &ExtractArgs) -> Reply {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_child_reads_back_the_arguments_the_server_gives_it() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            command: Sub,
+        }
+        #[derive(clap::Subcommand)]
+        enum Sub {
+            ExtractDocument(ExtractArgs),
+        }
+        let limits = ExtractLimits::default();
+        let process = ProcessLimits {
+            memory_bytes: 1 << 30,
+            cpu_secs: 7,
+            wall: Duration::from_secs(9),
+            stack_bytes: 1 << 24,
+            max_output_bytes: 100,
+        };
+        let args = child_args(FileKind::Pdf, 1234, &limits, &process);
+        let cli = <Cli as clap::Parser>::try_parse_from(
+            std::iter::once("agentchat".to_owned()).chain(args),
+        )
+        .unwrap();
+        let Sub::ExtractDocument(parsed) = cli.command;
+        assert_eq!(
+            parsed,
+            ExtractArgs {
+                kind: "pdf".into(),
+                max_input_bytes: 1234,
+                max_text_bytes: limits.max_text_bytes,
+                max_pdf_pages: limits.max_pdf_pages,
+                max_pdf_stream_bytes: limits.max_pdf_stream_bytes,
+                max_pdf_operators: limits.max_pdf_operators,
+                max_pdf_tree_depth: limits.max_pdf_tree_depth,
+                limits: ChildLimits {
+                    memory_bytes: 1 << 30,
+                    cpu_secs: 7,
+                    stack_bytes: 1 << 24,
+                    limited: false,
+                },
+            }
+        );
+    }
+
+    #[test]
+    fn replies_round_trip_as_json() {
+        for reply in [
+            Reply::Text("text".into()),
+            Reply::Error(ExtractError::PdfTooComplex("deep".into())),
+            Reply::Error(ExtractError::TooLarge { size: 9, limit: 8 }),
+        ] {
+            let json = serde_json::to_string(&reply).unwrap();
+            assert_eq!(serde_json::from_str::<Reply>(&json).unwrap(), reply);
+        }
+    }
+}

@@ -86,9 +86,7 @@ impl Cost {
     /// `self` and `times` times `other`.
     fn plus(self, other: Cost, times: u64) -> Cost {
         Cost {
-            bytes: self
-                .bytes
-                .saturating_add(other.bytes.saturating_mul(times)),
+            bytes: self.bytes.saturating_add(other.bytes.saturating_mul(times)),
             ops: self.ops.saturating_add(other.ops.saturating_mul(times)),
         }
     }

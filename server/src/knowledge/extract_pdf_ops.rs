@@ -49,9 +49,7 @@ fn token_end(content: &[u8], mut at: usize) -> usize {
 }
 
 fn is_operand(token: &[u8]) -> bool {
-    let number = token
-        .first()
-        .is_some_and(|c| b"+-.0123456789".contains(c));
+    let number = token.first().is_some_and(|c| b"+-.0123456789".contains(c));
     number || matches!(token, b"true" | b"false" | b"null")
 }
 
@@ -74,7 +72,10 @@ mod tests {
 
     #[test]
     fn operators_are_counted_and_operands_are_not() {
-        assert_eq!(operators(b"BT /F1 12 Tf (a) Tj (b)Tj [(c) -3 (d)] TJ ET"), 6);
+        assert_eq!(
+            operators(b"BT /F1 12 Tf (a) Tj (b)Tj [(c) -3 (d)] TJ ET"),
+            6
+        );
         assert_eq!(operators(b"1 0 0 1 72 720 cm q Q true false null"), 3);
         assert_eq!(operators(b"(Tj Tj \\) Tj) Tj % Tj Tj\n<546a> Tj /Tj Tj"), 3);
         assert_eq!(operators(b"BI /W 2 /H 2 ID \x00Tj Tj EIx\xffEI\nEI Q"), 3);

@@ -100,4 +100,3 @@ impl ChildLimits {
         thread.join().map_err(|_| "the work panicked".to_owned())
     }
 }
-

@@ -37,7 +37,12 @@ async fn a_child_reads_its_input_and_its_output_comes_back() {
 #[tokio::test]
 async fn the_child_inherits_no_environment() {
     assert!(std::env::vars().next().is_some());
-    let ended = sh("exec /usr/bin/env", b"", 10_000).await;
+    let spawn = Spawn {
+        program: Path::new("/usr/bin/env"),
+        args: Vec::new(),
+        stdin: Vec::new(),
+    };
+    let ended = run(spawn, &limits(10_000), std::future::pending()).await;
     assert_eq!(
         ended,
         Ending::Exited {
@@ -50,7 +55,10 @@ async fn the_child_inherits_no_environment() {
 #[tokio::test]
 async fn a_child_past_its_wall_time_is_killed() {
     let start = Instant::now();
-    assert_eq!(sh("exec /bin/sleep 30", b"", 300).await, Ending::WallTimeout);
+    assert_eq!(
+        sh("exec /bin/sleep 30", b"", 300).await,
+        Ending::WallTimeout
+    );
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
@@ -84,11 +92,21 @@ async fn endings_by_signal_are_told_apart() {
         Ending::CpuLimit
     );
     assert_eq!(
-        sh("echo 'memory allocation of 99 bytes failed' >&2; kill -ABRT $$", b"", 10_000).await,
+        sh(
+            "echo 'memory allocation of 99 bytes failed' >&2; kill -ABRT $$",
+            b"",
+            10_000
+        )
+        .await,
         Ending::Memory
     );
     assert_eq!(
-        sh("echo \"thread 'x' has overflowed its stack\" >&2; kill -ABRT $$", b"", 10_000).await,
+        sh(
+            "echo \"thread 'x' has overflowed its stack\" >&2; kill -ABRT $$",
+            b"",
+            10_000
+        )
+        .await,
         Ending::StackOverflow
     );
 }
