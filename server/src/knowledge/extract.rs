@@ -241,6 +241,12 @@ pub fn extract(
     extract_kind(FileKind::of(name)?, bytes, limits)
 }
 
+/// The PDF guard alone, without pdf-extract (for the fuzz target): `Ok` when the file
+/// would be handed to the parser.
+pub fn pdf_guard(bytes: &[u8], limits: &ExtractLimits) -> Result<(), ExtractError> {
+    pdf::pdf_guard(bytes, limits)
+}
+
 /// `extract` for a file of a known kind.
 pub fn extract_kind(
     kind: FileKind,
