@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use diesel::sql_types::{Bool, Integer, Uuid as SqlUuid};
 use diesel::QueryableByName;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::embed_step::Job;
 use super::Knowledge;
@@ -20,13 +20,11 @@ struct Held {
 }
 
 /// Completes once `job` is not this process's any more; never while it is, nor while the
-/// database cannot say (the extraction's own deadline still holds then).
-pub(super) async fn lost(k: &Knowledge, job: &Job) {
+/// database cannot say (the extraction's own deadline still holds then). Asks on the job's
+/// own connection, idle meanwhile: the pool may have none to spare.
+pub(super) async fn lost(conn: &mut AsyncPgConnection, k: &Knowledge, job: &Job) {
     loop {
         tokio::time::sleep(EVERY).await;
-        let Ok(mut conn) = k.pool.get().await else {
-            continue;
-        };
         let held: Result<Held, _> = diesel::sql_query(
             "SELECT EXISTS (SELECT 1 FROM documents WHERE id = $1 AND generation = $2 \
                               AND lease_owner = $3) AS held",
@@ -34,7 +32,7 @@ pub(super) async fn lost(k: &Knowledge, job: &Job) {
         .bind::<SqlUuid, _>(job.id)
         .bind::<Integer, _>(job.generation)
         .bind::<SqlUuid, _>(k.process_id)
-        .get_result(&mut conn)
+        .get_result(conn)
         .await;
         if held.is_ok_and(|h| !h.held) {
             return;

@@ -250,7 +250,7 @@ async fn extract_and_chunk(
     };
     let (tokens, overlap) = (k.settings.chunk_tokens, k.settings.chunk_overlap_tokens);
     let extractor = extract::Extractor::from_settings(&k.settings);
-    let lost = super::job_watch::lost(k, job);
+    let lost = super::job_watch::lost(conn, k, job);
     let extracted =
         match extract::extract_isolated(&source.name, source.content, &limits, &extractor, lost)
             .await
