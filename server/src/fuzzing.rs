@@ -1,6 +1,7 @@
 //! Entry points for the `cargo fuzz` targets in `fuzz/` (not an API): the streaming
 //! decoders are private to their adapters, so these run a whole byte stream through the
-//! same SSE parser and decoder the live adapters use.
+//! same SSE parser and decoder the live adapters use; `pdf_guard` runs the checks made on an
+//! uploaded PDF before the parser sees it.
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{stream, StreamExt};
@@ -45,4 +46,15 @@ fn decode<D: SseDecoder>(
         Some(rt) => rt.block_on(decode_sse(events, decoder).collect::<Vec<_>>()),
         None => Vec::new(),
     })
+}
+
+/// The PDF guard (raw stream scan, page tree, byte and operator budgets) on `bytes`, with
+/// budgets small enough for a fuzzer's time limit: never a panic, whatever the bytes.
+pub fn pdf_guard(bytes: &[u8]) -> Result<(), crate::knowledge::extract::ExtractError> {
+    let limits = crate::knowledge::extract::ExtractLimits {
+        max_pdf_stream_bytes: 1 << 20,
+        max_pdf_operators: 100_000,
+        ..Default::default()
+    };
+    crate::knowledge::extract::pdf_guard(bytes, &limits)
 }

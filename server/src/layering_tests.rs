@@ -6,6 +6,7 @@
 //! | module | may use |
 //! |---|---|
 //! | `domain`, `budget`, `shard` | nothing of the crate: the words every layer shares |
+//! | `sandbox` | nothing of the crate: limited child processes, for any caller |
 //! | `config` | `domain`, `security` (origin settings), `tools` (the tools' settings types) |
 //! | `db` | `domain`, `config`, `budget` (periods), `shard`: no HTTP, no turn, no provider |
 //! | `llm` | `domain`, `config`, `shard`: no database, no tools, no routes |
@@ -28,6 +29,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("domain", &[]),
     ("budget", &[]),
     ("shard", &[]),
+    ("sandbox", &[]),
     ("config", &["domain", "security", "tools"]),
     ("db", &["domain", "config", "budget", "shard"]),
     ("llm", &["domain", "config", "shard"]),
@@ -43,7 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "knowledge",
         &[
-            "budget", "config", "db", "domain", "llm", "metrics", "tools",
+            "budget", "config", "db", "domain", "llm", "metrics", "sandbox", "tools",
         ],
     ),
     (
@@ -73,6 +75,7 @@ const NO_HTTP: &[&str] = &[
     "budget",
     "db",
     "knowledge",
+    "sandbox",
     "sharing",
     "llm",
     "cluster",

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod observe;
 pub mod openapi;
 pub mod routes;
+pub mod sandbox;
 pub mod scim;
 pub mod security;
 pub mod shard;

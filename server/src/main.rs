@@ -1,5 +1,6 @@
 //! The `agentchat` command: `serve` (the default), `migrate`, `create-admin`, `config check`,
-//! `secrets rotate`.
+//! `secrets rotate`, and the hidden `extract-document`, the child the server reads PDFs and
+//! HTML in.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use agentchat::auth::password::{self, PasswordHasher};
 use agentchat::banner;
 use agentchat::config::{report, Settings};
 use agentchat::db::{self, models::role, models::user};
+use agentchat::knowledge::extract::child::{self as extract_child, ExtractArgs};
 use agentchat::startup::{prepare_database, Application};
 use agentchat::telemetry;
 
@@ -74,6 +76,10 @@ enum Command {
         #[command(subcommand)]
         action: SecretsAction,
     },
+    /// Internal: the limited child process a document is read in (document on standard
+    /// input, JSON answer on standard output). Started by the server, not by people.
+    #[command(hide = true)]
+    ExtractDocument(ExtractArgs),
 }
 
 #[derive(Subcommand)]
@@ -96,9 +102,23 @@ enum ConfigAction {
     Check,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The extraction child starts no runtime and reads no settings: it only limits itself,
+    // reads its document and answers.
+    if let Some(Command::ExtractDocument(args)) = cli.command {
+        return extract_child::main(args);
+    }
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(e) => {
+            eprintln!("agentchat: starting the runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -127,7 +147,7 @@ async fn main() -> ExitCode {
         Command::Serve => serve(settings).await,
         Command::Migrate => prepare_database(&settings).await,
         Command::CreateAdmin { username } => create_admin(settings, &username).await,
-        Command::Config { .. } => Ok(()),
+        Command::Config { .. } | Command::ExtractDocument(_) => Ok(()),
         Command::Secrets {
             action: SecretsAction::Rotate { from },
         } => rotate_secrets(&settings, from.as_deref()).await,

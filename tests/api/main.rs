@@ -98,6 +98,9 @@ mod knowledge_admin;
 // fair scheduling and the storage quota.
 mod knowledge_jobs;
 
+// Issue 41 findings 1-2: hostile documents are read in a limited child process.
+mod knowledge_bombs;
+
 /// Not a test: the entry point of a second server process for the multi-process tests
 /// (`budget::two_server_processes_*` re-runs this binary with this name).
 #[test]
@@ -121,6 +124,9 @@ fn child_server_process() {
         {
             settings.tools.workspace_dir = std::env::temp_dir()
                 .join(format!("agentchat-test-ws-child-{}", std::process::id()));
+
+        if settings.knowledge.extractor.is_none() {
+            settings.knowledge.extractor = agentchat_tests::built_agentchat();
         }
         // As in `test_settings`: no title calls unless a test asks for them.
         if std::env::var("AGENTCHAT_AUTO_TITLES").is_err() {

@@ -284,7 +284,17 @@ pub fn test_settings(database_url: &str) -> Settings {
         "agentchat-test-ws-{}",
         uuid::Uuid::new_v4().simple()
     ));
+    s.knowledge.extractor = built_agentchat();
     s
+}
+
+/// The `agentchat` binary cargo built beside this test binary (`target/debug/agentchat`):
+/// the server under test runs inside the test binary, whose own executable cannot be the
+/// document extraction child.
+pub fn built_agentchat() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join("agentchat");
+    Some(path.to_string_lossy().into_owned())
 }
 
 /// A running server and a client for it.

@@ -305,6 +305,19 @@ pub const ENV_VARS: &[EnvVar] = &[
         "AGENTCHAT_KNOWLEDGE_MAX_FILE_BYTES",
         "knowledge.max_file_bytes",
     ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_EXTRACT_TIMEOUT_SECS",
+        "knowledge.extract_timeout_secs",
+    ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_EXTRACT_CPU_SECS",
+        "knowledge.extract_cpu_secs",
+    ),
+    var(
+        "AGENTCHAT_KNOWLEDGE_EXTRACT_MEMORY_MB",
+        "knowledge.extract_memory_mb",
+    ),
+    var("AGENTCHAT_KNOWLEDGE_EXTRACTOR", "knowledge.extractor"),
     var("AGENTCHAT_OIDC_ISSUER", "oidc.issuer"),
     var("AGENTCHAT_OIDC_CLIENT_ID", "oidc.client_id"),
     var("AGENTCHAT_OIDC_CLIENT_SECRET", "oidc.client_secret"),

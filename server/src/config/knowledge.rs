@@ -50,6 +50,15 @@ pub struct KnowledgeSettings {
     /// Nearest neighbours less similar than this (cosine) are not results: a vector search
     /// always finds *something*, and an unrelated passage only misleads the model.
     pub min_similarity: f64,
+    /// Wall time one file's extraction may take, in seconds. PDFs and HTML are read in a
+    /// child process (`extract-document`), killed at this deadline.
+    pub extract_timeout_secs: u64,
+    /// CPU time that child may use, in seconds.
+    pub extract_cpu_secs: u64,
+    /// Memory (address space) that child may use, in MiB.
+    pub extract_memory_mb: u64,
+    /// The program run as that child; unset: this server's own executable.
+    pub extractor: Option<String>,
 }
 
 impl Default for KnowledgeSettings {
@@ -69,6 +78,10 @@ impl Default for KnowledgeSettings {
             job_timeout_secs: 600,
             user_quota_bytes: 100 * 1024 * 1024,
             min_similarity: 0.1,
+            extract_timeout_secs: 60,
+            extract_cpu_secs: 30,
+            extract_memory_mb: 1024,
+            extractor: None,
         }
     }
 }
@@ -135,6 +148,18 @@ impl KnowledgeSettings {
         }
         if !(-1.0..=1.0).contains(&self.min_similarity) {
             return bad("knowledge.min_similarity", "must be -1..=1");
+        }
+        if !(1..=3600).contains(&self.extract_timeout_secs) {
+            return bad("knowledge.extract_timeout_secs", "must be 1..=3600");
+        }
+        if !(1..=3600).contains(&self.extract_cpu_secs) {
+            return bad("knowledge.extract_cpu_secs", "must be 1..=3600");
+        }
+        if !(128..=65536).contains(&self.extract_memory_mb) {
+            return bad("knowledge.extract_memory_mb", "must be 128..=65536");
+        }
+        if self.extractor.as_deref().is_some_and(str::is_empty) {
+            return bad("knowledge.extractor", "must be a path, or unset");
         }
         if self.max_attempts < 1 {
             return bad("knowledge.max_attempts", "must be at least 1");

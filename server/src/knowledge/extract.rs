@@ -3,8 +3,15 @@
 //! are parsed behind a guard against decompression bombs and parser panics (`extract_pdf`).
 //! Every error says, in words an end user can act on, what is wrong with that one file.
 
+#[path = "extract_child.rs"]
+pub mod child;
+#[path = "extract_isolated.rs"]
+mod isolated;
 #[path = "extract_pdf.rs"]
 mod pdf;
+#[cfg(test)]
+#[path = "extract_pdf_budget_tests.rs"]
+mod pdf_budget_tests;
 #[path = "extract_pdf_decode.rs"]
 mod pdf_decode;
 #[path = "extract_pdf_graph.rs"]
@@ -12,6 +19,8 @@ mod pdf_graph;
 #[cfg(test)]
 #[path = "extract_pdf_guard_tests.rs"]
 mod pdf_guard_tests;
+#[path = "extract_pdf_ops.rs"]
+mod pdf_ops;
 #[path = "extract_pdf_scan.rs"]
 mod pdf_scan;
 #[cfg(test)]
@@ -21,7 +30,11 @@ mod pdf_tests;
 #[path = "extract_tests.rs"]
 mod tests;
 
+use serde::{Deserialize, Serialize};
+
 use crate::tools::html_text::html_to_text;
+
+pub use isolated::{extract_isolated, Extractor};
 
 /// The extensions accepted, for error messages and the UI.
 pub const ACCEPTED_EXTENSIONS: &[&str] = &[
@@ -33,7 +46,8 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// What a file is, by its extension (lower-cased): txt/text/log → Text, md/markdown →
 /// Markdown, csv → Csv, html/htm → Html, pdf → Pdf.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FileKind {
     Text,
     Markdown,
@@ -60,6 +74,19 @@ impl FileKind {
         }
     }
 
+    /// The kind named by `as_str`.
+    pub fn parse(name: &str) -> Option<FileKind> {
+        [Self::Text, Self::Markdown, Self::Csv, Self::Html, Self::Pdf]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+
+    /// Kinds read by a parser of their own (PDF, HTML), run in a limited child process;
+    /// text kinds are only checked, byte by byte, in the server.
+    pub fn is_parsed(self) -> bool {
+        matches!(self, FileKind::Html | FileKind::Pdf)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FileKind::Text => "text",
@@ -80,6 +107,11 @@ pub struct ExtractLimits {
     /// Total bytes all PDF streams may decompress to; four times this bounds the content
     /// pdf-extract may walk, counting repeated drawings (`extract_pdf_graph`).
     pub max_pdf_stream_bytes: usize,
+    /// Operators pdf-extract may run over the whole file, repeated drawings counted: its
+    /// memory and time grow with operators, not bytes (`(a)Tj` is five bytes).
+    pub max_pdf_operators: u64,
+    /// Nesting of the page tree (a page's chain of `/Parent`s) allowed.
+    pub max_pdf_tree_depth: usize,
 }
 
 impl Default for ExtractLimits {
@@ -88,6 +120,8 @@ impl Default for ExtractLimits {
             max_text_bytes: 8 << 20,
             max_pdf_pages: 2000,
             max_pdf_stream_bytes: 64 << 20,
+            max_pdf_operators: 2_000_000,
+            max_pdf_tree_depth: 64,
         }
     }
 }
@@ -99,8 +133,10 @@ pub struct Extracted {
     pub text: String,
 }
 
-/// Why a file gave no text. Messages are shown to end users next to the file name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a file gave no text. Messages are shown to end users next to the file name. The
+/// extraction child sends it back to the server as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ExtractError {
     /// The (lower-cased) extension, empty when the name has none.
     #[error("{} are not supported; add {}", unsupported_what(.0), ACCEPTED_HINT)]
@@ -127,6 +163,23 @@ pub enum ExtractError {
     NoText,
     #[error("the HTML page has no readable text")]
     HtmlNoText,
+    /// Within the byte budget, but more work than a reader should do (deep page tree,
+    /// millions of drawing operators).
+    #[error("the PDF is too complex to read: {0}")]
+    PdfTooComplex(String),
+    #[error("reading the file took longer than {secs} seconds: stopped")]
+    Timeout { secs: u64 },
+    #[error("reading the file used more than {secs} seconds of CPU: stopped")]
+    CpuLimit { secs: u64 },
+    #[error("reading the file needed more than {mb} MiB of memory: stopped")]
+    OutOfMemory { mb: u64 },
+    #[error("the file reader failed on it ({0}); the file may be damaged")]
+    Crashed(String),
+    #[error("the document reader is unavailable; ask an administrator")]
+    Unavailable,
+    /// The file was removed or replaced while it was read: nobody wants the answer.
+    #[error("reading the file was cancelled")]
+    Cancelled,
 }
 
 impl ExtractError {
@@ -142,6 +195,12 @@ impl ExtractError {
             ExtractError::PdfEncrypted => "pdf_encrypted",
             ExtractError::PdfUnreadable(_) => "pdf_unreadable",
             ExtractError::NoText | ExtractError::HtmlNoText => "no_text",
+            ExtractError::PdfTooComplex(_) => "pdf_too_complex",
+            ExtractError::Timeout { .. } | ExtractError::CpuLimit { .. } => "extraction_timeout",
+            ExtractError::OutOfMemory { .. } => "extraction_memory",
+            ExtractError::Crashed(_) => "extraction_failed",
+            ExtractError::Unavailable => "extraction_unavailable",
+            ExtractError::Cancelled => "extraction_cancelled",
         }
     }
 }
@@ -171,14 +230,29 @@ fn size_words(bytes: &usize) -> String {
     }
 }
 
-/// The text of the file `name`. Blocking (PDF parsing is CPU work): callers run it in
-/// `spawn_blocking`.
+/// The text of the file `name`, in this process. Blocking (PDF parsing is CPU work), and
+/// unbounded in time and memory for PDFs: the server reads parsed kinds through
+/// `extract_isolated`; this is what the child runs.
 pub fn extract(
     name: &str,
     bytes: &[u8],
     limits: &ExtractLimits,
 ) -> Result<Extracted, ExtractError> {
-    let kind = FileKind::of(name)?;
+    extract_kind(FileKind::of(name)?, bytes, limits)
+}
+
+/// The PDF guard alone, without pdf-extract (for the fuzz target): `Ok` when the file
+/// would be handed to the parser.
+pub fn pdf_guard(bytes: &[u8], limits: &ExtractLimits) -> Result<(), ExtractError> {
+    pdf::pdf_guard(bytes, limits)
+}
+
+/// `extract` for a file of a known kind.
+pub fn extract_kind(
+    kind: FileKind,
+    bytes: &[u8],
+    limits: &ExtractLimits,
+) -> Result<Extracted, ExtractError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ExtractError::Empty);
     }

@@ -3,8 +3,8 @@
 //! 2. every stream in the raw file is decoded with a bounded decoder against one budget,
 //!    before lopdf loads anything (`extract_pdf_scan`);
 //! 3. the loaded document is bounded in pages, its streams decoded again within the budget,
-//!    the content pdf-extract will walk (repeated drawings included) bounded, and loops
-//!    in it refused (`extract_pdf_graph`);
+//!    the content pdf-extract will walk (repeated drawings included) bounded in bytes and
+//!    operators, loops in it and deep page trees refused (`extract_pdf_graph`);
 //! 4. lopdf and pdf-extract panic on odd input: panics become `PdfUnreadable`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,33 +18,8 @@ use super::{ExtractError, ExtractLimits};
 
 /// The text of the PDF `bytes`, normalised (`normalize`).
 pub(super) fn pdf_text(bytes: &[u8], limits: &ExtractLimits) -> Result<String, ExtractError> {
-    // The header may sit after up to 1 KiB of junk; lopdf looks for it the same way.
-    if find(bytes.get(..1024 + 5).unwrap_or(bytes), b"%PDF-", 0).is_none() {
-        return Err(ExtractError::PdfUnreadable(
-            "it is not a PDF: no %PDF- header".into(),
-        ));
-    }
-    if has_encrypt_entry(bytes) {
-        return Err(ExtractError::PdfEncrypted);
-    }
     let raw = guarded(|| {
-        check_streams(bytes, limits.max_pdf_stream_bytes)?;
-        let mut doc =
-            Document::load_mem(bytes).map_err(|e| ExtractError::PdfUnreadable(e.to_string()))?;
-        if doc.is_encrypted() {
-            return Err(ExtractError::PdfEncrypted);
-        }
-        let pages = doc.get_pages().len();
-        if pages == 0 {
-            return Err(ExtractError::PdfUnreadable("it has no pages".into()));
-        }
-        if pages > limits.max_pdf_pages {
-            return Err(ExtractError::TooManyPages {
-                pages,
-                limit: limits.max_pdf_pages,
-            });
-        }
-        check_document(&mut doc, limits)?;
+        let doc = checked(bytes, limits)?;
         let mut text = String::new();
         output_doc(&doc, &mut PlainTextOutput::new(&mut text))
             .map_err(|e| ExtractError::PdfUnreadable(e.to_string()))?;
@@ -61,6 +36,44 @@ pub(super) fn pdf_text(bytes: &[u8], limits: &ExtractLimits) -> Result<String, E
         });
     }
     Ok(text)
+}
+
+/// The guard alone (stages 1 to 3, lopdf's panics caught): the document pdf-extract may
+/// be given, repaired, or why not.
+pub(super) fn pdf_guard(bytes: &[u8], limits: &ExtractLimits) -> Result<(), ExtractError> {
+    guarded(|| checked(bytes, limits).map(|_| String::new())).map(|_| ())
+}
+
+/// Stages 1 to 3 of the guard: the loaded document, checked and repaired. Not panic-safe
+/// by itself (lopdf): callers run it inside `guarded`.
+fn checked(bytes: &[u8], limits: &ExtractLimits) -> Result<Document, ExtractError> {
+    // The header may sit after up to 1 KiB of junk; lopdf looks for it the same way.
+    if find(bytes.get(..1024 + 5).unwrap_or(bytes), b"%PDF-", 0).is_none() {
+        return Err(ExtractError::PdfUnreadable(
+            "it is not a PDF: no %PDF- header".into(),
+        ));
+    }
+    if has_encrypt_entry(bytes) {
+        return Err(ExtractError::PdfEncrypted);
+    }
+    check_streams(bytes, limits.max_pdf_stream_bytes)?;
+    let mut doc =
+        Document::load_mem(bytes).map_err(|e| ExtractError::PdfUnreadable(e.to_string()))?;
+    if doc.is_encrypted() {
+        return Err(ExtractError::PdfEncrypted);
+    }
+    let pages = doc.get_pages().len();
+    if pages == 0 {
+        return Err(ExtractError::PdfUnreadable("it has no pages".into()));
+    }
+    if pages > limits.max_pdf_pages {
+        return Err(ExtractError::TooManyPages {
+            pages,
+            limit: limits.max_pdf_pages,
+        });
+    }
+    check_document(&mut doc, limits)?;
+    Ok(doc)
 }
 
 /// A trailer (or cross-reference stream) entry `/Encrypt`; `/EncryptMetadata` does not count.

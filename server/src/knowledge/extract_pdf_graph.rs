@@ -3,13 +3,15 @@
 //! at every `Do`, and follows `/Parent` and nested drawings by plain recursion: a crafted
 //! file could make it run for hours, or overflow the stack (which aborts the whole
 //! server, unlike a panic). So every stream is decoded once more within the budget, the
-//! content pdf-extract will walk is added up with repetitions, and loops are refused.
+//! content pdf-extract will walk is added up with repetitions, in bytes and in operators
+//! (`extract_pdf_ops`), loops are refused, and so are page trees deeper than a limit.
 
 use std::collections::{HashMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
 use super::pdf_decode::decode_stream;
+use super::pdf_ops::operators;
 use super::pdf_scan::{find, is_regular, is_whitespace};
 use super::{ExtractError, ExtractLimits};
 
@@ -32,8 +34,9 @@ pub(super) fn check_document(
         memo: HashMap::new(),
         path: Vec::new(),
         limit: limit as u64,
+        max_operators: limits.max_pdf_operators,
     };
-    let mut total = 0u64;
+    let mut total = Cost::default();
     let mut missing_box = Vec::new();
     for page in view.page_iter() {
         let dict = view
@@ -43,12 +46,11 @@ pub(super) fn check_document(
             missing_box.push(page);
         }
         let resources = inherited(view, dict, b"Resources", |o| o.as_dict().is_ok())?;
+        check_depth(view, dict, limits.max_pdf_tree_depth)?;
         let xobjects = resources.and_then(|r| xobjects(view, r.as_dict().ok()?));
         for content in view.get_page_contents(page) {
-            total = total.saturating_add(work.content(content, xobjects)?);
-            if total > work.limit {
-                return Err(ExtractError::PdfBomb { limit });
-            }
+            total = total.plus(work.content(content, xobjects)?, 1);
+            work.check(total)?;
         }
     }
     for page in missing_box {
@@ -66,10 +68,28 @@ fn unreadable(why: &str) -> ExtractError {
     ExtractError::PdfUnreadable(why.to_owned())
 }
 
-/// A decoded stream's size and the names it draws with `Do`, with counts.
+/// A decoded stream's size, its operators, and the names it draws with `Do`, with counts.
 struct Measured {
     len: usize,
+    ops: u64,
     draws: HashMap<Vec<u8>, u64>,
+}
+
+/// What pdf-extract spends on some content: bytes parsed and operators run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    bytes: u64,
+    ops: u64,
+}
+
+impl Cost {
+    /// `self` and `times` times `other`.
+    fn plus(self, other: Cost, times: u64) -> Cost {
+        Cost {
+            bytes: self.bytes.saturating_add(other.bytes.saturating_mul(times)),
+            ops: self.ops.saturating_add(other.ops.saturating_mul(times)),
+        }
+    }
 }
 
 /// Decodes every stream but images (which are dropped) within the stream budget.
@@ -92,7 +112,8 @@ fn measure_streams(
         let content = decoded.content.as_deref().unwrap_or(&stream.content);
         let draws = draws(content);
         let len = content.len();
-        measured.insert(id, Measured { len, draws });
+        let ops = operators(content);
+        measured.insert(id, Measured { len, ops, draws });
     }
     Ok(measured)
 }
@@ -103,22 +124,44 @@ struct Work<'a> {
     measured: &'a HashMap<ObjectId, Measured>,
     /// Keyed by stream and the XObject dictionary in scope (forms without resources of
     /// their own use their caller's).
-    memo: HashMap<(ObjectId, usize), u64>,
+    memo: HashMap<(ObjectId, usize), Cost>,
     path: Vec<ObjectId>,
+    /// Bytes parsed allowed.
     limit: u64,
+    max_operators: u64,
 }
 
 impl<'a> Work<'a> {
-    /// Bytes parsed for content stream `id` with `xobjects` in scope, drawings included.
+    /// Refuses `cost` past either budget.
+    fn check(&self, cost: Cost) -> Result<(), ExtractError> {
+        if cost.bytes > self.limit {
+            return Err(ExtractError::PdfBomb {
+                limit: self.limit as usize,
+            });
+        }
+        if cost.ops > self.max_operators {
+            return Err(ExtractError::PdfTooComplex(format!(
+                "more than {} drawing operations",
+                self.max_operators
+            )));
+        }
+        Ok(())
+    }
+
+    /// The cost of content stream `id` with `xobjects` in scope, drawings included.
     fn content(
         &mut self,
         id: ObjectId,
         xobjects: Option<&'a Dictionary>,
-    ) -> Result<u64, ExtractError> {
+    ) -> Result<Cost, ExtractError> {
         let Some(measured) = self.measured.get(&id) else {
-            return Ok(0);
+            return Ok(Cost::default());
         };
-        let mut total = measured.len as u64;
+        let mut total = Cost {
+            bytes: measured.len as u64,
+            ops: measured.ops,
+        };
+        self.check(total)?;
         for (name, &times) in &measured.draws {
             let target = xobjects
                 .and_then(|x| x.get(name).ok())
@@ -127,27 +170,23 @@ impl<'a> Work<'a> {
                 continue;
             };
             let each = self.drawing(target, xobjects)?;
-            total = total.saturating_add(each.saturating_mul(times));
-            if total > self.limit {
-                return Err(ExtractError::PdfBomb {
-                    limit: self.limit as usize,
-                });
-            }
+            total = total.plus(each, times);
+            self.check(total)?;
         }
         Ok(total)
     }
 
-    /// Bytes parsed for one `Do` of XObject `id`.
+    /// The cost of one `Do` of XObject `id`.
     fn drawing(
         &mut self,
         id: ObjectId,
         inherited: Option<&'a Dictionary>,
-    ) -> Result<u64, ExtractError> {
+    ) -> Result<Cost, ExtractError> {
         let Ok(stream) = self.doc.get_object(id).and_then(Object::as_stream) else {
-            return Ok(0);
+            return Ok(Cost::default());
         };
         if is_image(&stream.dict) {
-            return Ok(0);
+            return Ok(Cost::default());
         }
         let own = stream
             .dict
@@ -228,6 +267,26 @@ fn inherited<'a>(
         };
         dict = next;
     }
+}
+
+/// Refuses a page more than `max` levels down the page tree: pdf-extract looks attributes
+/// up through `/Parent` by recursion, and a stack overflow aborts the process.
+fn check_depth(doc: &Document, page: &Dictionary, max: usize) -> Result<(), ExtractError> {
+    let mut dict = page;
+    let mut depth = 0usize;
+    while let Ok(parent) = dict.get(b"Parent").and_then(Object::as_reference) {
+        depth += 1;
+        if depth > max {
+            return Err(ExtractError::PdfTooComplex(format!(
+                "its page tree is more than {max} levels deep"
+            )));
+        }
+        let Ok(next) = doc.get_dictionary(parent) else {
+            break;
+        };
+        dict = next;
+    }
+    Ok(())
 }
 
 /// Images carry no text, and pdf-extract would decode and parse them as content at every

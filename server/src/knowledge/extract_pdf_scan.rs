@@ -117,7 +117,7 @@ fn dictionary_end(bytes: &[u8], start: usize) -> Result<usize, usize> {
 
 /// The position after the literal string opening at `start` (balanced parentheses,
 /// backslash escapes).
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+pub(super) fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut at = start;
     loop {

@@ -266,9 +266,22 @@ async fn extract_and_chunk(
         ..ExtractLimits::default()
     };
     let (tokens, overlap) = (k.settings.chunk_tokens, k.settings.chunk_overlap_tokens);
+    let extractor = extract::Extractor::from_settings(&k.settings);
+    let lost = super::job_watch::lost(conn, k, job);
+    let extracted =
+        match extract::extract_isolated(&source.name, source.content, &limits, &extractor, lost)
+            .await
+        {
+            Ok(extracted) => extracted,
+            Err(extract::ExtractError::Cancelled) => return Err(Stop::Lost),
+            Err(e) => {
+                return Err(Stop::Fail {
+                    code: e.code(),
+                    message: e.to_string(),
+                })
+            }
+        };
     let made = tokio::task::spawn_blocking(move || {
-        let extracted = extract::extract(&source.name, &source.content, &limits)
-            .map_err(|e| (e.code(), e.to_string()))?;
         let pieces = chunking::chunk(&extracted.text, extracted.kind, tokens, overlap)
             .map_err(|e| ("chunking_failed", e))?;
         Ok::<_, (&'static str, String)>((extracted.text, pieces))

@@ -17,6 +17,7 @@ pub mod error;
 pub mod extract;
 mod job_claim;
 mod job_end;
+mod job_watch;
 pub mod jobs;
 pub mod quota;
 pub mod schema;
