@@ -124,7 +124,7 @@ fn child_server_process() {
         {
             settings.tools.workspace_dir = std::env::temp_dir()
                 .join(format!("agentchat-test-ws-child-{}", std::process::id()));
-
+        }
         if settings.knowledge.extractor.is_none() {
             settings.knowledge.extractor = agentchat_tests::built_agentchat();
         }
