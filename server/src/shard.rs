@@ -43,6 +43,18 @@ pub fn split(total: usize, shards: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The shard of thread slot `slot` among `shards`: slot 0 (not a worker) takes shard 0, and
+/// worker slots cycle over the worker shards only. A worker numbered past the shard count (a
+/// worker actix started again after a panic, or, in tests, the workers of the many servers
+/// of one process) must never land on the small shared shard, where background work may
+/// hold its one connection for long (a document's extraction).
+fn shard_of(slot: usize, shards: usize) -> usize {
+    match (slot, shards) {
+        (0, _) | (_, 0 | 1) => 0,
+        (slot, shards) => 1 + (slot - 1) % (shards - 1),
+    }
+}
+
 /// One `T` per shard; each thread uses its own.
 #[derive(Debug)]
 pub struct Sharded<T> {
@@ -75,8 +87,7 @@ impl<T> Sharded<T> {
 
     /// The calling thread's shard.
     pub fn current(&self) -> &T {
-        let slot = SLOT.with(|s| *s);
-        &self.shards[slot % self.shards.len()]
+        &self.shards[shard_of(SLOT.with(|s| *s), self.shards.len())]
     }
 
     pub fn all(&self) -> &[T] {
@@ -95,6 +106,19 @@ mod tests {
         assert_eq!(split(2, 3), [1, 1, 1]);
         assert_eq!(split(9, 1), [9]);
         assert_eq!(split(4, 0), [4]);
+    }
+
+    #[test]
+    fn workers_past_the_shard_count_never_take_the_shared_shard() {
+        // 3 shards: the shared one and two worker shards.
+        let of = |slot| shard_of(slot, 3);
+        assert_eq!(of(0), 0);
+        assert_eq!(
+            (of(1), of(2), of(3), of(4), of(5), of(6)),
+            (1, 2, 1, 2, 1, 2)
+        );
+        assert_eq!(shard_of(7, 1), 0, "one shard: everyone shares it");
+        assert_eq!(shard_of(7, 0), 0);
     }
 
     #[test]
