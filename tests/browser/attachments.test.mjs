@@ -62,7 +62,8 @@ test('paperclip upload, send: the demo model reads the file; the message keeps i
   const { call } = await apiLogin(demo.url, 'clipper', undefined, { register: false });
   const convs = await call('GET', '/api/conversations');
   const conv = await call('GET', `/api/conversations/${convs.json.items[0].id}`);
-  assert.deepEqual(conv.json.messages[0].attachments, [{ path: 'plan.md', bytes: 40 }]);
+  assert.deepEqual(conv.json.messages[0].attachments.map(({ path, bytes }) => ({ path, bytes })), [{ path: 'plan.md', bytes: 40 }]);
+  assert.match(conv.json.messages[0].attachments[0].sha256, /^[0-9a-f]{64}$/);
   await page.reload();
   await page.locator('.msg-user').last().getByRole('button', { name: /Download plan\.md/ }).waitFor();
   assert.equal(await page.locator('.msg-user .msg-file').count(), 1);
@@ -90,7 +91,7 @@ test('paperclip upload, send: the demo model reads the file; the message keeps i
   await page.locator('.msg-user').getByRole('button', { name: /Download plan\.md/ }).waitFor();
   const edited = await call('GET', `/api/conversations/${convs.json.items[0].id}`);
   assert.equal(edited.json.messages[0].content, 'Describe it');
-  assert.deepEqual(edited.json.messages[0].attachments, [{ path: 'plan.md', bytes: 40 }]);
+  assert.deepEqual(edited.json.messages[0].attachments.map(({ path, bytes }) => ({ path, bytes })), [{ path: 'plan.md', bytes: 40 }]);
   assert.deepEqual(consoleErrors(page), []);
   await page.context().close();
 });

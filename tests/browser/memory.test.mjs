@@ -144,7 +144,7 @@ test('a chat\'s settings save "Use memory in this chat"', async (t) => {
   await page.context().close();
 });
 
-test('"remember that my team is Falcon": the demo model calls remember and the note is in the account dialog', async (t) => {
+test('"remember that my team is Falcon": the demo model calls remember, the user approves, and the note is in the account dialog', async (t) => {
   if (skipWhenMissing(t)) return;
   const page = await newPage(browser);
   await signInViaUi(page, server.url, 'molly');
@@ -152,7 +152,11 @@ test('"remember that my team is Falcon": the demo model calls remember and the n
   await page.getByRole('button', { name: 'Send' }).click();
   const answer = page.locator('.msg-assistant').last();
   await answer.locator('.tool-card[data-tool=remember]').waitFor();
-  await answer.locator('.text-seg').filter({ hasText: /my team is Falcon/ }).waitFor();
+  // A note reaches every later chat: the person chatting approves it first (the default).
+  const card = page.locator('.approval-card').last();
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await card.locator('.approval-status').filter({ hasText: 'Approved' }).waitFor();
+  await page.locator('.msg-assistant').last().locator('.text-seg').filter({ hasText: /my team is Falcon/ }).waitFor();
   await page.getByRole('button', { name: 'Send' }).waitFor();
   const { memory } = await openMemory(page, 'molly');
   const note = memory.locator('.memory-note').filter({ hasText: 'my team is Falcon' });

@@ -32,7 +32,7 @@ before(async () => {
     { name: 'llama-local', provider: 'lab', upstream_model: 'llama-3.1-8b-instruct' },
   ];
   [server, browser] = await Promise.all([
-    startServer({ env: { AGENTCHAT_PROVIDERS: JSON.stringify(providers), AGENTCHAT_MODELS: JSON.stringify(models), AGENTCHAT_LLM_BREAKER_FAILURES: '1' } }),
+    startServer({ env: { AGENTCHAT_PROVIDERS: JSON.stringify(providers), AGENTCHAT_MODELS: JSON.stringify(models), AGENTCHAT_LLM_BREAKER_FAILURES: '1', AGENTCHAT_LLM_BREAKER_MIN_USERS: '1' } }),
     launchBrowser(),
   ]);
   adminPage = await newPage(browser);

@@ -201,6 +201,7 @@ async fn list(
     request_body(content = Option<ConversationCreate>, description = "Empty: default title and model"), responses(
     (status = 201, description = "Created", body = crate::db::models::conversation::Conversation),
     (status = 403, description = "The caller's role may not use the model (`model_not_allowed`, naming the role)", body = crate::error::ErrorBody),
+    (status = 404, description = "No assistant with that id that the caller may use (`not_found`)", body = crate::error::ErrorBody),
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
