@@ -19,6 +19,7 @@ mod job_claim;
 mod job_end;
 mod job_watch;
 pub mod jobs;
+pub mod pins;
 pub mod quota;
 pub mod schema;
 pub mod search;

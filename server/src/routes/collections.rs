@@ -251,7 +251,7 @@ async fn pins(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let items = collections::pins(&mut conn, &caller(&who), *id).await?;
+    let items = crate::knowledge::pins::pins(&mut conn, &caller(&who), *id).await?;
     Ok(HttpResponse::Ok().json(json!({ "items": items })))
 }
 
@@ -278,7 +278,8 @@ async fn set_pins(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let items = collections::set_pins(&mut conn, &caller(&who), *id, &body.collections).await?;
+    let items =
+        crate::knowledge::pins::set_pins(&mut conn, &caller(&who), *id, &body.collections).await?;
     Ok(HttpResponse::Ok().json(json!({ "items": items })))
 }
 
