@@ -1,7 +1,7 @@
 //! Workspace path parsing, the first line of defence of every file route and tool.
 #![no_main]
 
-use agentchat::tools::workspace_path::WorkspacePath;
+use agentchat::files::WorkspacePath;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

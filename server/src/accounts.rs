@@ -36,7 +36,7 @@ pub async fn update(
 
 /// Deletes account `id` (recorded as deleted by `by`) and stops its turns wherever they
 /// run; their rows are gone, so nothing more is written. The caller removes its files once
-/// this has committed ([`crate::tools::WorkspaceStore::remove_all`]).
+/// this has committed ([`crate::files::WorkspaceStore::remove_all`]).
 pub async fn delete(
     conn: &mut AsyncPgConnection,
     id: Uuid,

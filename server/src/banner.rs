@@ -56,7 +56,7 @@ pub enum KnowledgeOff {
 
 impl ModelFacts {
     /// The facts of a catalogue.
-    pub fn of(catalogue: &crate::llm::catalogue::Catalogue) -> Self {
+    pub fn of(catalogue: &crate::catalogue::Snapshot) -> Self {
         let default_model = catalogue.default_model().to_owned();
         let default_provider = catalogue.get(&default_model).map(|m| m.provider.clone());
         let providers = catalogue
@@ -91,27 +91,29 @@ impl ModelFacts {
 /// The facts of a built server: its catalogue, knowledge and file store, and what the
 /// caller found out (`has_users`, the environment, how it was started).
 pub fn start_facts(
-    state: &crate::state::AppState,
+    settings: &Settings,
+    knowledge: &crate::knowledge::Availability,
+    catalogue: &crate::catalogue::Snapshot,
     port: u16,
     has_users: Option<bool>,
     unknown_env: Vec<(String, Option<&'static str>)>,
     program: String,
 ) -> StartFacts {
-    let knowledge = match &state.knowledge.availability {
+    let knowledge = match knowledge {
         crate::knowledge::Availability::Ready { pgvector } => Ok(pgvector.clone()),
-        crate::knowledge::Availability::Off(_) if !state.settings.knowledge.enabled => {
+        crate::knowledge::Availability::Off(_) if !settings.knowledge.enabled => {
             Err(KnowledgeOff::TurnedOff)
         }
         crate::knowledge::Availability::Off(_) => Err(KnowledgeOff::NoPgvector),
     };
-    let dir = &state.settings.tools.workspace_dir;
+    let dir = &settings.tools.workspace_dir;
     let file_store = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
     StartFacts {
         port,
         has_users,
         unknown_env,
         program,
-        models: ModelFacts::of(&state.engine.catalogue.now()),
+        models: ModelFacts::of(catalogue),
         knowledge,
         file_store,
     }

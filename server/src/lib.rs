@@ -5,12 +5,14 @@ pub mod assistants;
 pub mod auth;
 pub mod banner;
 pub mod budget;
+pub mod catalogue;
 pub mod cluster;
 pub mod config;
 pub mod db;
 pub mod domain;
 pub mod error;
 pub mod extract;
+pub mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod knowledge;
@@ -30,6 +32,7 @@ pub mod state;
 pub mod telemetry;
 pub mod tools;
 pub mod turn;
+pub mod websearch;
 
 #[cfg(test)]
 mod layering_tests;

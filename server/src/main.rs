@@ -168,9 +168,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         Ok(mut conn) => user::any_exist(&mut conn).await.ok(),
         Err(_) => None,
     };
-    let facts = banner::start_facts(
-        app.state(),
-        app.port(),
+    let facts = app.start_facts(
         has_users,
         unknown_env(),
         std::env::args()
@@ -199,7 +197,7 @@ async fn rotate_secrets(settings: &Settings, from: Option<&str>) -> anyhow::Resu
     prepare_database(settings).await?;
     let pool = db::build_pool(&settings.database)?;
     let mut conn = pool.get().await?;
-    let n = db::models::catalogue_entry::rotate(&mut conn, from.as_ref(), to.as_ref()).await?;
+    let n = agentchat::catalogue::entry::rotate(&mut conn, from.as_ref(), to.as_ref()).await?;
     let how = if to.is_some() {
         "sealed under AGENTCHAT_SECRET_KEY"
     } else {

@@ -16,6 +16,8 @@ const LATENCY_BUCKETS: &[f64] = &[
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
+    /// The code interpreter's runs (DESIGN §15).
+    pub sandbox: crate::sandbox::metrics::SandboxMetrics,
     pub http_requests: IntCounterVec,
     pub http_duration: HistogramVec,
     pub chat_turns: IntCounterVec,
@@ -31,6 +33,11 @@ pub struct Metrics {
     pub tool_calls: IntCounterVec,
     pub tool_duration: HistogramVec,
     pub budget_refusals: IntCounter,
+    /// Transactions Postgres gave up to a concurrent one (deadlock, serialization failure),
+    /// by transaction ([`crate::db::conflict::Transaction`]); each was retried or answered 503.
+    pub db_conflicts: IntCounterVec,
+    /// Title calls by outcome ([`crate::turn::title::Outcome`]).
+    pub titles: IntCounterVec,
     pub budget_overrun_tokens: IntCounterVec,
     pub active_streams: IntGauge,
     pub upstream_retries: IntCounterVec,
@@ -54,6 +61,8 @@ pub struct Metrics {
     /// 1 for each provider breaker's current state (`closed`, `open`, `half_open`), 0 for the
     /// others; set at each scrape.
     pub provider_breaker_state: IntGaugeVec,
+    /// 1 for the code interpreter's isolation level here (ok, rlimits_only, unavailable).
+    pub sandbox_isolation: IntGaugeVec,
     /// Model calls a fallback answered, by the model asked, the one that answered and why.
     pub model_fallbacks: IntCounterVec,
     /// Ingestion jobs ended, by outcome (`ready`, `failed`).
@@ -166,6 +175,12 @@ impl Metrics {
                 "1 for each MCP server's current state (connecting, connected, degraded, error, disabled)",
                 &["server", "state"],
             )?,
+            sandbox_isolation: gauge(
+                &r,
+                "agentchat_sandbox_isolation",
+                "1 for the code interpreter's isolation level on this replica (ok, rlimits_only, unavailable)",
+                &["level"],
+            )?,
             provider_breaker_state: gauge(
                 &r,
                 "agentchat_provider_breaker_state",
@@ -270,6 +285,18 @@ impl Metrics {
                 &["tool"],
             )?,
             budget_refusals,
+            db_conflicts: counter(
+                &r,
+                "agentchat_db_conflicts_total",
+                "Transactions lost to a deadlock or serialization failure, by transaction",
+                &["transaction"],
+            )?,
+            titles: counter(
+                &r,
+                "agentchat_titles_total",
+                "Conversation title calls by outcome",
+                &["outcome"],
+            )?,
             budget_overrun_tokens: counter(
                 &r,
                 "agentchat_budget_overrun_tokens_total",
@@ -314,6 +341,7 @@ impl Metrics {
                 "agentchat_knowledge_search_duration_seconds",
                 "Duration of one search_knowledge query",
             )?,
+            sandbox: crate::sandbox::metrics::SandboxMetrics::register(&r)?,
             registry: r,
         };
         for outcome in ["ready", "failed"] {

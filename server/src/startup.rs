@@ -19,12 +19,13 @@ use crate::cluster::{channel, StopReason};
 use crate::config::Settings;
 use crate::db;
 use crate::error::ApiError;
+use crate::files::WorkspaceStore;
 use crate::memory::tool::Remember;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
 use crate::tools::mcp::{self, IdentityContext, IdentitySigner, McpManager};
-use crate::tools::{BuiltinConfig, Registry, WorkspaceStore};
+use crate::tools::{BuiltinConfig, Registry};
 use crate::turn::{RunningTurns, TurnEngine};
 
 /// A bound, not yet running server.
@@ -58,6 +59,14 @@ impl Application {
                 })?,
         );
         let metrics = Arc::new(Metrics::new().context("registering metrics")?);
+        // The series of the database's and the titles' fixed label sets, shown from the
+        // start (their owners know the labels; metrics knows neither room).
+        for t in crate::db::conflict::Transaction::ALL {
+            metrics.db_conflicts.with_label_values(&[t.label()]);
+        }
+        for outcome in crate::turn::title::Outcome::ALL {
+            metrics.titles.with_label_values(&[outcome.label()]);
+        }
         let liveness = Liveness::new(settings.durable.replica_timeout);
         let turns = RunningTurns::default();
         let mcp = mcp_manager(&settings, &pool).await?;
@@ -69,15 +78,39 @@ impl Application {
             metrics.clone(),
         )
         .await?;
+        let sandbox = sandbox_backend(&settings, &metrics).await;
+        let web_search = crate::websearch::WebSearch::new(
+            &settings,
+            pool.clone(),
+            clock.clone(),
+            liveness.process_id,
+        )?;
+        let fetch_rules: Arc<dyn crate::tools::builtin::http_get::FetchRules> = web_search.clone();
         let mut tools = Registry::builtin(&BuiltinConfig {
             workspace: workspaces.clone(),
             http: settings.tools.http.clone(),
+            fetch_rules: Some(fetch_rules),
         })?
         .with_output_cap(settings.llm.tool_output_cap_bytes);
         // Always known (roles list it); without pgvector its calls say why.
         tools.register(crate::knowledge::tool::SearchKnowledge::shared(&knowledge))?;
         tools.register(Remember::shared(pool.clone(), settings.memory.clone()))?;
-        let (catalogue, breakers) = crate::turn::catalogue_sync::build(&settings, &metrics)?;
+        tools.register(crate::tools::interpreter::RunPython::shared(
+            sandbox.clone(),
+            workspaces.clone(),
+            pool.clone(),
+            metrics.sandbox.clone(),
+            crate::tools::interpreter::InterpreterConfig {
+                sandbox: settings.sandbox.clone(),
+                queue_wait: crate::tools::interpreter::QUEUE_WAIT,
+                capture_content: settings.llm.capture_content,
+                process_id: liveness.process_id,
+            },
+        ))?;
+        // Always known (roles list it); without a provider its calls say so.
+        tools.register(crate::websearch::tool::WebSearchTool::shared(&web_search))?;
+        let settings = Arc::new(settings);
+        let catalogue = crate::catalogue::Catalogue::build(settings.clone(), &metrics)?;
         let engine = TurnEngine {
             mcp: mcp.clone(),
             turns: turns.clone(),
@@ -85,8 +118,8 @@ impl Application {
             durable: Arc::new(settings.durable.clone()),
             metrics: metrics.clone(),
             pool: pool.clone(),
-            breakers: breakers.clone(),
-            catalogue,
+            breakers: catalogue.breakers().clone(),
+            catalogue: catalogue.clone(),
             tools: tools.clone(),
             settings: Arc::new(settings.llm.clone()),
             clock: clock.clone(),
@@ -95,7 +128,9 @@ impl Application {
             workspaces: workspaces.clone(),
         };
         let mut state = AppState {
+            web_search,
             knowledge,
+            catalogue,
             sso: Arc::new(crate::auth::oidc::Sso::new(&settings, &secret, 0)?),
             metrics,
             workspaces,
@@ -117,6 +152,7 @@ impl Application {
                 settings.sharing.reads_per_minute_per_address,
                 settings.sharing.reads_per_minute_per_link,
             )),
+            sandbox,
             jwt: JwtKeys::new(&secret, settings.auth.access_token_ttl),
             hasher: PasswordHasher::new(settings.auth.max_concurrent_hashes()),
             throttle: Arc::new(LoginThrottle::new(
@@ -124,7 +160,7 @@ impl Application {
                 settings.auth.address_failure_limit,
             )),
             pool,
-            settings: Arc::new(settings),
+            settings,
         };
         let listener = listen(&state.settings)?;
         let port = listener.local_addr()?.port();
@@ -135,10 +171,10 @@ impl Application {
         // other processes found down.
         if let Ok(mut conn) = state.pool.get().await {
             let _ = crate::cluster::heartbeat::heartbeat(&mut conn, liveness.process_id).await;
-            if let Err(e) = state.catalogue_parts().reload(&mut conn).await {
+            if let Err(e) = state.catalogue.reload(&mut conn).await {
                 tracing::warn!(error = %e, "the model catalogue's stored entries could not be read");
             }
-            let _ = crate::turn::breaker_sync::adopt_all(&mut conn, &breakers).await;
+            let _ = state.catalogue.adopt_breakers(&mut conn).await;
         }
         if state.settings.auth.secret_key.is_none() {
             tracing::warn!(
@@ -154,7 +190,7 @@ impl Application {
                 turns: state.turns.clone(),
                 mcp: state.mcp.clone(),
                 pool: state.pool.clone(),
-                catalogue: state.catalogue_parts(),
+                catalogue: state.catalogue.clone(),
             }),
         );
         state.engine.spawn_sweepers();
@@ -182,6 +218,25 @@ impl Application {
     /// Shared state, for tests and admin commands.
     pub fn state(&self) -> &AppState {
         &self.state
+    }
+
+    /// What the start banner shows of this built server, with what the caller found out.
+    pub fn start_facts(
+        &self,
+        has_users: Option<bool>,
+        unknown_env: Vec<(String, Option<&'static str>)>,
+        program: String,
+    ) -> crate::banner::StartFacts {
+        let state = &self.state;
+        crate::banner::start_facts(
+            &state.settings,
+            &state.knowledge.availability,
+            &state.catalogue.now(),
+            self.port,
+            has_users,
+            unknown_env,
+            program,
+        )
     }
 
     /// Serves until the process is told to stop (SIGINT / SIGTERM), then drains: running
@@ -307,6 +362,9 @@ fn run(listener: TcpListener, state: AppState) -> anyhow::Result<Server> {
                     .add(("X-Content-Type-Options", "nosniff"))
                     .add(("Referrer-Policy", "no-referrer")),
             )
+            // Before the routes' `/api` scope, which would take the path: the document
+            // lists the routes, so it is served from here rather than from among them.
+            .configure(crate::openapi::configure)
             .configure(routes::configure)
             .default_service(web::to(not_found))
             .wrap(middleware::from_fn(
@@ -388,4 +446,33 @@ async fn shutdown_signal() {
 
 async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::not_found("route"))
+}
+
+/// The code interpreter's backend: bubblewrap, probed once. A host where no jail can be made
+/// keeps serving; the reason goes to the log, `/readyz`, the admin view and the
+/// `agentchat_sandbox_isolation` gauge, and code is never run unjailed.
+async fn sandbox_backend(
+    settings: &Settings,
+    metrics: &Metrics,
+) -> Arc<dyn crate::sandbox::Backend> {
+    use crate::sandbox::{Backend, BubblewrapBackend, Isolation};
+    let backend = BubblewrapBackend::from_settings(&settings.sandbox).await;
+    let isolation = backend.isolation();
+    for level in ["ok", "rlimits_only", "unavailable"] {
+        let on = i64::from(level == isolation.level());
+        metrics
+            .sandbox_isolation
+            .with_label_values(&[level])
+            .set(on);
+    }
+    match &isolation {
+        Isolation::Ok => tracing::info!("sandbox: ok (namespaces, seccomp, rlimits, cgroup)"),
+        Isolation::RlimitsOnly => tracing::info!(
+            "sandbox: rlimits only (namespaces, seccomp and rlimits; no delegated cgroup v2 for memory, pids and CPU per run)"
+        ),
+        Isolation::Unavailable(reason) => {
+            tracing::warn!(%reason, "sandbox: unavailable, the code interpreter refuses to run code")
+        }
+    }
+    Arc::new(backend)
 }

@@ -25,8 +25,10 @@ pub struct AppState {
     pub tools: crate::tools::Registry,
     /// The budget clock (periods, resets).
     pub clock: crate::budget::Clock,
+    /// The model catalogue and the providers' breakers (the admin API edits it).
+    pub catalogue: crate::catalogue::Catalogue,
     /// Users' workspace files (shared with the file tools).
-    pub workspaces: Arc<crate::tools::WorkspaceStore>,
+    pub workspaces: Arc<crate::files::WorkspaceStore>,
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Turns running in this process (for cancel).
     pub turns: RunningTurns,
@@ -42,15 +44,9 @@ pub struct AppState {
     pub knowledge: Arc<crate::knowledge::Knowledge>,
     /// The rate of readings through shared links, per client address and per link.
     pub share_reads: Arc<crate::sharing::ReadGate>,
-}
-
-impl AppState {
-    /// The model catalogue and the providers' breakers, which the admin API rebuilds.
-    pub fn catalogue_parts(&self) -> crate::turn::catalogue_sync::CatalogueParts {
-        crate::turn::catalogue_sync::CatalogueParts {
-            settings: self.settings.clone(),
-            catalogue: self.engine.catalogue.clone(),
-            breakers: self.engine.breakers.clone(),
-        }
-    }
+    /// The code interpreter's jail, probed once at start (`/readyz` and the admin view show
+    /// its isolation; the `run_python` tool runs code through it).
+    pub sandbox: Arc<dyn crate::sandbox::Backend>,
+    /// Web search providers, their breakers and the roles' site rules.
+    pub web_search: Arc<crate::websearch::WebSearch>,
 }

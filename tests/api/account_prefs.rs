@@ -45,7 +45,7 @@ async fn patch_conv(app: &TestApp, token: &str, id: &str, body: Value) -> reqwes
 
 #[tokio::test]
 async fn preferences_follow_the_account_and_are_validated() {
-    let app = spawn_app_with(two_models).await;
+    let app = TestApp::builder().settings(two_models).start().await;
     let me = app.signed_up("pia").await;
     let fresh = get_json(&app, &me.access, "/api/me/preferences").await;
     assert_eq!(fresh, json!({"theme": "system", "default_model": null}));

@@ -7,7 +7,7 @@ async fn two_users(app: &TestApp) -> (Session, Session) {
 
 #[tokio::test]
 async fn members_get_403_on_admin_routes() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (_, member) = two_users(&app).await;
     let r = app
         .get_as(&member.access, "/api/admin/users")
@@ -36,7 +36,7 @@ async fn members_get_403_on_admin_routes() {
 
 #[tokio::test]
 async fn admin_lists_and_creates_users() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, _) = two_users(&app).await;
     let r = app
         .post_as(&admin.access, "/api/admin/users")
@@ -73,7 +73,7 @@ async fn admin_lists_and_creates_users() {
 
 #[tokio::test]
 async fn role_change_invalidates_existing_access_tokens() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, member) = two_users(&app).await;
     let r = app
         .patch_as(
@@ -100,7 +100,7 @@ async fn role_change_invalidates_existing_access_tokens() {
 
 #[tokio::test]
 async fn disabled_user_is_locked_out_everywhere() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, member) = two_users(&app).await;
     let conversation = app.new_conversation(&member.access).await;
     let r = app
@@ -165,7 +165,7 @@ async fn disabled_user_is_locked_out_everywhere() {
 
 #[tokio::test]
 async fn a_revoked_token_cannot_start_a_turn() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, member) = two_users(&app).await;
     let conversation = app.new_conversation(&member.access).await;
     let r = app
@@ -194,7 +194,7 @@ async fn a_revoked_token_cannot_start_a_turn() {
 
 #[tokio::test]
 async fn last_admin_cannot_be_demoted_or_disabled() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, _) = two_users(&app).await;
     for change in [json!({"role": "member"}), json!({"disabled": true})] {
         let r = app
@@ -212,7 +212,7 @@ async fn last_admin_cannot_be_demoted_or_disabled() {
 
 #[tokio::test]
 async fn budget_override_set_and_cleared() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, member) = two_users(&app).await;
     let path = format!("/api/admin/users/{}", member.user_id);
     let r: Value = app
@@ -273,7 +273,7 @@ async fn budget_override_set_and_cleared() {
 
 #[tokio::test]
 async fn patching_unknown_user_is_404() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (admin, _) = two_users(&app).await;
     let r = app
         .patch_as(

@@ -54,7 +54,7 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
 
 #[tokio::test]
 async fn every_administrative_change_is_recorded_without_secrets() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let member = app.signed_up("member1").await;
     let a = &admin.access;
@@ -281,7 +281,7 @@ async fn every_administrative_change_is_recorded_without_secrets() {
 
 #[tokio::test]
 async fn both_audits_export_as_csv_with_filters_quoting_and_defused_formulas() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let member = app.signed_up("member1").await;
     let mut db = app.db().await;

@@ -23,7 +23,7 @@ async fn count(app: &TestApp, sql: &str, id: uuid::Uuid) -> i64 {
 
 #[tokio::test]
 async fn deleting_a_user_removes_what_they_own_and_keeps_the_accountability() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let gone = app.signed_up("leaver").await;
     let conv = app.new_conversation(&gone.access).await;
@@ -148,7 +148,7 @@ async fn deleting_a_user_removes_what_they_own_and_keeps_the_accountability() {
 
 #[tokio::test]
 async fn an_admin_cannot_delete_or_disable_themselves() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let me = format!("/api/admin/users/{}", admin.user_id);
     let r = app.delete_as(&admin.access, &me).send().await.unwrap();
@@ -204,7 +204,7 @@ async fn an_admin_cannot_delete_or_disable_themselves() {
 
 #[tokio::test]
 async fn an_admin_resets_a_password_and_every_session_of_it_ends() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let user = app.signed_up("forgetful").await;
     let other_tab = app.session_for("forgetful", "password-of-forgetful").await;

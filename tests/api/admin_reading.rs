@@ -8,7 +8,7 @@ use crate::admin_changes::changes;
 
 #[tokio::test]
 async fn an_admin_reads_a_conversation_read_only_and_the_reading_is_recorded() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let member = app.signed_up("member1").await;
     let conv = app.new_conversation(&member.access).await;
@@ -59,7 +59,7 @@ async fn an_admin_reads_a_conversation_read_only_and_the_reading_is_recorded() {
 
 #[tokio::test]
 async fn a_budget_refusal_says_what_the_message_needs_and_what_is_left() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("root").await;
     let member = app.signed_up("member1").await;
     app.set_budget(&admin.access, member.user_id, Some(50))

@@ -169,3 +169,41 @@ async fn readyz_answers_at_once_while_starts_hold_and_queue_for_every_connection
     }
     assert!(answers.iter().all(|a| a.status == 200 && a.done));
 }
+
+/// Creating a conversation (a chat's first request) queues for a connection like a turn
+/// start: while starts hold every connection, a creation waits past the pool's acquire
+/// timeout and is answered 201 once they are done, not 503 after that timeout.
+#[tokio::test]
+async fn creating_a_conversation_queues_like_a_turn_start() {
+    let fake = FakeUpstream::start().await;
+    fake.set_default(Some(Reply::text("fine").scripted()));
+    let (app, [s]) = app(&fake, 100, Duration::from_secs(30))
+        .start_as(["creator"])
+        .await;
+    let convs = conversations(&app, &s.access, 6).await;
+    let release = lock_conversations(&app, Duration::from_secs(2)).await;
+    let creations = async {
+        // The starts take the connections first; the creations then wait behind them.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let t0 = Instant::now();
+        let answers = futures_util::future::join_all((0..4).map(|_| {
+            app.post_as(&s.access, "/api/conversations")
+                .json(&serde_json::json!({}))
+                .send()
+        }))
+        .await;
+        (answers, t0.elapsed())
+    };
+    let (starts, (created, waited)) = tokio::join!(burst(&app, &s.access, &convs), creations);
+    release.await.unwrap();
+    for r in created {
+        let r = r.unwrap();
+        let status = r.status().as_u16();
+        assert_eq!(status, 201, "{}", r.text().await.unwrap());
+    }
+    assert!(
+        waited >= Duration::from_millis(1000),
+        "the creations waited for the starts ({waited:?}), past the 250 ms acquire timeout"
+    );
+    assert!(starts.iter().all(|a| a.status == 200 && a.done));
+}

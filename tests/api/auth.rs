@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 #[tokio::test]
 async fn first_user_is_admin_later_ones_members() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app.register("alice", "correct-horse").await;
     assert_eq!(r.status(), 201);
     let body: Value = r.json().await.unwrap();
@@ -18,7 +18,7 @@ async fn first_user_is_admin_later_ones_members() {
 
 #[tokio::test]
 async fn concurrent_first_registrations_make_exactly_one_admin() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let mut handles = Vec::new();
     for i in 0..6 {
         let client = app.client.clone();
@@ -47,7 +47,7 @@ async fn concurrent_first_registrations_make_exactly_one_admin() {
 
 #[tokio::test]
 async fn duplicate_username_is_a_conflict_case_insensitively() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     assert_eq!(app.register("Carol", "password-1").await.status(), 201);
     expect_error(
         app.register("carol", "password-2").await,
@@ -59,7 +59,7 @@ async fn duplicate_username_is_a_conflict_case_insensitively() {
 
 #[tokio::test]
 async fn bad_registrations_are_refused_and_change_nothing() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     expect_error(app.register("dave", "short").await, 400, "invalid_password").await;
     expect_error(
         app.register("dave", &"x".repeat(129)).await,
@@ -93,7 +93,7 @@ async fn bad_registrations_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn malformed_bodies_get_clear_400s() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let post = |body: &'static str, ct: &'static str| {
         app.client
             .post(app.url("/api/auth/register"))
@@ -159,7 +159,10 @@ async fn malformed_bodies_get_clear_400s() {
 
 #[tokio::test]
 async fn oversized_body_is_413() {
-    let app = spawn_app_with(|s| s.max_body_bytes = 4096).await;
+    let app = TestApp::builder()
+        .settings(|s| s.max_body_bytes = 4096)
+        .start()
+        .await;
     let huge = json!({"username": "frank", "password": "p".repeat(10_000)});
     let r = app.post_json("/api/auth/register", &huge).await;
     expect_error(r, 413, "payload_too_large").await;
@@ -196,13 +199,16 @@ struct Count {
 
 #[tokio::test]
 async fn closed_registration_refuses_self_signup() {
-    let app = spawn_app_with(|s| s.auth.registration = Registration::Closed).await;
+    let app = TestApp::builder()
+        .settings(|s| s.auth.registration = Registration::Closed)
+        .start()
+        .await;
     expect_error(app.register("gina", "long-enough").await, 403, "forbidden").await;
 }
 
 #[tokio::test]
 async fn unknown_user_and_wrong_password_look_the_same() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     app.signed_up("hank").await;
     let a = app.login("hank", "wrong-password").await;
     let b = app.login("nobody", "wrong-password").await;
@@ -213,7 +219,10 @@ async fn unknown_user_and_wrong_password_look_the_same() {
 
 #[tokio::test]
 async fn failed_logins_are_throttled_then_recover() {
-    let app = spawn_app_with(|s| s.auth.account_failure_limit = 3).await;
+    let app = TestApp::builder()
+        .settings(|s| s.auth.account_failure_limit = 3)
+        .start()
+        .await;
     app.signed_up("ivy").await;
     for _ in 0..3 {
         assert_eq!(app.login("ivy", "wrong-password").await.status(), 401);
@@ -233,7 +242,7 @@ async fn failed_logins_are_throttled_then_recover() {
 
 #[tokio::test]
 async fn login_returns_a_token_pair_that_works() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     app.register("jack", "password-of-jack").await;
     let r = app.login("JACK", "password-of-jack").await;
     assert_eq!(r.status(), 200);

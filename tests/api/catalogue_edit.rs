@@ -67,10 +67,13 @@ async fn model_names(app: &TestApp, token: &str) -> Vec<String> {
 async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once() {
     let (configured_fake, added) = (FakeUpstream::start().await, FakeUpstream::start().await);
     let setup = configured(&configured_fake);
-    let app = spawn_app_with(setup.clone()).await;
+    let app = TestApp::builder().settings(setup.clone()).start().await;
     let mut other_settings = test_settings(&app.database_url);
     setup(&mut other_settings);
-    let other = spawn_app_on(other_settings).await;
+    let other = TestApp::builder()
+        .exact_settings(other_settings)
+        .start()
+        .await;
     let admin = app.signed_up("root").await;
     let user = app.signed_up("uma").await;
     use reqwest::Method as M;
@@ -333,6 +336,9 @@ async fn an_admin_adds_a_provider_and_a_model_that_every_process_serves_at_once(
     assert_eq!(status, 201);
     let mut fresh_settings = test_settings(&app.database_url);
     setup(&mut fresh_settings);
-    let fresh = spawn_app_on(fresh_settings).await;
+    let fresh = TestApp::builder()
+        .exact_settings(fresh_settings)
+        .start()
+        .await;
     assert_eq!(model_names(&fresh, &user.access).await, ["gpt", "llama"]);
 }

@@ -5,7 +5,7 @@ use agentchat_tests::*;
 
 #[tokio::test]
 async fn a_dropped_test_server_leaves_no_database_or_workspace_behind() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("tidy").await;
     let r = app
         .client
@@ -18,7 +18,7 @@ async fn a_dropped_test_server_leaves_no_database_or_workspace_behind() {
     assert!(r.status().is_success(), "{}", r.status());
     let name = app.database_url.rsplit('/').next().unwrap().to_owned();
     let workspace = app.workspace_dir.clone();
-    let second = spawn_app_on(test_settings(&app.database_url)).await;
+    let second = TestApp::builder().database(&app.database_url).start().await;
     drop(app);
     assert!(
         test_database_exists(&name).await,

@@ -15,7 +15,7 @@ async fn create(app: &TestApp, token: &str, body: Value) -> Value {
 
 #[tokio::test]
 async fn create_get_rename_delete() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("rita").await;
     let c = create(&app, &s.access, json!({"title": "  Trip plans  "})).await;
     assert_eq!(c["title"], "Trip plans");
@@ -73,7 +73,7 @@ async fn create_get_rename_delete() {
 
 #[tokio::test]
 async fn messages_are_returned_in_order_with_their_fields() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("sam").await;
     let c = create(&app, &s.access, json!({})).await;
     let id: uuid::Uuid = c["id"].as_str().unwrap().parse().unwrap();
@@ -108,7 +108,7 @@ async fn messages_are_returned_in_order_with_their_fields() {
 
 #[tokio::test]
 async fn listing_is_paginated_newest_first() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("tess").await;
     for i in 0..5 {
         create(&app, &s.access, json!({"title": format!("c{i}")})).await;
@@ -153,7 +153,7 @@ async fn listing_is_paginated_newest_first() {
 
 #[tokio::test]
 async fn other_users_conversations_are_invisible() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let owner = app.signed_up("uma").await;
     let other = app.signed_up("vic").await;
     let c = create(&app, &owner.access, json!({"title": "private"})).await;
@@ -202,7 +202,7 @@ async fn other_users_conversations_are_invisible() {
 
 #[tokio::test]
 async fn malformed_ids_are_404() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("walt").await;
     let r = app
         .get_as(&s.access, "/api/conversations/not-a-uuid")

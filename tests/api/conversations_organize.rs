@@ -65,7 +65,7 @@ async fn store(app: &TestApp, conversation: &str, rows: &[(&str, &str, Option<Va
 
 #[tokio::test]
 async fn pinned_come_first_archived_leave_the_list_and_pages_keep_the_order() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("pia").await;
     let a = create(&app, &s.access, "alpha").await;
     let b = create(&app, &s.access, "beta").await;
@@ -139,7 +139,7 @@ async fn pinned_come_first_archived_leave_the_list_and_pages_keep_the_order() {
 
 #[tokio::test]
 async fn search_finds_words_in_messages_and_titles_of_ones_own_conversations_only() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("sofia").await;
     let budget = create(&app, &s.access, "Monday").await;
     store(
@@ -223,7 +223,7 @@ async fn search_finds_words_in_messages_and_titles_of_ones_own_conversations_onl
 
 #[tokio::test]
 async fn a_conversation_exports_as_markdown_and_as_json() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("ezra").await;
     let id = create(&app, &s.access, "Q3 report: draft #2").await;
     store(
@@ -309,7 +309,7 @@ async fn a_conversation_exports_as_markdown_and_as_json() {
 
 #[tokio::test]
 async fn a_question_can_be_taken_back_with_everything_after_it() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("tara").await;
     let id = create(&app, &s.access, "edits").await;
     store(

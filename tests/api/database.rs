@@ -17,7 +17,7 @@ async fn admin_conn() -> AsyncPgConnection {
 
 #[tokio::test]
 async fn database_outage_answers_503_and_recovers() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("xena").await;
     let name = db_name(&app.database_url);
     let mut admin = admin_conn().await;
@@ -184,7 +184,7 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         process_id: uuid::Uuid::nil(),
         turn_id: claim.turn_id,
     };
-    let reserve = turn::next_call(db, user, step)
+    let reserve = turn::next_call(db, user, &step)
         .await
         .unwrap()
         .reserve
@@ -396,7 +396,7 @@ async fn a_pipelined_transaction_dropped_half_way_breaks_its_connection() {
         state: String,
     }
 
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let mut db = app.db().await;
     {
         let mut tx = Pipelined::open(&mut db);
@@ -448,7 +448,7 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
 
 /// A fresh server with a user on a limited budget and one of their conversations.
 async fn budgeted_conversation(username: &str) -> (TestApp, Session, uuid::Uuid) {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("boss").await;
     let user = app.signed_up(username).await;
     app.set_budget(&admin.access, user.user_id, Some(1_000_000))
@@ -585,7 +585,7 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
         process_id: uuid::Uuid::nil(),
         turn_id: claim.turn_id,
     };
-    let next = turn::next_call(&mut db, s.user_id, step)
+    let next = turn::next_call(&mut db, s.user_id, &step)
         .await
         .expect("the step itself committed");
     let error = next
@@ -617,7 +617,7 @@ struct Setting {
 /// therefore lets Postgres end such a transaction after a minute.
 #[tokio::test]
 async fn pooled_connections_do_not_hold_a_forgotten_transaction_forever() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let settings = test_settings(&app.database_url);
     let pool = agentchat::db::build_pool(&settings.database).unwrap();
     let mut conn = pool.get().await.unwrap();
@@ -715,7 +715,7 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
     use agentchat::db::models::message::{self, NewMessage};
     use agentchat::turn::testing as context;
 
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("longtalk").await;
     let conversation: uuid::Uuid = app.new_conversation(&s.access).await.parse().unwrap();
     let mut db = app.db().await;
@@ -794,8 +794,20 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
             );
             cut_somewhere |= !recent.is_empty() && recent.len() < all.len();
             assert_eq!(
-                context::assemble(&opening, &recent, new_message, window, reserve),
-                context::assemble(&opening, &all, new_message, window, reserve),
+                context::assemble(
+                    &opening,
+                    &recent,
+                    agentchat::llm::ChatMessage::user(new_message),
+                    window,
+                    reserve
+                ),
+                context::assemble(
+                    &opening,
+                    &all,
+                    agentchat::llm::ChatMessage::user(new_message),
+                    window,
+                    reserve
+                ),
                 "window {window}: {} of {} messages read",
                 recent.len(),
                 all.len()

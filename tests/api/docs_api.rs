@@ -12,7 +12,7 @@ const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 #[tokio::test]
 async fn docs_api_names_every_route_and_only_those() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let doc: Value = app
         .client
         .get(app.url("/api/openapi.json"))

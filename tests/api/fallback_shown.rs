@@ -13,7 +13,10 @@ async fn a_fallback_answer_names_its_model_and_whom_it_stood_in_for() {
     let (openai, anthropic) = (FakeUpstream::start().await, FakeUpstream::start().await);
     openai.set_default(Some(Reply::error(503, "overloaded").scripted()));
     claude_answers(&anthropic);
-    let app = spawn_app_with(catalogue(&openai, &anthropic)).await;
+    let app = TestApp::builder()
+        .settings(catalogue(&openai, &anthropic))
+        .start()
+        .await;
     let admin = app.signed_up("ada").await;
     let user = app.signed_up("fern").await;
     let conv = app

@@ -2,7 +2,7 @@ use agentchat_tests::*;
 
 #[tokio::test]
 async fn healthz_and_readyz_answer() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app.client.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
@@ -12,7 +12,7 @@ async fn healthz_and_readyz_answer() {
 
 #[tokio::test]
 async fn unknown_route_is_a_json_404() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app.client.get(app.url("/api/nope")).send().await.unwrap();
     expect_error(r, 404, "not_found").await;
 }

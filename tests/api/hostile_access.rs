@@ -92,6 +92,10 @@ fn body_for(method: &str, path: &str) -> Option<Value> {
         (_, p) if p.starts_with("/api/admin/providers") => {
             json!({"name": "intruder", "kind": "openai", "base_url": "http://127.0.0.1:9/v1"})
         }
+        (_, p) if p.starts_with("/api/admin/search-providers") => {
+            json!({"name": "intruder", "kind": "searxng", "base_url": "http://127.0.0.1:9"})
+        }
+        ("PUT", "/api/admin/roles/{name}/sandbox") => json!({"timeout_secs": 1}),
         (_, p) if p.starts_with("/api/admin/models") => {
             json!({"name": "intruder", "provider": "default"})
         }
@@ -267,7 +271,7 @@ async fn every_route_refuses_other_users_objects_and_changes_nothing() {
 
 #[tokio::test]
 async fn self_service_bodies_cannot_assign_privileged_fields() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let _admin = app.signed_up("first").await;
     let before = snapshot(&app).await;
     for extra in [

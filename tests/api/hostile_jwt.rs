@@ -182,7 +182,10 @@ fn forgeries(genuine: &str, me: uuid::Uuid, admin: uuid::Uuid) -> Vec<(String, S
 
 #[tokio::test]
 async fn forged_and_altered_access_tokens_are_refused() {
-    let app = spawn_app_with(|s| s.auth.jwt_secret = Some(SECRET.to_owned().into())).await;
+    let app = TestApp::builder()
+        .settings(|s| s.auth.jwt_secret = Some(SECRET.to_owned().into()))
+        .start()
+        .await;
     let admin = app.signed_up("queen").await;
     let me = app.signed_up("pawn").await;
     let cases = forgeries(&me.access, me.user_id, admin.user_id);

@@ -166,7 +166,7 @@ async fn setup(app: &TestApp) -> (Session, Session, Canaries) {
 
 #[tokio::test]
 async fn traversal_payloads_against_the_file_routes_reach_nothing_outside() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let (victim, attacker, canaries) = setup(&app).await;
     let list = payloads(victim.user_id);
     assert!(list.len() >= 100, "{}", list.len());

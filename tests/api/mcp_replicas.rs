@@ -40,8 +40,8 @@ async fn eventually(app: &TestApp, token: &str, name: &str, want: impl Fn(Option
 
 #[tokio::test]
 async fn admin_api_changes_reach_the_other_processes() {
-    let app = spawn_app().await;
-    let other = spawn_app_on(test_settings(&app.database_url)).await;
+    let app = TestApp::builder().start().await;
+    let other = TestApp::builder().database(&app.database_url).start().await;
     let admin = app.signed_up("boss").await;
     // Nothing listens there: the server is listed (with its error), never reached.
     let url = "http://127.0.0.1:9/mcp";

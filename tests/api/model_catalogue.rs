@@ -51,7 +51,10 @@ async fn complete(app: &TestApp, bearer: &str, model: &str) -> (u16, Value) {
 #[tokio::test]
 async fn each_model_goes_to_its_provider_under_its_upstream_id_and_costs_its_price() {
     let (openai, anthropic) = (FakeUpstream::start().await, FakeUpstream::start().await);
-    let app = spawn_app_with(catalogue(&openai, &anthropic)).await;
+    let app = TestApp::builder()
+        .settings(catalogue(&openai, &anthropic))
+        .start()
+        .await;
     let admin = app.signed_up("root").await;
     let user = app.signed_up("uma").await;
 
@@ -193,7 +196,10 @@ async fn each_model_goes_to_its_provider_under_its_upstream_id_and_costs_its_pri
 #[tokio::test]
 async fn a_role_uses_only_the_models_it_lists_on_every_route() {
     let (openai, anthropic) = (FakeUpstream::start().await, FakeUpstream::start().await);
-    let app = spawn_app_with(catalogue(&openai, &anthropic)).await;
+    let app = TestApp::builder()
+        .settings(catalogue(&openai, &anthropic))
+        .start()
+        .await;
     let admin = app.signed_up("root").await;
     let user = app.signed_up("uma").await;
     let r = app

@@ -123,10 +123,13 @@ async fn a_failing_provider_falls_back_opens_its_breaker_everywhere_and_a_probe_
     openai.set_default(Some(Reply::error(503, "overloaded").scripted()));
     claude_answers(&anthropic);
     let setup = catalogue(&openai, &anthropic);
-    let app = spawn_app_with(setup.clone()).await;
+    let app = TestApp::builder().settings(setup.clone()).start().await;
     let mut other_settings = test_settings(&app.database_url);
     setup(&mut other_settings);
-    let other = spawn_app_on(other_settings).await;
+    let other = TestApp::builder()
+        .exact_settings(other_settings)
+        .start()
+        .await;
     let admin = app.signed_up("ada").await;
     let user = app.signed_up("fern").await;
     let conv = app.new_conversation(&user.access).await;
@@ -231,7 +234,10 @@ async fn a_failing_provider_falls_back_opens_its_breaker_everywhere_and_a_probe_
 async fn a_fallback_the_role_may_not_use_is_skipped_and_nothing_is_retried_after_the_first_token() {
     let (openai, anthropic) = (FakeUpstream::start().await, FakeUpstream::start().await);
     claude_answers(&anthropic);
-    let app = spawn_app_with(catalogue(&openai, &anthropic)).await;
+    let app = TestApp::builder()
+        .settings(catalogue(&openai, &anthropic))
+        .start()
+        .await;
     let admin = app.signed_up("root").await;
     let user = app.signed_up("gus").await;
     let r = app

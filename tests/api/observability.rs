@@ -32,7 +32,7 @@ pub(crate) fn attr(span: &SpanData, key: &str) -> Option<String> {
 #[tokio::test]
 async fn a_turn_is_one_trace_with_genai_spans_and_the_audit_row_points_at_it() {
     let exporter = exporter();
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("tracer").await;
     let conv = app.new_conversation(&s.access).await;
     let parent_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -169,7 +169,7 @@ fn metric(text: &str, name: &str, labels: &str) -> f64 {
 
 #[tokio::test]
 async fn metrics_move_by_exactly_the_traffic_sent() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let admin = app.signed_up("ops").await;
     let member = app.signed_up("user1").await;
     app.set_budget(&admin.access, member.user_id, Some(10))
@@ -292,9 +292,10 @@ async fn metrics_move_by_exactly_the_traffic_sent() {
 
 #[tokio::test]
 async fn metrics_can_require_a_bearer_token() {
-    let app =
-        spawn_app_with(|s| s.telemetry.metrics_token = Some("scrape-secret".to_owned().into()))
-            .await;
+    let app = TestApp::builder()
+        .settings(|s| s.telemetry.metrics_token = Some("scrape-secret".to_owned().into()))
+        .start()
+        .await;
     let r = app.client.get(app.url("/metrics")).send().await.unwrap();
     expect_error(r, 401, "unauthenticated").await;
     let r = app

@@ -64,7 +64,12 @@ async fn malformed_and_oversized_requests_are_400s_in_openais_shape() {
             "string_above_max_length",
         ),
         (
+            // Images to a model that reads text only (issue 44).
             json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]}),
+            "model_cannot_see_images",
+        ),
+        (
+            json!({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]}),
             "invalid_value",
         ),
         (

@@ -12,7 +12,7 @@ const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
 #[tokio::test]
 async fn openapi_description_is_served_and_well_formed() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app
         .client
         .get(app.url("/api/openapi.json"))
@@ -88,7 +88,7 @@ async fn openapi_description_is_served_and_well_formed() {
 
 #[tokio::test]
 async fn openapi_describes_every_registered_route() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let doc: Value = app
         .client
         .get(app.url("/api/openapi.json"))
@@ -174,7 +174,8 @@ fn registered_routes() -> BTreeSet<(String, String)> {
             }
         }
     }
-    files.push((src.join("openapi/mod.rs"), "/api"));
+    // The document's own route, registered by startup at the top with its full path.
+    files.push((src.join("openapi/mod.rs"), ""));
     let mut out = BTreeSet::new();
     for (file, prefix) in files {
         let text = std::fs::read_to_string(&file).unwrap();

@@ -29,7 +29,7 @@ fn every_schema_name_is_registered_by_one_type() {
 
 #[tokio::test]
 async fn every_route_documents_its_own_body() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let doc: Value = app
         .client
         .get(app.url("/api/openapi.json"))

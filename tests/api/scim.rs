@@ -28,7 +28,10 @@ pub(crate) async fn send(req: reqwest::RequestBuilder, body: Option<Value>, stat
 }
 
 pub(crate) async fn scim_app() -> TestApp {
-    spawn_app_with(|s| s.scim.token = Some(SecretString::from(TOKEN))).await
+    TestApp::builder()
+        .settings(|s| s.scim.token = Some(SecretString::from(TOKEN)))
+        .start()
+        .await
 }
 
 pub(crate) fn okta_user() -> Value {
@@ -310,7 +313,7 @@ async fn scim_needs_its_token_and_never_touches_local_accounts() {
     assert_eq!(bad["scimType"], "invalidSyntax");
 
     // SCIM off: the routes are not there.
-    let plain = spawn_app().await;
+    let plain = TestApp::builder().start().await;
     let r = plain
         .client
         .get(plain.url("/scim/v2/Users"))

@@ -2,7 +2,7 @@
 //! (AES-256-GCM under `auth.secret_key`): the table never holds the key in clear, the key
 //! still reaches the upstream, and `rotate` re-seals them under a new key.
 
-use agentchat::db::models::catalogue_entry;
+use agentchat::catalogue::entry as catalogue_entry;
 use agentchat::db::sealed::SealingKey;
 use agentchat::llm::Usage;
 use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
@@ -41,7 +41,7 @@ async fn stored_specs(app: &TestApp) -> String {
 async fn server(database: &str, key: Option<String>) -> TestApp {
     let mut settings = test_settings(database);
     settings.auth.secret_key = key.map(Into::into);
-    spawn_app_on(settings).await
+    TestApp::builder().exact_settings(settings).start().await
 }
 
 /// One turn on the added model `added`; returns the key the upstream was sent.

@@ -32,7 +32,10 @@ async fn usage(app: &TestApp, token: &str) -> Value {
 /// Finding 1: files under more directory levels than the walk sees were never counted.
 #[tokio::test]
 async fn deep_paths_cannot_bypass_the_quota() {
-    let app = spawn_app_with(|s| s.tools.quota.max_bytes = 200 * 1024).await;
+    let app = TestApp::builder()
+        .settings(|s| s.tools.quota.max_bytes = 200 * 1024)
+        .start()
+        .await;
     let s = app.signed_up("digger").await;
     let deep = format!("{}/f.bin", vec!["d"; 70].join("/"));
     let r = put_file(&app, &s.access, &deep, vec![b'x'; 150 * 1024]).await;
@@ -78,7 +81,7 @@ fn rss_kib() -> u64 {
 /// Finding 2: a huge username is refused before it reaches the throttle or the hasher.
 #[tokio::test]
 async fn oversized_login_fields_are_refused_before_anything_else() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     app.signed_up("owner").await;
     let huge = "u".repeat(512 * 1024);
     let r = app.login(&huge, "whatever-password").await;
@@ -109,11 +112,13 @@ async fn oversized_login_fields_are_refused_before_anything_else() {
 /// passwords gets at most the limit of password checks (401s); the rest are 429s.
 #[tokio::test]
 async fn a_parallel_burst_gets_at_most_the_limit_of_password_checks() {
-    let app = spawn_app_with(|s| {
-        s.auth.account_failure_limit = 5;
-        s.auth.concurrent_hashes_setting = 2;
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|s| {
+            s.auth.account_failure_limit = 5;
+            s.auth.concurrent_hashes_setting = 2;
+        })
+        .start()
+        .await;
     app.signed_up("target").await;
     let burst = (0..60).map(|i| {
         let app = &app;
@@ -146,11 +151,13 @@ async fn login_from(app: &TestApp, forwarded_for: &str, user: &str) -> u16 {
 /// Finding 3: `X-Forwarded-For` names the client only when the peer is a trusted proxy.
 #[tokio::test]
 async fn forwarded_for_is_honoured_only_from_trusted_proxies() {
-    let behind_proxy = spawn_app_with(|s| {
-        s.auth.address_failure_limit = 3;
-        s.security.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
-    })
-    .await;
+    let behind_proxy = TestApp::builder()
+        .settings(|s| {
+            s.auth.address_failure_limit = 3;
+            s.security.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+        })
+        .start()
+        .await;
     for i in 0..3 {
         assert_eq!(
             login_from(&behind_proxy, "203.0.113.5", &format!("u{i}x")).await,
@@ -161,7 +168,10 @@ async fn forwarded_for_is_honoured_only_from_trusted_proxies() {
     // Another client behind the same proxy is not affected.
     assert_eq!(login_from(&behind_proxy, "203.0.113.6", "u9x").await, 401);
 
-    let direct = spawn_app_with(|s| s.auth.address_failure_limit = 3).await;
+    let direct = TestApp::builder()
+        .settings(|s| s.auth.address_failure_limit = 3)
+        .start()
+        .await;
     for i in 0..3 {
         let spoofed = format!("198.51.100.{i}");
         assert_eq!(login_from(&direct, &spoofed, &format!("u{i}x")).await, 401);

@@ -24,7 +24,10 @@ async fn me_status(app: &TestApp, access: &str) -> u16 {
 
 #[tokio::test]
 async fn two_tabs_refreshing_at_once_keep_the_session_but_a_late_reuse_revokes_it() {
-    let app = spawn_app_with(|s| s.security.refresh_reuse_grace = Duration::from_secs(2)).await;
+    let app = TestApp::builder()
+        .settings(|s| s.security.refresh_reuse_grace = Duration::from_secs(2))
+        .start()
+        .await;
     let s = app.signed_up("tabby").await;
     let (a, b) = tokio::join!(refresh(&app, &s.refresh), refresh(&app, &s.refresh));
     assert_eq!((a.status().as_u16(), b.status().as_u16()), (200, 200));
@@ -44,7 +47,7 @@ async fn two_tabs_refreshing_at_once_keep_the_session_but_a_late_reuse_revokes_i
 
 #[tokio::test]
 async fn a_token_older_than_its_successor_gets_no_grace() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("chain").await;
     let r: Value = refresh(&app, &s.refresh).await.json().await.unwrap();
     let second = r["refresh_token"].as_str().unwrap().to_owned();
@@ -55,7 +58,10 @@ async fn a_token_older_than_its_successor_gets_no_grace() {
 
 #[tokio::test]
 async fn refresh_sessions_end_at_their_absolute_lifetime() {
-    let app = spawn_app_with(|s| s.security.session_max_lifetime = Duration::from_secs(2)).await;
+    let app = TestApp::builder()
+        .settings(|s| s.security.session_max_lifetime = Duration::from_secs(2))
+        .start()
+        .await;
     let s = app.signed_up("mayfly").await;
     let r = refresh(&app, &s.refresh).await;
     assert_eq!(r.status(), 200);
@@ -69,7 +75,7 @@ async fn refresh_sessions_end_at_their_absolute_lifetime() {
 
 #[tokio::test]
 async fn changing_the_password_ends_the_other_sessions() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let here = app.signed_up("pat").await;
     let there = app.session_for("pat", "password-of-pat").await;
     let change = |current: &str, new: &str| {
@@ -117,7 +123,7 @@ async fn changing_the_password_ends_the_other_sessions() {
 
 #[tokio::test]
 async fn json_bodies_need_the_json_content_type() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     app.signed_up("typist").await;
     let body = r#"{"username":"typist","password":"password-of-typist"}"#;
     for ct in [None, Some("text/plain")] {
@@ -150,7 +156,7 @@ async fn cookie_login(app: &TestApp, origin: &str) -> reqwest::Response {
 
 #[tokio::test]
 async fn cookie_routes_refuse_a_foreign_origin() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     app.register("cora", "password-of-cora").await;
     let r = cookie_login(&app, "https://evil.example").await;
     expect_error(r, 403, "forbidden").await;
@@ -182,7 +188,10 @@ async fn cookie_routes_refuse_a_foreign_origin() {
 
 #[tokio::test]
 async fn concurrent_uploads_are_bounded_before_buffering() {
-    let app = spawn_app_with(|s| s.security.max_concurrent_uploads_per_user = 1).await;
+    let app = TestApp::builder()
+        .settings(|s| s.security.max_concurrent_uploads_per_user = 1)
+        .start()
+        .await;
     let s = app.signed_up("uploader").await;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {

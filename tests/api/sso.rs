@@ -289,12 +289,14 @@ async fn a_provider_naming_another_issuer_is_refused() {
     // The provider's discovery says http://127.0.0.1:…; we are configured for localhost.
     let idp = OidcProvider::start().await;
     let other = idp.issuer.replace("127.0.0.1", "localhost");
-    let app = spawn_app_with(|s| {
-        s.oidc.issuer = Some(other);
-        s.oidc.client_id = Some(CLIENT_ID.into());
-        s.oidc.client_secret = Some(CLIENT_SECRET.into());
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|s| {
+            s.oidc.issuer = Some(other);
+            s.oidc.client_id = Some(CLIENT_ID.into());
+            s.oidc.client_secret = Some(CLIENT_SECRET.into());
+        })
+        .start()
+        .await;
     idp.configure(&app.url(CALLBACK), 3600, 0).await;
     let step = Browser::new().get(&app.url("/api/auth/oidc/login")).await;
     assert_refused(&step, 502, "provider_unavailable");

@@ -30,13 +30,7 @@ async fn the_banner_names_the_configured_default_and_its_providers_without_passw
     let app = agentchat::startup::Application::build(settings)
         .await
         .unwrap();
-    let facts = banner::start_facts(
-        app.state(),
-        app.port(),
-        Some(false),
-        Vec::new(),
-        "agentchat".into(),
-    );
+    let facts = app.start_facts(Some(false), Vec::new(), "agentchat".into());
     let text = banner::render(&app.state().settings, &facts, false);
     let _ = std::fs::remove_dir_all(&workspace);
 

@@ -18,7 +18,7 @@ async fn me_status(app: &TestApp, token: &str) -> u16 {
 
 #[tokio::test]
 async fn missing_and_garbage_tokens_are_401() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app.client.get(app.url("/api/me")).send().await.unwrap();
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
     expect_error(r, 401, "unauthenticated").await;
@@ -27,7 +27,7 @@ async fn missing_and_garbage_tokens_are_401() {
 
 #[tokio::test]
 async fn tampered_token_is_401() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("kate").await;
     let mut parts: Vec<String> = s.access.split('.').map(str::to_owned).collect();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -40,7 +40,7 @@ async fn tampered_token_is_401() {
 
 #[tokio::test]
 async fn alg_none_token_is_401() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("liam").await;
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let payload = s.access.split('.').nth(1).unwrap().to_owned();
@@ -50,7 +50,10 @@ async fn alg_none_token_is_401() {
 
 #[tokio::test]
 async fn expired_token_is_401_and_wrong_key_too() {
-    let app = spawn_app_with(|s| s.auth.jwt_secret = Some(SECRET.to_owned().into())).await;
+    let app = TestApp::builder()
+        .settings(|s| s.auth.jwt_secret = Some(SECRET.to_owned().into()))
+        .start()
+        .await;
     let s = app.signed_up("mia").await;
     let now = chrono::Utc::now().timestamp();
     let sign = |secret: &str, exp: i64| {
@@ -75,7 +78,10 @@ async fn expired_token_is_401_and_wrong_key_too() {
 
 #[tokio::test]
 async fn access_tokens_expire_for_real() {
-    let app = spawn_app_with(|s| s.auth.access_token_ttl = Duration::from_secs(1)).await;
+    let app = TestApp::builder()
+        .settings(|s| s.auth.access_token_ttl = Duration::from_secs(1))
+        .start()
+        .await;
     let s = app.signed_up("nina").await;
     assert_eq!(me_status(&app, &s.access).await, 200);
     tokio::time::sleep(Duration::from_millis(2100)).await;
@@ -85,7 +91,10 @@ async fn access_tokens_expire_for_real() {
 #[tokio::test]
 async fn refresh_rotates_and_reuse_revokes_the_family() {
     // No grace window: any second presentation is a reuse.
-    let app = spawn_app_with(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO).await;
+    let app = TestApp::builder()
+        .settings(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO)
+        .start()
+        .await;
     let s = app.signed_up("omar").await;
     let r = app
         .post_json("/api/auth/refresh", &json!({"refresh_token": s.refresh}))
@@ -120,7 +129,7 @@ async fn refresh_rotates_and_reuse_revokes_the_family() {
 
 #[tokio::test]
 async fn garbage_refresh_token_is_401() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let r = app
         .post_json("/api/auth/refresh", &json!({"refresh_token": "nope"}))
         .await;
@@ -129,7 +138,7 @@ async fn garbage_refresh_token_is_401() {
 
 #[tokio::test]
 async fn logout_kills_the_refresh_token() {
-    let app = spawn_app().await;
+    let app = TestApp::builder().start().await;
     let s = app.signed_up("pia").await;
     let r = app
         .post_json("/api/auth/logout", &json!({"refresh_token": s.refresh}))
@@ -148,9 +157,12 @@ async fn logout_kills_the_refresh_token() {
 
 #[tokio::test]
 async fn generated_secret_is_shared_by_replicas_and_restarts() {
-    let first = spawn_app().await;
+    let first = TestApp::builder().start().await;
     let s = first.signed_up("quinn").await;
-    let second = spawn_app_on(test_settings(&first.database_url)).await;
+    let second = TestApp::builder()
+        .database(&first.database_url)
+        .start()
+        .await;
     assert_eq!(me_status(&second, &s.access).await, 200);
 }
 
@@ -168,7 +180,10 @@ async fn short_configured_secret_is_refused_at_startup() {
 
 #[tokio::test]
 async fn browser_sessions_keep_the_refresh_token_in_an_http_only_cookie() {
-    let app = spawn_app_with(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO).await;
+    let app = TestApp::builder()
+        .settings(|s| s.security.refresh_reuse_grace = std::time::Duration::ZERO)
+        .start()
+        .await;
     app.register("rosa", "password-of-rosa").await;
     let r = app
         .post_json(

@@ -23,7 +23,7 @@ use agentchat::tools::mcp::McpServerConfig;
 use serde_json::Value;
 
 use crate::fake_upstream::FakeUpstream;
-use crate::{fresh_database, spawn_app_with_clock, test_settings, Session, TestApp};
+use crate::{fresh_database, start_server, test_settings, Session, TestApp};
 
 type Customise<'a> = Box<dyn FnOnce(&mut Settings) + 'a>;
 
@@ -32,6 +32,7 @@ type Customise<'a> = Box<dyn FnOnce(&mut Settings) + 'a>;
 #[must_use = "nothing starts until `start` or `start_as`"]
 pub struct AppBuilder<'a> {
     database_url: Option<String>,
+    exact: Option<Settings>,
     on_pgvector: bool,
     clock: Option<Clock>,
     customise: Vec<Customise<'a>>,
@@ -45,6 +46,7 @@ impl TestApp {
     pub fn builder<'a>() -> AppBuilder<'a> {
         AppBuilder {
             database_url: None,
+            exact: None,
             on_pgvector: false,
             clock: None,
             customise: Vec::new(),
@@ -127,6 +129,15 @@ impl<'a> AppBuilder<'a> {
         self
     }
 
+    /// Starts from exactly these settings (their database included) instead of
+    /// [`test_settings`] on a fresh database: for a test that builds its settings itself,
+    /// e.g. a second server with another secret. [`AppBuilder::settings`] still applies on
+    /// top; [`AppBuilder::database`] and [`AppBuilder::on_pgvector`] are then ignored.
+    pub fn exact_settings(mut self, settings: Settings) -> Self {
+        self.exact = Some(settings);
+        self
+    }
+
     /// Runs on a fresh database of the Postgres with pgvector ([`crate::pgvector`]: installed
     /// and started on first use) instead of the shared cluster, which has no pgvector. For
     /// the tests of knowledge. [`AppBuilder::database`] still wins when both are given.
@@ -174,17 +185,19 @@ impl<'a> AppBuilder<'a> {
     /// fresh database the first is an admin, the others members. Then, as that first user,
     /// puts the roles, sets the budgets and registers the MCP servers.
     pub async fn start_as<const N: usize>(self, users: [&str; N]) -> (TestApp, [Session; N]) {
-        let database_url = match self.database_url {
-            Some(url) => url,
-            None if self.on_pgvector => crate::pgvector::fresh_database().await,
-            None => fresh_database().await,
+        let mut settings = match (self.exact, self.database_url) {
+            (Some(exact), _) => exact,
+            (None, Some(url)) => test_settings(&url),
+            (None, None) if self.on_pgvector => {
+                test_settings(&crate::pgvector::fresh_database().await)
+            }
+            (None, None) => test_settings(&fresh_database().await),
         };
-        let mut settings = test_settings(&database_url);
         for customise in self.customise {
             customise(&mut settings);
         }
         let clock = self.clock.unwrap_or_else(agentchat::budget::system_clock);
-        let app = spawn_app_with_clock(settings, clock).await;
+        let app = start_server(settings, clock).await;
         let mut sessions = Vec::with_capacity(N);
         for name in users {
             sessions.push(app.signed_up(name).await);

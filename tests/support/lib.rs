@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod builder;
+pub mod fake_search;
 pub mod fake_upstream;
 pub mod mcp_peers;
 pub mod oidc;
@@ -240,7 +241,7 @@ pub async fn fresh_database_guard() -> DatabaseGuard {
 }
 
 /// A fresh, migrated database of this test's own; returns its URL. Prefer
-/// [`fresh_database_guard`] (or [`spawn_app`]), which also drop it afterwards; a database
+/// [`fresh_database_guard`] (or [`TestApp::builder`]), which also drop it afterwards; a database
 /// made here is dropped by a later run once it is two hours old.
 pub async fn fresh_database() -> String {
     let template = template().await;
@@ -366,24 +367,6 @@ pub async fn test_database_exists(name: &str) -> bool {
     database_exists(&mut admin, name).await
 }
 
-/// Starts a server on a fresh database with default test settings.
-pub async fn spawn_app() -> TestApp {
-    spawn_app_with(|_| {}).await
-}
-
-/// Starts a server on a fresh database after `customise` adjusts the settings.
-pub async fn spawn_app_with(customise: impl FnOnce(&mut Settings)) -> TestApp {
-    let database_url = fresh_database().await;
-    let mut settings = test_settings(&database_url);
-    customise(&mut settings);
-    spawn_app_on(settings).await
-}
-
-/// Starts a server with exactly these settings.
-pub async fn spawn_app_on(settings: Settings) -> TestApp {
-    spawn_app_with_clock(settings, agentchat::budget::system_clock()).await
-}
-
 /// A clock tests can move.
 #[derive(Clone)]
 pub struct TestClock(std::sync::Arc<std::sync::Mutex<chrono::DateTime<chrono::Utc>>>);
@@ -403,8 +386,9 @@ impl TestClock {
     }
 }
 
-/// Starts a server with these settings and clock.
-pub async fn spawn_app_with_clock(settings: Settings, clock: agentchat::budget::Clock) -> TestApp {
+/// Starts a server with exactly these settings and clock: the builder's last step (tests
+/// start servers with [`TestApp::builder`]).
+pub(crate) async fn start_server(settings: Settings, clock: agentchat::budget::Clock) -> TestApp {
     let database_url = settings.database.url.expose().to_owned();
     let workspace_dir = settings.tools.workspace_dir.clone();
     let app = Application::build_with_clock(settings, clock)

@@ -4,6 +4,10 @@
 //! them, but at once and only for the connections that go through it. It also remembers the
 //! SQL each transaction ran, so a failing count can say what the extra transactions were.
 //!
+//! Besides transactions it counts statements (each `Execute` of the extended protocol, each
+//! simple `Query`) and round trips (each time the server sends again after the client had
+//! the last word: statements pipelined in one write, answered together, are one round trip).
+//!
 //! Plain TCP only: the server must connect with `sslmode=disable`.
 
 use std::collections::HashMap;
@@ -19,6 +23,30 @@ pub type Transaction = Vec<String>;
 #[derive(Default)]
 struct Shared {
     ended: Vec<Transaction>,
+    statements: u64,
+    round_trips: u64,
+}
+
+/// Running totals over every connection through the relay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Transactions ended (commits, rollbacks, autocommit statements).
+    pub transactions: u64,
+    /// Statements executed.
+    pub statements: u64,
+    /// Client requests answered: a pipelined batch is one.
+    pub round_trips: u64,
+}
+
+impl std::ops::Sub for Counts {
+    type Output = Counts;
+    fn sub(self, earlier: Counts) -> Counts {
+        Counts {
+            transactions: self.transactions - earlier.transactions,
+            statements: self.statements - earlier.statements,
+            round_trips: self.round_trips - earlier.round_trips,
+        }
+    }
 }
 
 /// The relay; stops accepting when dropped (open connections live on with their peers).
@@ -41,6 +69,8 @@ struct Conn {
     current: Vec<String>,
     /// The first `ReadyForQuery` answers the log-in, not a transaction.
     ready_once: bool,
+    /// The client has sent since the server last spoke: the next server bytes end a round trip.
+    awaiting_answer: bool,
 }
 
 impl PgProxy {
@@ -81,6 +111,16 @@ impl PgProxy {
         self.shared.lock().unwrap().ended.len()
     }
 
+    /// The totals so far (subtract two to count what happened between).
+    pub fn counts(&self) -> Counts {
+        let shared = self.shared.lock().unwrap();
+        Counts {
+            transactions: shared.ended.len() as u64,
+            statements: shared.statements,
+            round_trips: shared.round_trips,
+        }
+    }
+
     /// The transactions ended after the first `from`.
     pub fn since(&self, from: usize) -> Vec<Transaction> {
         self.shared.lock().unwrap().ended[from..].to_vec()
@@ -92,17 +132,28 @@ async fn relay(client: TcpStream, server: TcpStream, shared: Arc<Mutex<Shared>>)
     let (mut client_r, mut client_w) = client.into_split();
     let (mut server_r, mut server_w) = server.into_split();
     let front_conn = conn.clone();
+    let for_front = shared.clone();
     let front = async move {
         let mut parser = Parser::new(true);
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = client_r.read(&mut buf).await.unwrap_or(0);
+            if n > 0 {
+                // Noted before the server has it, so its answer finds the round trip open.
+                let mut c = front_conn.lock().unwrap();
+                for (tag, body) in parser.feed(&buf[..n]) {
+                    if matches!(tag, b'E' | b'Q') {
+                        for_front.lock().unwrap().statements += 1;
+                    }
+                    if matches!(tag, b'S' | b'Q' | b'H') {
+                        c.awaiting_answer = true;
+                    }
+                    frontend_message(&mut c, tag, &body);
+                }
+            }
             if n == 0 || server_w.write_all(&buf[..n]).await.is_err() {
                 let _ = server_w.shutdown().await;
                 return;
-            }
-            for (tag, body) in parser.feed(&buf[..n]) {
-                frontend_message(&mut front_conn.lock().unwrap(), tag, &body);
             }
         }
     };
@@ -116,6 +167,12 @@ async fn relay(client: TcpStream, server: TcpStream, shared: Arc<Mutex<Shared>>)
                 return;
             }
             // Counted before the client hears it: whoever waits for an answer sees the count.
+            {
+                let mut c = conn.lock().unwrap();
+                if std::mem::take(&mut c.awaiting_answer) {
+                    shared.lock().unwrap().round_trips += 1;
+                }
+            }
             for (tag, body) in parser.feed(&buf[..n]) {
                 if tag == b'Z' && body.first() == Some(&b'I') {
                     let mut c = conn.lock().unwrap();

@@ -67,8 +67,8 @@ function conversationLink(id) {
 function auditRow(r) {
   return h('tr', null,
     h('td', { class: 'nowrap audit-time', 'data-label': 'Time' }, fmtDate(r.created_at)),
-    h('td', { class: 'audit-user', 'data-label': 'User' }, r.username || r.user_id || ''),
-    h('td', { class: 'audit-tool', 'data-label': 'Tool' }, h('code', null, r.tool)),
+    h('td', { class: 'audit-user', 'data-label': 'User', title: r.username || r.user_id || '' }, r.username || r.user_id || ''),
+    h('td', { class: 'audit-tool', 'data-label': 'Tool', title: r.tool }, h('code', null, r.tool)),
     h('td', { class: 'audit-outcome', 'data-label': 'Outcome' }, h('span', { class: `pill outcome-${r.outcome}` }, r.outcome),
       r.approval_decision ? h('span', { class: 'pill', title: `${r.approval_policy} approval${r.approval_decided_at ? ` at ${fmtDate(r.approval_decided_at)}` : ''}${r.approval_note ? `: ${r.approval_note}` : ''}` },
         `${r.approval_decision}${r.approval_decided_by ? ` by ${r.approval_decided_by}` : ''}`) : null),

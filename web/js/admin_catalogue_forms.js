@@ -6,6 +6,7 @@
 
 import { h, field, uid } from './dom.js';
 import * as api from './api.js';
+import { catalogueHasInput, imageFields } from './admin_model_images.js';
 
 /** 1 to 64 of letters, digits and `.-_:/@` (escaped for Chromium's `v`-flag patterns). */
 const NAME_PATTERN = '[A-Za-z0-9.\\-_:\\/@]{1,64}';
@@ -184,6 +185,7 @@ export function modelForm(m, catalogue, { onSaved, onCancel }) {
   const price = priceFields(at >= 0 ? prices[at] : null);
   const others = (catalogue.models || []).map((x) => x.name).filter((n) => n !== m?.name);
   const fallbacks = fallbackChecks(m?.fallbacks || [], others);
+  const images = catalogueHasInput(catalogue) ? imageFields(m) : null;
   const fields = [
     h('div', { class: 'form-row' }, name.wrap, provider.wrap),
     upstream.wrap,
@@ -191,6 +193,7 @@ export function modelForm(m, catalogue, { onSaved, onCancel }) {
     price.wrap,
     editing && prices.length > 1 ? h('p', { class: 'muted small' }, 'These fields change the price in force now; the other rows of its price table are kept.') : null,
     fallbacks.wrap,
+    images?.wrap,
   ];
   const send = async () => {
     const row = price.read();
@@ -202,6 +205,7 @@ export function modelForm(m, catalogue, { onSaved, onCancel }) {
     const mo = wholeOrUnset(maxOut.input);
     if (cw !== undefined) body.context_window = cw;
     if (mo !== undefined) body.max_output = mo;
+    images?.apply(body);
     if (editing) {
       await api.put(entryPath('models', m.name), body);
       return `Model ${m.name} saved.`;

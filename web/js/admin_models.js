@@ -10,6 +10,7 @@ import { unavailable, loading } from './admin_common.js';
 import { confirmAction } from './admin_dialogs.js';
 import { providerForm, modelForm, entryPath } from './admin_catalogue_forms.js';
 import { priceText, money } from './model_label.js';
+import { catalogueHasInput, inputText } from './admin_model_images.js';
 
 /** A role's `models` entry that allows every model. */
 export const ALL_MODELS = '*';
@@ -138,6 +139,7 @@ function priceCell(m) {
 
 function modelsCard(cat, reload) {
   const models = cat.models || [];
+  const withInput = catalogueHasInput(cat); // a server that says what its models read
   const { slot, add, open } = formSlot('Add model', (m, close) => modelForm(m, cat, { onSaved: reload, onCancel: close }));
   const rows = models.map((m) => h('tr', null,
     h('th', { scope: 'row' }, h('span', { class: 'tool-name' }, m.name)),
@@ -145,6 +147,7 @@ function modelsCard(cat, reload) {
     cell('Upstream id', h('code', { class: 'wrap-anywhere' }, m.upstream_model)),
     cell('Window', fmtNumber(m.context_window)),
     cell('Max output', fmtNumber(m.max_output)),
+    withInput ? cell('Input', inputText(m) || h('span', { class: 'muted' }, 'unknown')) : null,
     priceCell(m),
     cell('Fallbacks', (m.fallbacks || []).length ? m.fallbacks.join(' → ') : h('span', { class: 'muted' }, 'none')),
     cell('Roles', (m.roles || []).length
@@ -159,7 +162,7 @@ function modelsCard(cat, reload) {
     h('p', { class: 'muted' }, 'Prices are per million tokens, input / output. Which roles may use a model is set under “Roles & tools”. Models of the server\'s configuration are changed there; those added here can be edited and removed.'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'data-table stack catalogue-table' },
       h('caption', { class: 'visually-hidden' }, 'Models'),
-      h('thead', null, h('tr', null, ['Name', 'Provider', 'Upstream id', 'Window', 'Max output', 'Price in force', 'Fallbacks', 'Roles', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', null, h('tr', null, ['Name', 'Provider', 'Upstream id', 'Window', 'Max output', withInput ? 'Input' : null, 'Price in force', 'Fallbacks', 'Roles', 'Actions'].filter(Boolean).map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', null, rows))),
     slot);
 }

@@ -1,11 +1,13 @@
 // Attachments in the composer: the paperclip, a file dropped onto the chat or pasted into the
 // message upload to the user's workspace (PUT /api/files/{path}) one after the other, each
 // shown in place as a chip with its progress and a remove button (errors such as "too large"
-// stay on the chip). The uploaded files go with the next message as `attachments`; a sent
-// message shows its files as chips (fileChips).
+// stay on the chip). Images show a thumbnail on their chip (composer_images.js). The uploaded
+// files go with the next message as `attachments`; a sent message shows its files as chips
+// (fileChips) and its images as thumbnails (image_thumbs.js).
 
 import { h, clear, fmtBytes, icon, toast } from './dom.js';
 import * as api from './api.js';
+import { chipPreview, imageErrorText, imageFacts, namedPaste, isImageItem } from './composer_images.js';
 
 /** Most files one message may attach (the server's limit too). */
 export const MAX_FILES = 10;
@@ -39,6 +41,9 @@ function uniqueName(name, taken) {
 }
 
 function errorText(err, file, limits) {
+  // An image the server refused (not an image, corrupt, too many pixels): its own words.
+  const image = imageErrorText(err);
+  if (image) return image;
   if (err.code === 'file_too_large' || (err.status === 413 && err.code !== 'quota_exceeded')) {
     return limits?.max_file_bytes ? `Too large: the limit is ${fmtBytes(limits.max_file_bytes)} per file` : 'Too large for the workspace';
   }
@@ -50,16 +55,20 @@ function errorText(err, file, limits) {
 }
 
 export class Attachments {
-  /** `onUploaded()`: a file reached the workspace (e.g. to refresh the files panel). */
-  constructor({ onUploaded } = {}) {
+  /**
+   * `onUploaded()`: a file reached the workspace (e.g. to refresh the files panel);
+   * `onChange()`: the files on the composer changed (what the model notice looks at).
+   */
+  constructor({ onUploaded, onChange } = {}) {
     this.onUploaded = onUploaded || (() => {});
+    this.onChange = onChange || (() => {});
     this.items = []; // {file, name, path, state: queued|uploading|done|error, el, controller}
     this.limits = null; // usage of GET /api/files: max_file_bytes…
     this.taken = null; // workspace paths, so an upload never replaces a file
     this.running = false;
     this.input = h('input', { type: 'file', multiple: true, class: 'visually-hidden', tabindex: '-1', 'aria-hidden': 'true' });
     this.input.addEventListener('change', () => { this.add([...this.input.files]); this.input.value = ''; });
-    this.button = h('button', { type: 'button', class: 'icon-btn attach-btn', 'aria-label': 'Attach files', title: 'Attach files (or drop them on the chat)' }, icon('paperclip'));
+    this.button = h('button', { type: 'button', class: 'icon-btn attach-btn', 'aria-label': 'Attach files', title: 'Attach files (or drop them on the chat; paste a copied image into the message)' }, icon('paperclip'));
     this.button.addEventListener('click', () => this.input.click());
     this.list = h('ul', { class: 'attach-list', 'aria-label': 'Attached files', 'aria-live': 'polite' });
     this.note = h('p', { class: 'attach-note', role: 'status' });
@@ -73,10 +82,14 @@ export class Attachments {
    */
   watch(target, input) {
     input.addEventListener('paste', (ev) => {
-      const files = [...(ev.clipboardData?.files || [])];
+      // A copied screenshot is a file item of the clipboard (some browsers list it only there).
+      let files = [...(ev.clipboardData?.files || [])];
+      if (!files.length) {
+        files = [...(ev.clipboardData?.items || [])].filter((i) => i.kind === 'file').map((i) => i.getAsFile()).filter(Boolean);
+      }
       if (!files.length) return;
       ev.preventDefault();
-      this.add(files);
+      this.add(files.map(namedPaste));
     });
     this.zone = h('div', { class: 'drop-zone', 'aria-hidden': 'true' },
       h('div', { class: 'drop-zone-inner' }, icon('paperclip'), h('span', null, 'Drop files to attach them')));
@@ -172,6 +185,7 @@ export class Attachments {
       });
       item.path = written?.path || item.path;
       item.size = written?.size ?? item.file.size;
+      item.image = written?.image || null; // an image as the server stored it (resized?)
       item.state = 'done';
       this.taken.add(item.path);
       this.update(item);
@@ -196,7 +210,7 @@ export class Attachments {
     const remove = h('button', { type: 'button', class: 'icon-btn attach-remove' }, icon('close'));
     remove.addEventListener('click', () => this.remove(item));
     item.parts = { name, status, bar, remove };
-    return h('li', { class: 'attach-chip' }, icon('file'), h('span', { class: 'attach-body' }, name, status, bar), remove);
+    return h('li', { class: `attach-chip${isImageItem(item) ? ' attach-image' : ''}` }, chipPreview(item), h('span', { class: 'attach-body' }, name, status, bar), remove);
   }
 
   update(item) {
@@ -214,7 +228,7 @@ export class Attachments {
     status.classList.toggle('attach-error', item.state === 'error');
     if (item.state === 'queued') status.textContent = `Waiting · ${fmtBytes(item.file.size)}`;
     else if (item.state === 'uploading') status.textContent = `${pct}% of ${fmtBytes(item.file.size)}`;
-    else if (item.state === 'done') status.textContent = fmtBytes(item.size ?? item.file.size);
+    else if (item.state === 'done') status.textContent = [fmtBytes(item.size ?? item.file.size), imageFacts(item.image)].filter(Boolean).join(' · ');
     else status.textContent = item.error;
     const verb = item.state === 'uploading' || item.state === 'queued' ? 'Cancel upload of' : 'Remove';
     remove.setAttribute('aria-label', `${verb} ${label}`);
@@ -250,6 +264,12 @@ export class Attachments {
   render() {
     this.list.hidden = this.items.length === 0;
     this.el.hidden = this.items.length === 0 && !this.note.textContent;
+    this.onChange();
+  }
+
+  /** How many images the composer holds (queued, uploading or uploaded; not failed ones). */
+  imageCount() {
+    return this.items.filter((i) => i.state !== 'error' && isImageItem(i)).length;
   }
 
   /** The uploaded files, or null (with a note on why) while some are still uploading. */

@@ -21,6 +21,7 @@ import { sendRefusalText } from './send_refusal.js';
 import { KnowledgePins } from './knowledge_pins.js';
 import { shareButton } from './share_dialog.js';
 import { forkMenu } from './fork_action.js';
+import { ImageModelNotice } from './image_model_notice.js';
 
 export class ChatView {
   constructor(main, { menuBtn, state, navigate, refreshMe }) {
@@ -86,9 +87,19 @@ export class ChatView {
     this.modelSelect = h('select', { class: 'model-select', 'aria-label': 'Model' });
     this.modelWrap = h('div', { class: 'model-wrap' }, this.modelSelect);
     this.modelWrap.hidden = true;
-    this.attachments = new Attachments({ onUploaded: () => { if (this.files.isOpen()) this.files.load(); } });
+    this.attachments = new Attachments({
+      onUploaded: () => { if (this.files.isOpen()) this.files.load(); },
+      onChange: () => this.imageNotice?.update(),
+    });
+    // Images attached for a model that cannot see them: said before Send (image_model_notice.js).
+    this.imageNotice = new ImageModelNotice({
+      model: () => this.nextModel(),
+      models: () => this.appState.models,
+      count: () => this.attachments.imageCount(),
+    });
+    this.modelSelect.addEventListener('change', () => this.imageNotice.update());
     this.form = h('form', { class: 'composer', 'aria-label': 'Send a message' },
-      this.modelWrap, this.attachments.el,
+      this.modelWrap, this.attachments.el, this.imageNotice.el,
       h('div', { class: 'composer-row' }, this.attachments.button, this.input, this.sendBtn, this.stopBtn),
       h('p', { class: 'composer-hint' }, 'Enter to send · Shift+Enter for a new line · tool calls run on the server and are audited'));
     this.form.addEventListener('submit', (ev) => { ev.preventDefault(); this.send(); });
@@ -117,6 +128,13 @@ export class ChatView {
     this.sidebar.classList.remove('open');
     if (!this.files.isOpen()) this.scrim.classList.remove('show');
     this.menuBtn.setAttribute('aria-expanded', 'false');
+  }
+
+  /** The model the next message goes to: the chat's, or the one picked for a new chat. */
+  nextModel() {
+    const models = this.appState.models;
+    if (this.current) return this.current.model || models?.default || null;
+    return (!this.modelWrap.hidden && this.modelSelect.value) || models?.default || null;
   }
 
   autosize() {
@@ -159,6 +177,7 @@ export class ChatView {
     this.share.update();
     // The model is chosen when a chat starts.
     this.modelWrap.hidden = this.current !== null || this.modelSelect.options.length < 2;
+    this.imageNotice.update();
   }
 
   clearBanner() { clear(this.banner); }
@@ -378,11 +397,15 @@ export class ChatView {
       // left behind in the list.
       if (createdHere) {
         refusedFirst = true;
+        // Gone from the server before it goes from the list: the list never shows what a
+        // reload would bring back.
+        await api.del(`/api/conversations/${encodeURIComponent(conv.id)}`).catch(() => {});
         this.convList.forget(conv.id);
-        api.del(`/api/conversations/${encodeURIComponent(conv.id)}`).catch(() => {});
-        this.current = null;
-        history.replaceState(null, '', '/');
-        this.showTitle();
+        if (this.current?.id === conv.id) { // (not if another chat was opened meanwhile)
+          this.current = null;
+          history.replaceState(null, '', '/');
+          this.showTitle();
+        }
       }
     } finally {
       if (!refusedFirst) this.convList.touch(conv.id);

@@ -7,9 +7,11 @@
 import { h } from './dom.js';
 import * as api from './api.js';
 import { openPassage } from './passage_dialog.js';
+import { isWebCitation, webChip, webSourceItem } from './web_sources.js';
 
-// `[K12]`, or several in one pair of brackets: `[K7, K12]`, `[K7; K12]`, `[K7 K12]`.
-const MARKER = /\[\s*(K\d{1,18}(?:\s*[,; ]\s*K\d{1,18})*)\s*\]/g;
+// `[K12]` (knowledge) or `[W12]` (web), or several in one pair of brackets: `[K7, W12]`,
+// `[K7; K12]`, `[K7 K12]`.
+const MARKER = /\[\s*([KW]\d{1,18}(?:\s*[,; ]\s*[KW]\d{1,18})*)\s*\]/g;
 
 /** Whether `text` holds anything that looks like a citation marker. */
 export function hasMarkers(text) {
@@ -18,6 +20,7 @@ export function hasMarkers(text) {
 }
 
 function chip(c) {
+  if (isWebCitation(c)) return webChip(c);
   const title = c.quote ? `${c.file}: ${c.quote}` : c.file;
   const b = h('button', { type: 'button', class: 'cite-chip', title, 'aria-label': `Source ${c.n}: ${c.file}`, dataset: { n: String(c.n) } }, String(c.n));
   b.addEventListener('click', () => openPassage(c, b));
@@ -61,6 +64,7 @@ function sourcesList(citations) {
   const title = h('p', { class: 'cite-sources-title' }, 'Sources');
   return h('div', { class: 'cite-sources' }, title,
     h('ol', { class: 'cite-source-list', 'aria-label': 'Sources' }, items.map((c) => {
+      if (isWebCitation(c)) return webSourceItem(c);
       const b = h('button', { type: 'button', class: 'cite-source', 'aria-label': `Open source ${c.n}: ${c.file}`, dataset: { n: String(c.n) } },
         h('span', { class: 'cite-n' }, String(c.n)), ' · ', h('span', { class: 'cite-file' }, c.file));
       b.addEventListener('click', () => openPassage(c, b));
@@ -70,7 +74,7 @@ function sourcesList(citations) {
 
 /** Shows `citations` on the answer `turnEl` (an `.msg-assistant`); calling it again redraws. */
 export function applyCitations(turnEl, citations) {
-  const valid = (citations || []).filter((c) => c && c.marker && c.n != null && c.file_id && c.collection_id);
+  const valid = (citations || []).filter((c) => isWebCitation(c) || (c && c.marker && c.n != null && c.file_id && c.collection_id));
   if (!valid.length) return;
   const byMarker = new Map(valid.map((c) => [c.marker, c]));
   const segments = turnEl.querySelector('.segments');

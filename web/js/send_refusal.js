@@ -12,6 +12,10 @@ export function sendRefusalText(err, budget) {
       return 'A reply is still being generated in this chat. Wait for it to finish or press Stop.';
     case 'not_found':
       return 'This chat no longer exists.';
+    case 'model_cannot_see_images':
+    case 'too_many_images':
+      // The server names the model and what to do; the text and images stay on the composer.
+      return `Not sent: ${plain(err.message)}`;
     case 'conversation_full':
       return `${err.message} Your messages here stay readable and searchable.`;
     default:
@@ -27,4 +31,10 @@ function approvalPendingText(err) {
     return 'The last answer in this chat waits for an admin to approve or deny a tool call. An admin must decide it first; the answer appears here when they do.';
   }
   return 'The last answer in this chat waits for a tool call to be approved or denied. Approve or deny it on its card above first.';
+}
+
+/** A server sentence for the banner: code marks (`name`) dropped, a full stop at the end. */
+function plain(message) {
+  const t = String(message || '').replace(/`/g, '').trim();
+  return /[.!?]$/.test(t) ? t : `${t}.`;
 }

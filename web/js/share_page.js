@@ -1,7 +1,8 @@
 // The page of a shared conversation (/s/{id}, web/share.html): fetches GET /api/shares/{id}
 // — with the signed-in user's token when this browser has a session, else as nobody (a
 // public link needs no sign-in) — and draws it read-only, as the chat does (markdown, tool
-// cards, attached files, which download through the link). A banner says who shared it,
+// cards, attached files, which download through the link; attached images as thumbnails
+// fetched the same way). A banner says who shared it,
 // when the snapshot was taken and that it is read-only; signed-in readers may continue it
 // as a copy of their own. A gone link (410), one that needs signing in (401, with the
 // sign-in form in place: the page comes back by itself) and an unknown one have pages
@@ -11,8 +12,11 @@
 
 import { h, clear, fmtBytes, fmtDate, icon, toast } from './dom.js';
 import * as api from './api.js';
-import { AssistantTurn, userBubble, parseToolContent, FINISH_NOTES } from './turn.js';
+import { AssistantTurn, ToolCard, userBubble, parseToolContent, FINISH_NOTES } from './turn.js';
 import { renderAuth } from './auth_view.js';
+import { isWebCitation } from './web_sources.js';
+import { shareWebSources } from './share_web_sources.js';
+import { splitImages } from './image_thumbs.js';
 
 const root = document.getElementById('share-root');
 const shareId = decodeURIComponent(location.pathname.split('/')[2] || '');
@@ -40,6 +44,13 @@ async function request(path, accept) {
   }
   return anonymous(path, accept);
 }
+
+/** A file of the snapshot through the link (its attachments and what its tool results saved). */
+const shareFile = (path) => request(`${sharePath}/files/${path.split('/').map(encodeURIComponent).join('/')}`, '*/*');
+
+/** The code card's charts and download chips come through the link, like attached files
+ * (only files the snapshot's tool results saved; none while the link hides tool outputs). */
+ToolCard.codeFiles = { fetchFile: shareFile };
 
 async function load() {
   clear(root).append(h('p', { class: 'boot', role: 'status' }, 'Loading the shared conversation…'));
@@ -133,7 +144,8 @@ function messagesOf(messages) {
     if (turn) {
       turn.flush();
       for (const card of turn.cards.values()) card.setNoResult('No result');
-      const files = [...new Set(sources.map((c) => c.file).filter(Boolean))];
+      shareWebSources(turn, sources);
+      const files = [...new Set(sources.filter((c) => !isWebCitation(c)).map((c) => c.file).filter(Boolean))];
       if (files.length) turn.notes.append(h('p', { class: 'share-sources small muted' }, `Sources: ${files.join(', ')}`));
     }
     turn = null;
@@ -142,8 +154,10 @@ function messagesOf(messages) {
   for (const m of messages) {
     if (m.role === 'user') {
       close();
-      const bubble = userBubble(m.content);
-      if (m.attachments?.length) bubble.querySelector('.bubble').append(fileChips(m.attachments));
+      // Attached images as thumbnails (through the link), other files as download chips.
+      const { images, others } = splitImages(m.attachments);
+      const bubble = userBubble(m.content, { files: images, fetchFile: shareFile });
+      if (others.length) bubble.querySelector('.bubble').append(fileChips(others));
       bubble.dataset.messageId = m.id;
       out.push(bubble);
       continue;

@@ -4,7 +4,9 @@
 import { h, clear, fmtDuration, fmtNumber, icon } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { fileChips } from './attachments.js';
+import { imageThumbs, splitImages } from './image_thumbs.js';
 import { applyCitations } from './citations.js';
+import { TOOL as CODE_TOOL, showCode, showRun } from './code_card.js';
 
 export const FINISH_NOTES = {
   max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
@@ -18,10 +20,14 @@ export const FINISH_NOTES = {
   shutdown: 'The server restarted while answering; this answer is incomplete.',
 };
 
-/** The user's message; `files` ({path, bytes}) are the files it attached. */
-export function userBubble(text, { pending = false, files = [] } = {}) {
+/**
+ * The user's message; `files` ({path, bytes}) are the files it attached: images as
+ * thumbnails (fetched with `fetchFile`, the workspace by default), the rest as chips.
+ */
+export function userBubble(text, { pending = false, files = [], fetchFile } = {}) {
+  const { images, others } = splitImages(files);
   const article = h('article', { class: `msg msg-user${pending ? ' pending' : ''}`, 'aria-label': 'You said' },
-    h('div', { class: 'bubble' }, text ? h('div', { class: 'plain' }, text) : null, fileChips(files)));
+    h('div', { class: 'bubble' }, imageThumbs(images, fetchFile), text ? h('div', { class: 'plain' }, text) : null, fileChips(others)));
   article.attachments = files || []; // what Edit sends again with the text
   return article;
 }
@@ -72,6 +78,7 @@ export class ToolCard {
         h('div', { class: 'tool-section-title' }, 'Arguments'),
         h('pre', { class: 'tool-pre', tabindex: '0' }, pretty(args ?? {})),
         this.resultBox));
+    if (name === CODE_TOOL) showCode(this, args);
   }
 
   setStatus(kind, label) {
@@ -84,6 +91,8 @@ export class ToolCard {
     if (durationMs !== undefined && durationMs !== null) this.durEl.textContent = fmtDuration(durationMs);
     if (success) {
       this.setStatus('ok', 'Done');
+      // A share page reaches the run's files through the share (ToolCard.codeFiles).
+      if (this.name === CODE_TOOL && showRun(this, data, ToolCard.codeFiles)) return;
       this.resultBox.append(h('div', { class: 'tool-section-title' }, 'Result'),
         h('pre', { class: 'tool-pre', tabindex: '0' }, pretty(data ?? null)));
     } else {

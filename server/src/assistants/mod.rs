@@ -6,7 +6,7 @@
 pub mod spec;
 pub mod store;
 
-pub use spec::{AssistantParams, AssistantSpec};
+pub use spec::{AssistantParams, AssistantSpec, Invalid};
 pub use store::{Assistant, AssistantVersion};
 
 /// Prefix of an assistant's model name on `/v1` (`assistant:<name>`).

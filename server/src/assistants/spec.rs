@@ -49,14 +49,16 @@ pub struct AssistantSpec {
     pub visible_to_roles: Vec<String>,
 }
 
-/// Why a spec was refused: `(code, message)`.
-pub type Refusal = (&'static str, String);
+/// Why a spec was refused, in words (answered as `invalid_assistant`, see `error/`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
 
 impl AssistantSpec {
     /// Checks what needs no database and puts the lists in a canonical order.
-    pub fn normalized(mut self) -> Result<Self, Refusal> {
+    pub fn normalized(mut self) -> Result<Self, Invalid> {
         self.name = self.name.split_whitespace().collect::<Vec<_>>().join(" ");
-        let bad = |m: &str| Err(("invalid_assistant", m.to_owned()));
+        let bad = |m: &str| Err(Invalid(m.to_owned()));
         if !valid_name(&self.name) {
             return bad("name: 1-64 characters of A-Z, a-z, 0-9, `_`, `.`, `-` and spaces");
         }
@@ -149,7 +151,7 @@ mod tests {
         assert_eq!(api_name(&spaced.name), "Trip-planner");
         let mut bad = spec();
         bad.name = "has/slash".into();
-        assert_eq!(bad.normalized().unwrap_err().0, "invalid_assistant");
+        assert!(bad.normalized().unwrap_err().0.starts_with("name:"));
         let mut bad = spec();
         bad.params.temperature = Some(3.0);
         assert!(bad.normalized().is_err());

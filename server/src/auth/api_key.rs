@@ -79,8 +79,8 @@ pub struct ApiCaller {
 
 impl ApiCaller {
     /// The caller as the agent's turn start expects it (the account is re-checked there).
-    pub fn signed(&self) -> super::SignedToken {
-        super::SignedToken {
+    pub fn signed(&self) -> super::token::SignedToken {
+        super::token::SignedToken {
             user_id: self.user_id,
             token_version: self.token_version,
         }

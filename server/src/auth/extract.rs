@@ -6,6 +6,7 @@ use std::pin::Pin;
 use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
 use uuid::Uuid;
 
+use super::token::SignedToken;
 use crate::db::{self, models::user, models::user::Rejection};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -45,15 +46,6 @@ impl AuthUser {
 /// An [`AuthUser`] whose role is `admin`; anyone else gets 403.
 #[derive(Debug, Clone)]
 pub struct AdminUser(pub AuthUser);
-
-/// A validly signed, unexpired access token not yet checked against the account. The one
-/// hot route (sending a message) checks the account inside the turn's first database round
-/// trip instead of spending one of its own; every other route takes [`AuthUser`].
-#[derive(Debug, Clone, Copy)]
-pub struct SignedToken {
-    pub user_id: Uuid,
-    pub token_version: i32,
-}
 
 fn verify(state: &AppState, token: Option<String>) -> Result<SignedToken, ApiError> {
     verify_claims(state, token).map(|c| SignedToken {

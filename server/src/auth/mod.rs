@@ -12,7 +12,9 @@ pub mod password_change;
 pub mod refresh;
 pub mod session;
 pub mod throttle;
+pub mod token;
 
 pub use api_key::ApiCaller;
 pub use error::AuthError;
-pub use extract::{AdminUser, AuthUser, SignedToken};
+pub use extract::{AdminUser, AuthUser};
+pub use token::SignedToken;

@@ -88,6 +88,40 @@ pub struct ModelConfig {
     /// Models that answer, in order, when this one fails before its first token.
     #[serde(default)]
     pub fallbacks: Vec<String>,
+    /// What the model reads: `["text"]` or `["text", "image"]`. Unset: text only, except
+    /// the demo provider's models, which also take images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Vec<InputKind>>,
+    /// Largest image (bytes, as stored after normalisation) a request may give it; unset:
+    /// [`DEFAULT_MAX_IMAGE_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_image_bytes: Option<u64>,
+    /// Most images one request may give it; unset: [`DEFAULT_MAX_IMAGES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_images: Option<u32>,
+}
+
+/// One kind of input a model reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    Text,
+    Image,
+}
+
+/// 5 MiB: Anthropic's per-image ceiling, and well above a 2048-px re-encoded photo.
+pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// Images per request when a model sets none.
+pub const DEFAULT_MAX_IMAGES: u32 = 20;
+
+/// The inputs a model of `kind` reads when its entry names none: the demo model describes
+/// images offline, a real provider's model is assumed to read text only until an admin says
+/// otherwise (sending an image to a text model is an upstream error, after the spend).
+pub fn default_input(kind: ProviderKind) -> Vec<InputKind> {
+    match kind {
+        ProviderKind::Demo => vec![InputKind::Text, InputKind::Image],
+        _ => vec![InputKind::Text],
+    }
 }
 
 /// How a price may be written: a string or an integer; a float is refused rather than rounded.
@@ -114,7 +148,7 @@ impl Amount {
     }
 }
 
-fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
+pub(super) fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
     Amount::deserialize(d)?.exact()
 }
 
@@ -269,6 +303,21 @@ pub fn check_model(
         return Err(bad("at most 32 prices".into()));
     }
     validate_prices(&m.prices).map_err(bad)?;
+    if let Some(input) = &m.input {
+        if !input.contains(&InputKind::Text) {
+            return Err(bad("input must include `text`".into()));
+        }
+    }
+    if m.max_image_bytes
+        .is_some_and(|b| !(1024..=64 * 1024 * 1024).contains(&b))
+    {
+        return Err(bad(
+            "max_image_bytes must be between 1024 and 67108864".into()
+        ));
+    }
+    if m.max_images.is_some_and(|n| !(1..=100).contains(&n)) {
+        return Err(bad("max_images must be between 1 and 100".into()));
+    }
     if m.fallbacks.len() > 4 {
         return Err(bad("at most 4 fallbacks".into()));
     }

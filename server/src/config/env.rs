@@ -250,6 +250,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     json("AGENTCHAT_PROVIDERS", "providers"),
     json("AGENTCHAT_MODELS", "models"),
     json("AGENTCHAT_EMBEDDING_MODELS", "embedding_models"),
+    json("AGENTCHAT_SEARCH_PROVIDERS", "search_providers"),
     var("AGENTCHAT_KNOWLEDGE_ENABLED", "knowledge.enabled"),
     var(
         "AGENTCHAT_KNOWLEDGE_EMBEDDING_MODEL",
@@ -262,7 +263,51 @@ pub const ENV_VARS: &[EnvVar] = &[
     ),
     var("AGENTCHAT_KNOWLEDGE_EMBED_BATCH", "knowledge.embed_batch"),
     var("AGENTCHAT_KNOWLEDGE_WORKERS", "knowledge.workers"),
+    var("AGENTCHAT_SANDBOX_ENABLED", "sandbox.enabled"),
+    var("AGENTCHAT_SANDBOX_BWRAP", "sandbox.bwrap"),
+    var("AGENTCHAT_SANDBOX_PYTHON", "sandbox.python"),
+    var("AGENTCHAT_SANDBOX_TIMEOUT_SECS", "sandbox.timeout_secs"),
+    var("AGENTCHAT_SANDBOX_MEMORY_MB", "sandbox.memory_mb"),
+    var("AGENTCHAT_SANDBOX_MAX_PROCESSES", "sandbox.max_processes"),
+    var("AGENTCHAT_SANDBOX_TMP_MB", "sandbox.tmp_mb"),
+    var("AGENTCHAT_SANDBOX_DATA_MB", "sandbox.data_mb"),
+    var(
+        "AGENTCHAT_SANDBOX_MAX_OUTPUT_BYTES",
+        "sandbox.max_output_bytes",
+    ),
+    var("AGENTCHAT_SANDBOX_MAX_FILES", "sandbox.max_files"),
+    var("AGENTCHAT_SANDBOX_MAX_FILE_BYTES", "sandbox.max_file_bytes"),
+    var("AGENTCHAT_SANDBOX_MAX_CONCURRENT", "sandbox.max_concurrent"),
+    var(
+        "AGENTCHAT_SANDBOX_MAX_CONCURRENT_PER_USER",
+        "sandbox.max_concurrent_per_user",
+    ),
+    var(
+        "AGENTCHAT_SANDBOX_PRICE_PER_CPU_HOUR",
+        "sandbox.price_per_cpu_hour",
+    ),
+    var("AGENTCHAT_SANDBOX_CURRENCY", "sandbox.currency"),
     var("AGENTCHAT_MEMORY_MAX_NOTES", "memory.max_notes"),
+    var(
+        "AGENTCHAT_SEARCH_STRIP_PERSONAL_DATA",
+        "search.strip_personal_data",
+    ),
+    var(
+        "AGENTCHAT_SEARCH_QUERIES_PER_USER_PER_DAY",
+        "search.queries_per_user_per_day",
+    ),
+    var(
+        "AGENTCHAT_SEARCH_MAX_RESPONSE_BYTES",
+        "search.max_response_bytes",
+    ),
+    var(
+        "AGENTCHAT_SEARCH_BREAKER_FAILURES",
+        "search.breaker_failures",
+    ),
+    var(
+        "AGENTCHAT_SEARCH_BREAKER_COOLDOWN_SECS",
+        "search.breaker_cooldown_secs",
+    ),
     var("AGENTCHAT_MEMORY_MAX_NOTE_CHARS", "memory.max_note_chars"),
     var(
         "AGENTCHAT_MEMORY_MAX_TOTAL_TOKENS",

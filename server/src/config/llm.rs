@@ -42,7 +42,7 @@ impl ProviderKind {
 }
 
 /// When a provider's circuit breaker opens and how long it stays open
-/// ([`crate::llm::breaker`]).
+/// ([`crate::catalogue::breaker`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BreakerSettings {
     /// Consecutive failures that open it.

@@ -13,6 +13,8 @@ mod knowledge;
 mod llm;
 mod memory;
 pub mod report;
+mod sandbox;
+pub mod search;
 pub mod serde_util;
 mod sharing;
 mod sso;
@@ -28,12 +30,14 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 pub use auth::{AuthSettings, Registration, MIN_JWT_SECRET_BYTES};
-pub use catalogue::{ModelConfig, PriceConfig, ProviderConfig};
+pub use catalogue::{InputKind, ModelConfig, PriceConfig, ProviderConfig};
 pub use database::{DatabaseSettings, DatabaseUrl, DEFAULT_DATABASE_URL};
 pub use durable::DurableSettings;
 pub use knowledge::{EmbeddingModelConfig, KnowledgeSettings, DEMO_EMBEDDING_MODEL};
 pub use llm::{BreakerSettings, LlmSettings, ProviderKind, DEFAULT_SYSTEM_PROMPT};
 pub use memory::MemorySettings;
+pub use sandbox::{SandboxSettings, MAX_TIMEOUT_SECS as MAX_SANDBOX_TIMEOUT_SECS};
+pub use search::{SearchKind, SearchProviderConfig, SearchSettings};
 pub use sharing::SharingSettings;
 pub use sso::{OidcSettings, PasswordLogin, ScimSettings};
 pub use telemetry::{LogFormat, TelemetrySettings};
@@ -96,6 +100,12 @@ pub struct Settings {
     pub memory: MemorySettings,
     /// How fast shared links may be read.
     pub sharing: SharingSettings,
+    /// The code interpreter's jail.
+    pub sandbox: SandboxSettings,
+    /// Web search: personal data stripping, queries per user, breakers.
+    pub search: SearchSettings,
+    /// Web search providers (`[[search_providers]]`); keys are shown hidden.
+    pub search_providers: Vec<SearchProviderConfig>,
 }
 
 impl Default for Settings {
@@ -123,6 +133,9 @@ impl Default for Settings {
             embedding_models: Vec::new(),
             memory: MemorySettings::default(),
             sharing: SharingSettings::default(),
+            sandbox: SandboxSettings::default(),
+            search: SearchSettings::default(),
+            search_providers: Vec::new(),
         }
     }
 }
@@ -227,6 +240,7 @@ impl Settings {
         self.llm.validate()?;
         catalogue::validate(&self.llm, &self.providers, &self.models)?;
         self.tools.validate()?;
+        self.search.validate(&self.search_providers)?;
         self.telemetry.validate()?;
         self.security.validate()?;
         self.durable.validate()?;
@@ -234,6 +248,7 @@ impl Settings {
         self.scim.validate()?;
         self.memory.validate()?;
         self.sharing.validate()?;
+        self.sandbox.validate()?;
         let providers: Vec<&str> = if self.providers.is_empty() {
             vec!["default"]
         } else {

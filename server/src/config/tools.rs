@@ -14,7 +14,7 @@ pub struct ToolSettings {
     /// A directory per user below this one holds the user's workspace files.
     pub workspace_dir: PathBuf,
     /// Per-user workspace limits.
-    pub quota: crate::tools::Quota,
+    pub quota: crate::files::Quota,
     /// `http_get` limits, domain allowlist, and the (test-only) private host:port escape hatch.
     pub http: crate::tools::HttpToolConfig,
     /// How much of an MCP server's tool list is read and offered to models.
@@ -25,7 +25,7 @@ impl Default for ToolSettings {
     fn default() -> Self {
         Self {
             workspace_dir: default_workspace_dir(),
-            quota: crate::tools::Quota::default(),
+            quota: crate::files::Quota::default(),
             http: crate::tools::HttpToolConfig::default(),
             mcp: crate::tools::mcp::McpLimits::default(),
         }

@@ -108,6 +108,14 @@ impl Pool {
             .await
     }
 
+    /// A connection for a short write on the chat path (creating a conversation), queued
+    /// with the turn starts ([`StartQueue::admit`]) rather than failing after the pool's
+    /// acquire timeout: a chat opens a conversation and then starts a turn in it, and a
+    /// loaded server should answer both slower, not refuse the first with 503.
+    pub async fn get_queued(&self, wait: Duration) -> Result<PooledConn, DbError> {
+        self.get_for_start(wait).await
+    }
+
     /// Turn starts waiting for a connection right now.
     pub fn starts_waiting(&self) -> usize {
         self.starts.waiting()

@@ -19,6 +19,10 @@ pub enum DbError {
     /// A statement ran past `database.statement_timeout_ms` and Postgres cancelled it.
     #[error("statement timed out: {0}")]
     TimedOut(diesel::result::Error),
+    /// Postgres gave this transaction up to a concurrent one (a deadlock or a serialization
+    /// failure): nothing was written, and the same request a moment later succeeds.
+    #[error("transaction conflict: {0}")]
+    Conflict(diesel::result::Error),
     /// A statement failed for another reason: a bug or an unexpected state.
     #[error("database error: {0}")]
     Query(diesel::result::Error),
@@ -41,6 +45,7 @@ impl From<diesel::result::Error> for DbError {
             {
                 Self::TimedOut(e)
             }
+            _ if super::conflict::is_conflict(&e) => Self::Conflict(e),
             _ => Self::Query(e),
         }
     }
@@ -126,5 +131,47 @@ mod tests {
             DbError::Unavailable(_)
         ));
         assert!(matches!(DbError::from(Error::NotFound), DbError::Query(_)));
+    }
+
+    #[test]
+    fn deadlocks_and_serialization_failures_are_conflicts_not_bugs() {
+        use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind as K, Error};
+        struct Info(&'static str);
+        impl DatabaseErrorInformation for Info {
+            fn message(&self) -> &str {
+                self.0
+            }
+            fn details(&self) -> Option<&str> {
+                None
+            }
+            fn hint(&self) -> Option<&str> {
+                None
+            }
+            fn table_name(&self) -> Option<&str> {
+                None
+            }
+            fn column_name(&self) -> Option<&str> {
+                None
+            }
+            fn constraint_name(&self) -> Option<&str> {
+                None
+            }
+            fn statement_position(&self) -> Option<i32> {
+                None
+            }
+        }
+        let db = |kind, message| Error::DatabaseError(kind, Box::new(Info(message)));
+        assert!(matches!(
+            DbError::from(db(K::Unknown, "deadlock detected")),
+            DbError::Conflict(_)
+        ));
+        assert!(matches!(
+            DbError::from(db(K::SerializationFailure, "could not serialize access")),
+            DbError::Conflict(_)
+        ));
+        assert!(matches!(
+            DbError::from(db(K::UniqueViolation, "duplicate key")),
+            DbError::Query(_)
+        ));
     }
 }

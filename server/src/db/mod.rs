@@ -2,6 +2,7 @@
 //! migrations applied under an advisory lock so that several replicas may start at once.
 
 pub mod admission;
+pub mod conflict;
 mod error;
 pub mod models;
 pub mod pipelined;
@@ -74,6 +75,13 @@ impl Pool {
         let mut timeouts = shard.timeouts();
         timeouts.wait = Some(wait);
         shard.timeout_get(&timeouts).await
+    }
+
+    /// A connection from this thread's shard only if one is free right now (idle, or room to
+    /// open one): never waits in the pool's queue. For work that steps back under pressure
+    /// (a conversation's title) rather than stand in front of turns.
+    pub async fn get_free_now(&self) -> Result<PooledConn, PoolError> {
+        self.get_within(Duration::ZERO).await
     }
 
     /// Each shard's connections, in shard order.
@@ -192,6 +200,7 @@ pub async fn is_ready(pool: &Pool, timeout: Duration) -> bool {
 }
 
 async fn select_one(c: &mut AsyncPgConnection) -> bool {
+    // Raw SQL: a health probe that reads no table.
     diesel::sql_query("SELECT 1").execute(c).await.is_ok()
 }
 
@@ -210,6 +219,7 @@ pub async fn ensure_database_exists(url: &str) -> anyhow::Result<()> {
     let mut conn = AsyncPgConnection::establish(maintenance.as_str())
         .await
         .context("connecting to the `postgres` maintenance database to create ours")?;
+    // Raw SQL: `pg_database` is a system catalog, not in the schema.
     let exists: i64 = diesel::sql_query("SELECT count(*) AS n FROM pg_database WHERE datname = $1")
         .bind::<diesel::sql_types::Text, _>(&name)
         .get_result::<Count>(&mut conn)
@@ -217,6 +227,7 @@ pub async fn ensure_database_exists(url: &str) -> anyhow::Result<()> {
         .context("looking up the database")?
         .n;
     if exists == 0 {
+        // Raw SQL: CREATE DATABASE.
         let create = format!("CREATE DATABASE {}", quote_ident(&name));
         if let Err(e) = diesel::sql_query(create).execute(&mut conn).await {
             // Another replica may have created it in the meantime.
@@ -260,6 +271,7 @@ pub async fn run_migrations(url: &str) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let mut conn = <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
             .context("connecting to run migrations")?;
+        // Raw SQL: advisory locks (also the unlock below).
         let lock = diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"));
         diesel::RunQueryDsl::execute(lock, &mut conn).context("taking the migration lock")?;
         let result = conn

@@ -27,6 +27,17 @@ impl From<DbError> for ApiError {
                     "the database took too long to answer this request; narrow it or retry later",
                 )
             }
+            DbError::Conflict(source) => {
+                // Nothing was written; a client retry succeeds. Never a 500: not a bug.
+                tracing::warn!(error = %source, "a request lost a transaction conflict");
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    "the server was busy with a conflicting change; retry in a moment",
+                );
+                e.retry_after_secs = Some(1);
+                e
+            }
             DbError::Query(source) => ApiError::internal(source),
         }
     }

@@ -2,8 +2,11 @@
 //! `{"error": {"code", "message"}}`; 5xx bodies never carry internal detail. The domain's
 //! errors (database, turn, account) become answers in one place: [`map`].
 
+mod assistants_map;
+mod catalogue_map;
 mod knowledge_map;
 mod map;
+mod memory_map;
 mod sharing_map;
 
 use actix_web::http::{header, StatusCode};

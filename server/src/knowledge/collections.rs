@@ -55,13 +55,19 @@ pub struct CollectionView {
     pub readable: bool,
 }
 
+/// Whose a collection is.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Owner {
+    pub id: Uuid,
+    pub username: String,
+}
+
 /// The view with what the caller may do with it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Collection {
     #[serde(flatten)]
     pub view: CollectionView,
-    #[schema(value_type = Object)]
-    pub owner: serde_json::Value,
+    pub owner: Owner,
     pub mine: bool,
     pub can_manage: bool,
 }
@@ -70,7 +76,10 @@ impl Collection {
     fn of(view: CollectionView, caller: &Caller) -> Self {
         let mine = view.owner_id == caller.id;
         Self {
-            owner: serde_json::json!({"id": view.owner_id, "username": view.owner_name}),
+            owner: Owner {
+                id: view.owner_id,
+                username: view.owner_name.clone(),
+            },
             mine,
             can_manage: mine || caller.admin,
             view,

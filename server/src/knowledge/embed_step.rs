@@ -49,7 +49,7 @@ pub(super) async fn embed_batch(
     let db = |e: diesel::result::Error| StepError::Db(e.to_string());
     let pool = |e: crate::db::PoolError| StepError::Db(e.to_string());
     // Released while the embedder answers; taken again to store what it answered.
-    let mut conn = k.pool.get().await.map_err(pool)?;
+    let mut conn = k.job_connection().await.map_err(pool)?;
     let texts: Vec<String> = batch.iter().map(|p| p.text.clone()).collect();
     let estimate = i64::try_from(
         texts
@@ -90,7 +90,7 @@ pub(super) async fn embed_batch(
             return Err(StepError::Embed(e));
         }
     };
-    let mut conn = k.pool.get().await.map_err(pool)?;
+    let mut conn = k.job_connection().await.map_err(pool)?;
     let tokens = i64::try_from(embedded.tokens).unwrap_or(i64::MAX);
     let (spend, usage_row) = embed_budget::charge(k, job.uploaded_by, &hold, embedded.tokens);
     let ids: Vec<i64> = batch.iter().map(|p| p.id).collect();

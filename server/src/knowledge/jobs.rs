@@ -13,13 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::sql_types::{BigInt, Bool, Float4, Integer, Text, Uuid as SqlUuid};
-use diesel::{OptionalExtension, QueryableByName};
+use diesel::QueryableByName;
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
-use super::chunking;
 use super::embed_step::{embed_batch, Job, Pending, StepError};
-use super::extract::{self, ExtractLimits};
 use super::job_claim::{claim, Claimed};
 use super::job_end::{fail, pause_job};
 use super::Knowledge;
@@ -57,7 +55,7 @@ async fn worker(k: Arc<Knowledge>) {
 }
 
 /// How a job stopped short.
-enum Stop {
+pub(super) enum Stop {
     /// For good: the file's reason, shown with it.
     Fail { code: &'static str, message: String },
     /// Try again after a pause.
@@ -93,8 +91,11 @@ async fn run(k: &Knowledge, claimed: Claimed) {
                 })
             })
     };
-    let Ok(mut conn) = k.pool.get().await else {
-        return; // The lease stays; the job is taken again once this process is reaped.
+    let Some(mut conn) = end_connection(k).await else {
+        // The database stayed away: the lease stays, and the job is taken again once
+        // this process is reaped.
+        tracing::warn!(document = %job.id, "a knowledge job's end could not be stored");
+        return;
     };
     let ended = match result {
         Ok(()) => return,
@@ -136,11 +137,23 @@ fn crashed(state: &str, times: i32) -> Stop {
     }
 }
 
+/// A connection to store how a job ended. Giving up at once would leave the job leased by
+/// this live process, which no claim takes back: a job stuck "embedding" for good. So it
+/// waits out a busy pool or a database away for a while (about five minutes in all).
+async fn end_connection(k: &Knowledge) -> Option<crate::db::PooledConn> {
+    for attempt in 0..10u32 {
+        if let Ok(conn) = k.job_connection().await {
+            return Some(conn);
+        }
+        tokio::time::sleep(Duration::from_secs(u64::from(attempt.min(5)))).await;
+    }
+    None
+}
+
 /// A pooled connection for one step of a job (none is held while the embedder answers: a
 /// slow embedder must not take the pool from the requests).
 async fn connect(k: &Knowledge) -> Result<crate::db::PooledConn, Stop> {
-    k.pool
-        .get()
+    k.job_connection()
         .await
         .map_err(|e| Stop::Pause(format!("the database is unavailable: {e}")))
 }
@@ -151,7 +164,7 @@ async fn work(k: &Knowledge, job: &Job) -> Result<(), Stop> {
     let total = {
         let mut conn = connect(k).await?;
         if chunk_count(&mut conn, job).await.map_err(db)? == 0 {
-            extract_and_chunk(k, &mut conn, job).await?;
+            super::job_extract::extract_and_chunk(k, &mut conn, job).await?;
         }
         chunk_count(&mut conn, job).await.map_err(db)?.max(1)
     };
@@ -229,86 +242,7 @@ async fn chunk_left(conn: &mut AsyncPgConnection, job: &Job) -> diesel::QueryRes
     Ok(c.n)
 }
 
-#[derive(QueryableByName)]
-struct Source {
-    #[diesel(sql_type = Text)]
-    name: String,
-    #[diesel(sql_type = diesel::sql_types::Bytea)]
-    content: Vec<u8>,
-}
-
-/// Extracts the file's text and stores its chunks (not embedded yet) with it, in one commit.
-async fn extract_and_chunk(
-    k: &Knowledge,
-    conn: &mut AsyncPgConnection,
-    job: &Job,
-) -> Result<(), Stop> {
-    let db = |e: diesel::result::Error| Stop::Pause(format!("database error: {e}"));
-    set_progress(conn, k, job, "extracting", 0.02)
-        .await
-        .map_err(db)?;
-    let source: Option<Source> = diesel::sql_query(
-        "SELECT name, content FROM documents WHERE id = $1 AND generation = $2 \
-           AND lease_owner = $3",
-    )
-    .bind::<SqlUuid, _>(job.id)
-    .bind::<Integer, _>(job.generation)
-    .bind::<SqlUuid, _>(k.process_id)
-    .get_result(conn)
-    .await
-    .optional()
-    .map_err(db)?;
-    let Some(source) = source else {
-        return Err(Stop::Lost);
-    };
-    let limits = ExtractLimits {
-        max_text_bytes: k.settings.max_text_bytes,
-        ..ExtractLimits::default()
-    };
-    let (tokens, overlap) = (k.settings.chunk_tokens, k.settings.chunk_overlap_tokens);
-    let extractor = extract::Extractor::from_settings(&k.settings);
-    let lost = super::job_watch::lost(conn, k, job);
-    let extracted =
-        match extract::extract_isolated(&source.name, source.content, &limits, &extractor, lost)
-            .await
-        {
-            Ok(extracted) => extracted,
-            Err(extract::ExtractError::Cancelled) => return Err(Stop::Lost),
-            Err(e) => {
-                return Err(Stop::Fail {
-                    code: e.code(),
-                    message: e.to_string(),
-                })
-            }
-        };
-    let made = tokio::task::spawn_blocking(move || {
-        let pieces = chunking::chunk(&extracted.text, extracted.kind, tokens, overlap)
-            .map_err(|e| ("chunking_failed", e))?;
-        Ok::<_, (&'static str, String)>((extracted.text, pieces))
-    })
-    .await;
-    let (text, pieces) = match made {
-        Ok(Ok(made)) => made,
-        Ok(Err((code, message))) => return Err(Stop::Fail { code, message }),
-        Err(_) => {
-            return Err(Stop::Fail {
-                code: "extraction_failed",
-                message: "the file could not be read".into(),
-            })
-        }
-    };
-    if pieces.is_empty() {
-        return Err(Stop::Fail {
-            code: "no_text",
-            message: "the file has no text to index".into(),
-        });
-    }
-    super::chunk_store::store_chunks(k, conn, job, &text, &pieces)
-        .await
-        .map_err(db)
-}
-
-async fn set_progress(
+pub(super) async fn set_progress(
     conn: &mut AsyncPgConnection,
     k: &Knowledge,
     job: &Job,

@@ -17,6 +17,7 @@ pub mod error;
 pub mod extract;
 mod job_claim;
 mod job_end;
+mod job_extract;
 mod job_watch;
 pub mod jobs;
 pub mod pins;
@@ -88,7 +89,20 @@ impl Knowledge {
     pub fn wake_workers(&self) {
         self.wake.notify_waiters();
     }
+
+    /// A connection for a job's step. Jobs run on the shared shard, whose one or two
+    /// connections another job may hold through a whole extraction: a job waits its turn
+    /// there (up to [`JOB_CONNECTION_WAIT`]) instead of failing at the request path's short
+    /// acquire timeout.
+    pub(crate) async fn job_connection(
+        &self,
+    ) -> Result<crate::db::PooledConn, crate::db::PoolError> {
+        self.pool.get_within(JOB_CONNECTION_WAIT).await
+    }
 }
+
+/// How long a job's step waits for a connection before it pauses.
+const JOB_CONNECTION_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `[1.5,2,...]`: a vector as pgvector's text input reads it (bound as text and cast in
 /// SQL, so no client library has to know the type).
@@ -116,7 +130,7 @@ pub async fn start(
     metrics: Arc<crate::metrics::Metrics>,
 ) -> anyhow::Result<Arc<Knowledge>> {
     let providers = if settings.providers.is_empty() {
-        vec![crate::llm::catalogue::legacy_provider(&settings.llm)]
+        vec![crate::catalogue::legacy_provider(&settings.llm)]
     } else {
         settings.providers.clone()
     };

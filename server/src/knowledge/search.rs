@@ -38,7 +38,7 @@ struct Scope {
 }
 
 /// One chunk found.
-#[derive(Debug, Clone, Serialize, QueryableByName)]
+#[derive(Debug, Clone, Serialize, QueryableByName, utoipa::ToSchema)]
 pub struct Hit {
     #[diesel(sql_type = BigInt)]
     pub chunk_id: i64,

@@ -138,12 +138,26 @@ enum Plan {
 pub(super) fn help_text() -> String {
     "Hi! I'm the built-in demo model: I run offline, need no API key, and only understand a few \
      simple requests. Try \"what time is it?\" (or \"time in Europe/Paris\"), \"what is 2+2*3\", \
-     \"list my files\", \"read notes.txt\" or \"what do our docs say about refunds?\" and I will use the matching tool if it is enabled \
+     \"list my files\", \"read notes.txt\", \"analyse access.csv by status\" (with the file attached), \"what do our docs say about refunds?\" or \"search the web for rust releases\" and I will use the matching tool if it is enabled \
      for this chat. For real conversations, configure an OpenAI or Anthropic provider."
         .to_string()
 }
 
 fn plan(req: &ChatRequest) -> Plan {
+    if let Some(m) = req
+        .messages
+        .last()
+        .filter(|m| m.role == Role::User && !m.images.is_empty())
+    {
+        return Plan::Say(super::demo_image::describe(&m.images));
+    }
+    match super::demo_analyse::next(req) {
+        Some(super::demo_analyse::Next::Call(args)) => {
+            return Plan::Call(super::demo_analyse::TOOL, args)
+        }
+        Some(super::demo_analyse::Next::Say(text)) => return Plan::Say(text),
+        None => {}
+    }
     match super::demo_attachments::next(req) {
         Some(Next::Read(path)) => return Plan::Call("read_file", json!({ "path": path })),
         Some(Next::Say(text)) => return Plan::Say(text),
@@ -173,32 +187,35 @@ fn plan_for_user(req: &ChatRequest, text: &str) -> Plan {
     ]
     .iter()
     .any(|w| has(w));
-    let wanted: Option<(&'static str, Value)> = if let Some(fact) = remember_target(text) {
-        Some(("remember", json!({ "text": fact })))
-    } else if let Some(path) = read_target(text) {
-        Some(("read_file", json!({ "path": path })))
-    } else if has("files") || (has("list") && has("file")) {
-        Some(("list_files", json!({})))
-    } else if has("time") || has("date") || has("clock") {
-        match timezone_in(text) {
-            Some(tz) => Some(("current_time", json!({ "timezone": tz }))),
-            None => Some(("current_time", json!({}))),
-        }
-    } else if about_documents {
-        Some(("search_knowledge", json!({ "query": text })))
-    } else {
-        match arithmetic_in(text) {
-            Some(Arithmetic::Expression(e)) => Some(("calculator", json!({ "expression": e }))),
-            Some(Arithmetic::Unknown(name)) => {
-                return Plan::Say(format!(
-                    "I cannot compute that: the calculator has no function `{name}`. It knows \
+    let wanted: Option<(&'static str, Value)> =
+        if let Some(query) = super::demo_web::web_target(text) {
+            Some(("web_search", json!({ "query": query })))
+        } else if let Some(fact) = remember_target(text) {
+            Some(("remember", json!({ "text": fact })))
+        } else if let Some(path) = read_target(text) {
+            Some(("read_file", json!({ "path": path })))
+        } else if has("files") || (has("list") && has("file")) {
+            Some(("list_files", json!({})))
+        } else if has("time") || has("date") || has("clock") {
+            match timezone_in(text) {
+                Some(tz) => Some(("current_time", json!({ "timezone": tz }))),
+                None => Some(("current_time", json!({}))),
+            }
+        } else if about_documents {
+            Some(("search_knowledge", json!({ "query": text })))
+        } else {
+            match arithmetic_in(text) {
+                Some(Arithmetic::Expression(e)) => Some(("calculator", json!({ "expression": e }))),
+                Some(Arithmetic::Unknown(name)) => {
+                    return Plan::Say(format!(
+                        "I cannot compute that: the calculator has no function `{name}`. It knows \
                      + - * / % ^, parentheses, pi, e, sqrt, abs, ln, log10, log2, exp, the \
                      trigonometric functions, floor, ceil, round, min and max."
-                ))
+                    ))
+                }
+                None => None,
             }
-            None => None,
-        }
-    };
+        };
 
     match wanted {
         Some((tool, args)) if tool_available(req, tool) => Plan::Call(tool, args),
@@ -298,8 +315,10 @@ fn count_tool_calls(messages: &[ChatMessage]) -> usize {
 
 fn prompt_tokens(req: &ChatRequest) -> u64 {
     let mut text = String::new();
+    let mut images = 0;
     for m in &req.messages {
         text.push_str(&m.content);
+        images += m.images.iter().map(|i| i.tokens).sum::<u64>();
         for c in &m.tool_calls {
             text.push_str(&c.name);
             text.push_str(&c.arguments);
@@ -310,7 +329,7 @@ fn prompt_tokens(req: &ChatRequest) -> u64 {
         text.push_str(&t.description);
         text.push_str(&t.parameters.to_string());
     }
-    estimate_tokens(&text)
+    estimate_tokens(&text) + images
 }
 
 #[cfg(test)]

@@ -170,12 +170,14 @@ mod tests {
                     arguments: json!({"path": path}).to_string(),
                 }],
                 tool_call_id: None,
+                images: Vec::new(),
             },
             ChatMessage {
                 role: Role::Tool,
                 content: result.to_string(),
                 tool_calls: Vec::new(),
                 tool_call_id: Some(id.into()),
+                images: Vec::new(),
             },
         ]
     }

@@ -73,6 +73,11 @@ fn describe_result(call: Option<&ToolCall>, content: &str) -> String {
                 return text;
             }
         }
+        "web_search" => {
+            if let Some(text) = payload.and_then(super::demo_web::describe_web) {
+                return text;
+            }
+        }
         _ => {}
     }
     let value = plain_value(payload, content);

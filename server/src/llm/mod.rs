@@ -4,21 +4,23 @@
 //! module: a [`ChatRequest`] goes in, a stream of [`StreamEvent`]s comes out. The
 //! adapters ([`openai`], [`anthropic`], [`demo`]) translate to and from the wire
 //! formats; [`http`] holds the shared HTTP plumbing (client building, retries with
-//! backoff, timeouts and SSE decoding).
+//! backoff, timeouts and SSE decoding). The catalogue of models they serve is its own room
+//! ([`crate::catalogue`]).
 
 pub mod anthropic;
 pub mod attachment_note;
-pub mod breaker;
-pub mod catalogue;
 pub mod demo;
+mod demo_analyse;
 mod demo_arithmetic;
 mod demo_attachments;
 pub mod demo_embed;
+mod demo_image;
 mod demo_phrasing;
+mod demo_web;
 pub mod embeddings;
 mod error;
 pub mod http;
-pub mod live_catalogue;
+pub mod image_part;
 pub mod openai;
 mod provider;
 pub mod title;
@@ -28,10 +30,9 @@ mod user_text;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use catalogue::{Catalogue, CatalogueModel};
 pub use error::LlmError;
 pub use http::HttpSettings;
-pub use live_catalogue::LiveCatalogue;
+pub use image_part::ImagePart;
 pub use provider::{from_entry, from_settings};
 pub use usage::Usage;
 
@@ -74,6 +75,10 @@ pub struct ChatMessage {
     /// For [`Role::Tool`] messages: the id of the [`ToolCall`] this result answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Images the message carries (a user's attachments; a tool's result files), sent as
+    /// the provider's native image parts to a model that reads images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
 }
 
 impl ChatMessage {
@@ -99,6 +104,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls,
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 
@@ -109,6 +115,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: Some(tool_call_id.into()),
+            images: Vec::new(),
         }
     }
 
@@ -118,7 +125,14 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
+    }
+
+    /// The message carrying `images` too.
+    pub fn with_images(mut self, images: Vec<ImagePart>) -> Self {
+        self.images = images;
+        self
     }
 }
 

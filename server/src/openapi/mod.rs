@@ -116,6 +116,16 @@ use common::CommonResponses;
         routes::admin::mcp_servers::replace,
         routes::admin::mcp_servers::delete,
         routes::admin::mcp_servers::refresh,
+        routes::admin::search_providers::list,
+        routes::admin::search_providers::get,
+        routes::admin::search_providers::create,
+        routes::admin::search_providers::replace,
+        routes::admin::search_providers::delete,
+        routes::admin::search_queries::queries,
+        routes::admin::role_search::get,
+        routes::admin::role_search::put,
+        routes::admin::role_sandbox::get,
+        routes::admin::role_sandbox::put,
         routes::scim::list_users,
         routes::scim::create_user,
         routes::scim::get_user,
@@ -187,8 +197,9 @@ fn rendered() -> &'static str {
     })
 }
 
+/// Registers `/api/openapi.json` at the app's top (startup does, before the routes).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/openapi.json", web::get().to(serve));
+    cfg.route("/api/openapi.json", web::get().to(serve));
 }
 
 /// This description (OpenAPI 3.1), no authentication needed.
@@ -199,4 +210,33 @@ async fn serve() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
         .body(rendered())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every successful JSON answer names its fields, so Schemathesis can check it: no 2xx
+    /// response is a bare `{"type": "object"}` but this description itself. (SCIM's shared
+    /// error answers stay loose: a malformed query there answers in the API's error shape.)
+    #[test]
+    fn no_answer_is_a_bare_object() {
+        let doc = serde_json::to_value(super::document()).expect("the description serializes");
+        let mut bare = Vec::new();
+        let paths = doc["paths"].as_object().expect("paths");
+        for (path, ops) in paths {
+            for (method, op) in ops.as_object().into_iter().flatten() {
+                let responses = op["responses"].as_object().into_iter().flatten();
+                for (status, response) in responses.filter(|(s, _)| s.starts_with('2')) {
+                    let contents = response["content"].as_object().into_iter().flatten();
+                    for (_, content) in contents {
+                        if content["schema"] == serde_json::json!({"type": "object"})
+                            && path != "/api/openapi.json"
+                        {
+                            bare.push(format!("{method} {path} {status}"));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(bare.is_empty(), "untyped answers: {bare:?}");
+    }
 }

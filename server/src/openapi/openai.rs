@@ -75,6 +75,12 @@ pub struct OpenAiModel {
     pub object: String,
     pub created: i64,
     pub owned_by: String,
+    /// What the model reads: `["text"]` or `["text", "image"]`.
+    pub input: Vec<crate::config::InputKind>,
+    /// Largest image one request may give it, in bytes.
+    pub max_image_bytes: u64,
+    /// Most images one request may give it.
+    pub max_images: u32,
 }
 
 /// OpenAI's error body.

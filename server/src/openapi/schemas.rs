@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::budget::Period;
 use crate::db::models::{audit, budget, conversation, message, role, usage, user};
 use crate::error::ErrorDetail;
-use crate::tools::workspace::FileEntry;
+use crate::files::FileEntry;
 use crate::turn::{FinishReason, TurnEvent};
 
 /// `GET /healthz`.
@@ -32,7 +32,10 @@ pub struct Readiness {
     /// How many model providers' circuit breakers are `closed`, `open` and `half_open`.
     pub breakers: std::collections::HashMap<String, u64>,
     /// Each provider's breaker state by provider name: only for an admin's bearer token.
-    pub providers: Option<std::collections::HashMap<String, crate::llm::breaker::BreakerState>>,
+    pub providers:
+        Option<std::collections::HashMap<String, crate::catalogue::breaker::BreakerState>>,
+    /// The code interpreter's isolation here: only for an admin's bearer token.
+    pub sandbox: Option<SandboxIsolation>,
     /// Present when not ready.
     pub error: Option<ErrorDetail<'static>>,
 }
@@ -186,6 +189,18 @@ pub struct ToolItem {
 #[derive(ToSchema)]
 pub struct ToolList {
     pub items: Vec<ToolItem>,
+    /// The code interpreter's isolation on the replica that answered.
+    pub sandbox: SandboxIsolation,
+}
+
+/// How well the code interpreter isolates on a replica.
+#[derive(ToSchema)]
+pub struct SandboxIsolation {
+    /// `ok` (namespaces, seccomp, rlimits and a per-run cgroup), `rlimits_only` (no
+    /// delegated cgroup) or `unavailable` (the tool refuses).
+    pub level: String,
+    /// Why, when `unavailable`.
+    pub reason: Option<String>,
 }
 
 /// An admin-defined HTTP tool; header values are write-only, so only their names show.

@@ -5,19 +5,35 @@ use actix_web::{web, HttpResponse};
 use diesel::sql_types::{Array, Text, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::RunQueryDsl;
-use serde_json::json;
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
 use crate::db::{self, models::role};
 use crate::error::ApiError;
+use crate::routes::answers::Items;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/assistants", web::get().to(list));
 }
 
-#[derive(QueryableByName)]
+/// An assistant as one user may use it.
+#[derive(Serialize, utoipa::ToSchema)]
+struct Offered {
+    id: Uuid,
+    name: String,
+    description: String,
+    version: i32,
+    model: Option<String>,
+    /// Its tools that the user's role also allows.
+    tools: Vec<String>,
+    /// Its collections that the user may read.
+    collections: Vec<Readable>,
+}
+
+/// A collection the user may read.
+#[derive(Clone, Serialize, QueryableByName, utoipa::ToSchema)]
 struct Readable {
     #[diesel(sql_type = SqlUuid)]
     id: Uuid,
@@ -28,7 +44,7 @@ struct Readable {
 /// The assistants visible to the caller's role, with their effective tools and readable
 /// collections.
 #[utoipa::path(get, path = "/api/assistants", tag = "me", responses(
-    (status = 200, description = "`{items: [{id, name, description, version, model, tools, collections: [{id, name}]}]}`", body = Object)))]
+    (status = 200, description = "The assistants the caller may start a chat with", body = Items<Offered>)))]
 async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let assistants = crate::assistants::store::visible_to(&mut conn, &who.role).await?;
@@ -52,21 +68,21 @@ async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse,
         .load(&mut conn)
         .await?
     };
-    let items: Vec<_> = assistants
-        .iter()
-        .map(|a| {
-            let collections: Vec<_> = readable
+    let items: Vec<Offered> = assistants
+        .into_iter()
+        .map(|a| Offered {
+            collections: readable
                 .iter()
                 .filter(|c| a.collections.contains(&c.id))
-                .map(|c| json!({"id": c.id, "name": c.name}))
-                .collect();
-            json!({
-                "id": a.id, "name": a.name, "description": a.description, "version": a.version,
-                "model": a.model,
-                "tools": crate::tools::policy::intersect(&a.tools, &role_tools),
-                "collections": collections,
-            })
+                .cloned()
+                .collect(),
+            tools: crate::tools::policy::intersect(&a.tools, &role_tools),
+            id: a.id,
+            name: a.name,
+            description: a.description,
+            version: a.version,
+            model: a.model,
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    Ok(HttpResponse::Ok().json(Items::of(items)))
 }

@@ -140,8 +140,8 @@ async fn add_from_workspace(
         .read(who.id, path)
         .await
         .map_err(|e| match e {
-            crate::tools::WorkspaceError::NotFound => ApiError::not_found("workspace file"),
-            crate::tools::WorkspaceError::InvalidPath(m) => {
+            crate::files::WorkspaceError::NotFound => ApiError::not_found("workspace file"),
+            crate::files::WorkspaceError::InvalidPath(m) => {
                 ApiError::bad_request("invalid_path", m)
             }
             other => ApiError::internal(anyhow::anyhow!("{other}")),

@@ -3,15 +3,20 @@
 //! ownership checks are `crate::knowledge`'s; files are in `collection_files.rs`.
 
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
+use super::answers::Items;
 use crate::auth::AuthUser;
 use crate::db::models::admin_change::{self, NewChange};
 use crate::error::ApiError;
 use crate::extract::Json;
-use crate::knowledge::collections::{self, Caller};
+use crate::knowledge::collections::{self, Caller, Collection};
+use crate::knowledge::documents::FileView;
+use crate::knowledge::pins::Pinned;
+use crate::knowledge::quota::Storage;
+use crate::knowledge::search::Hit;
 use crate::knowledge::{documents, extract, Availability};
 use crate::state::AppState;
 
@@ -41,22 +46,58 @@ pub(super) fn caller(who: &AuthUser) -> Caller {
     }
 }
 
+/// `GET /api/knowledge`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct KnowledgeStatus {
+    available: bool,
+    /// Why collections are off (for an admin), when they are.
+    reason: Option<String>,
+    embedding_model: String,
+    max_file_bytes: usize,
+    /// The file extensions ingestion reads.
+    #[schema(value_type = Vec<String>)]
+    accepted: &'static [&'static str],
+}
+
+/// `GET /api/collections`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CollectionList {
+    /// Each with the `roles` it is shared with.
+    items: Vec<Collection>,
+    /// The bytes the caller's uploaded files take, and their quota (0: none).
+    storage: Storage,
+}
+
+/// A collection with its files and their ingestion state.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CollectionDetail {
+    #[serde(flatten)]
+    collection: Collection,
+    files: Vec<FileView>,
+}
+
+/// `GET /api/knowledge/search`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SearchResults {
+    results: Vec<Hit>,
+}
+
 /// Whether collections can be used on this server, and with what.
 #[utoipa::path(get, path = "/api/knowledge", tag = "knowledge",
-    responses((status = 200, description = "Availability, embedding model and file limits", body = Object)))]
+    responses((status = 200, description = "Availability, embedding model and file limits", body = KnowledgeStatus)))]
 async fn status(state: web::Data<AppState>, _who: AuthUser) -> HttpResponse {
     let k = &state.knowledge;
     let (available, reason) = match &k.availability {
         Availability::Ready { .. } => (true, None),
         Availability::Off(reason) => (false, Some(reason.clone())),
     };
-    HttpResponse::Ok().json(json!({
-        "available": available,
-        "reason": reason,
-        "embedding_model": k.model.name,
-        "max_file_bytes": k.settings.max_file_bytes,
-        "accepted": extract::ACCEPTED_EXTENSIONS,
-    }))
+    HttpResponse::Ok().json(KnowledgeStatus {
+        available,
+        reason,
+        embedding_model: k.model.name.clone(),
+        max_file_bytes: k.settings.max_file_bytes,
+        accepted: extract::ACCEPTED_EXTENSIONS,
+    })
 }
 
 /// Which collections to list.
@@ -70,7 +111,7 @@ pub struct ListQuery {
 
 /// The collections the caller may read (an admin's `?all=true`: every one).
 #[utoipa::path(get, path = "/api/collections", tag = "knowledge", params(ListQuery), responses(
-    (status = 200, description = "`{items: [Collection], storage: Storage}`: each collection with the `roles` it is shared with; storage is the bytes the caller's uploaded files take and their quota (0: none)", body = Object),
+    (status = 200, description = "`{items: [Collection], storage: Storage}`: each collection with the `roles` it is shared with; storage is the bytes the caller's uploaded files take and their quota (0: none)", body = CollectionList),
     (status = 503, description = "Collections are off here (`knowledge_unavailable`)", body = crate::error::ErrorBody)))]
 async fn list(
     state: web::Data<AppState>,
@@ -80,11 +121,11 @@ async fn list(
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
     let items = collections::list(&mut conn, &caller(&who), query.all).await?;
-    let storage = crate::knowledge::quota::Storage {
+    let storage = Storage {
         used_bytes: crate::knowledge::quota::used(&mut conn, who.id).await?,
         limit_bytes: state.knowledge.settings.user_quota_bytes,
     };
-    Ok(HttpResponse::Ok().json(json!({ "items": items, "storage": storage })))
+    Ok(HttpResponse::Ok().json(CollectionList { items, storage }))
 }
 
 /// A new collection.
@@ -120,7 +161,7 @@ async fn create(
 /// A collection with its files and their ingestion state (an admin sees any one's; its
 /// passages stay behind the grants).
 #[utoipa::path(get, path = "/api/collections/{id}", tag = "knowledge", params(("id" = Uuid, Path)), responses(
-    (status = 200, description = "The collection, the `roles` it is shared with, and `files`", body = Object),
+    (status = 200, description = "The collection, the `roles` it is shared with, and `files`", body = CollectionDetail),
     (status = 404, description = "No such collection (or not yours to read)", body = crate::error::ErrorBody)))]
 async fn get(
     state: web::Data<AppState>,
@@ -129,11 +170,9 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
-    let c = collections::metadata(&mut conn, &caller(&who), *id).await?;
+    let collection = collections::metadata(&mut conn, &caller(&who), *id).await?;
     let files = documents::list(&mut conn, *id).await?;
-    let mut v = serde_json::to_value(c).map_err(ApiError::internal)?;
-    v["files"] = serde_json::to_value(files).map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok().json(v))
+    Ok(HttpResponse::Ok().json(CollectionDetail { collection, files }))
 }
 
 /// A new name or description.
@@ -242,7 +281,7 @@ async fn grants(
 
 /// The collections a conversation searches by default.
 #[utoipa::path(get, path = "/api/conversations/{id}/collections", tag = "knowledge", params(("id" = Uuid, Path)), responses(
-    (status = 200, description = "`{items: [{id, name}]}`", body = Object),
+    (status = 200, description = "The pinned collections", body = Items<Pinned>),
     (status = 404, description = "No such conversation", body = crate::error::ErrorBody)))]
 async fn pins(
     state: web::Data<AppState>,
@@ -252,7 +291,7 @@ async fn pins(
     state.knowledge.usable()?;
     let mut conn = state.pool.get().await?;
     let items = crate::knowledge::pins::pins(&mut conn, &caller(&who), *id).await?;
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    Ok(HttpResponse::Ok().json(Items::of(items)))
 }
 
 /// Collections to pin.
@@ -267,7 +306,7 @@ pub struct Pins {
 /// Pins exactly these collections to the conversation.
 #[utoipa::path(put, path = "/api/conversations/{id}/collections", tag = "knowledge", params(("id" = Uuid, Path)),
     request_body = Pins, responses(
-    (status = 200, description = "`{items: [{id, name}]}`", body = Object),
+    (status = 200, description = "The pinned collections", body = Items<Pinned>),
     (status = 400, description = "Too many", body = crate::error::ErrorBody),
     (status = 404, description = "No such conversation or collection", body = crate::error::ErrorBody)))]
 async fn set_pins(
@@ -280,7 +319,7 @@ async fn set_pins(
     let mut conn = state.pool.get().await?;
     let items =
         crate::knowledge::pins::set_pins(&mut conn, &caller(&who), *id, &body.collections).await?;
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    Ok(HttpResponse::Ok().json(Items::of(items)))
 }
 
 /// A search of the caller's collections.
@@ -299,7 +338,7 @@ pub struct SearchQuery {
 /// The passages `search_knowledge` would find for the caller (the same grants, the same
 /// hybrid search): for a search box, and for checking what the agent will see.
 #[utoipa::path(get, path = "/api/knowledge/search", tag = "knowledge", params(SearchQuery), responses(
-    (status = 200, description = "`{results: [{chunk_id, document_id, collection_id, file, collection, byte_start, byte_end, text, score}]}`", body = Object),
+    (status = 200, description = "`{results: [{chunk_id, document_id, collection_id, file, collection, byte_start, byte_end, text, score}]}`", body = SearchResults),
     (status = 400, description = "An empty or too long query", body = crate::error::ErrorBody),
     (status = 429, description = "Too many searches are running (`too_many_searches`), or the caller's budget cannot pay for embedding the query (`budget_exhausted`, `budget_in_use`)", body = crate::error::ErrorBody),
     (status = 503, description = "Collections are off here", body = crate::error::ErrorBody)))]
@@ -310,7 +349,7 @@ async fn search(
 ) -> Result<HttpResponse, ApiError> {
     let q = query.q.trim();
     if q.is_empty() {
-        return Ok(HttpResponse::Ok().json(json!({ "results": [] })));
+        return Ok(HttpResponse::Ok().json(SearchResults { results: vec![] }));
     }
     state.knowledge.usable()?;
     if q.chars().count() > 1000 {
@@ -334,5 +373,5 @@ async fn search(
             )
         })?;
     let results = crate::knowledge::search::search(&state.knowledge, who.id, &only, q, k).await?;
-    Ok(HttpResponse::Ok().json(json!({ "results": results })))
+    Ok(HttpResponse::Ok().json(SearchResults { results }))
 }

@@ -1,6 +1,7 @@
 //! A conversation as a Markdown document, written a chunk of messages at a time by the
 //! export: it reads like the chat (tool calls as short quoted lines, results in code blocks
-//! cut to a readable size, attached files named under the question).
+//! cut to a readable size, attached files named under the question, the files a code run
+//! saved linked under its result).
 
 use std::fmt::Write as _;
 
@@ -75,6 +76,9 @@ pub fn markdown_messages(
             MessageRole::Tool => {
                 let result = crate::llm::truncate_chars(m.content.trim(), MAX_RESULT_CHARS);
                 let _ = writeln!(out, "```json\n{}\n```\n", result.replace("```", "` ` `"));
+                if let Some(line) = saved_line(&m.content) {
+                    let _ = writeln!(out, "{line}\n");
+                }
             }
         }
     }
@@ -88,6 +92,39 @@ fn attached_line(files: &[Attachment]) -> String {
         .map(|f| format!("`{}` ({})", f.path.replace('`', "'"), human_bytes(f.bytes)))
         .collect();
     format!("_Attached:_ {}", names.join(", "))
+}
+
+/// "_Files:_ [chart.png](/api/files/outputs/…/chart.png)": the files a tool result (a
+/// code run's `data.files`) saved, linked to the file route of the owner's workspace.
+fn saved_line(content: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(content).ok()?;
+    let files = v.pointer("/data/files")?.as_array()?;
+    let links: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.get("path")?.as_str())
+        .map(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let href: Vec<String> = path.split('/').map(url_segment).collect();
+            format!(
+                "[{}](/api/files/{})",
+                name.replace(['[', ']'], "_"),
+                href.join("/")
+            )
+        })
+        .collect();
+    (!links.is_empty()).then(|| format!("_Files:_ {}", links.join(", ")))
+}
+
+/// A path segment with everything but unreserved characters percent-encoded.
+fn url_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// `(name, arguments as compact JSON)` of each stored tool call.
@@ -145,5 +182,19 @@ mod tests {
             )]
         );
         assert!(calls(None).is_empty());
+    }
+
+    #[test]
+    fn a_code_runs_files_are_linked_to_the_file_route() {
+        let content = json!({"success": true, "data": {"files": [
+            {"path": "outputs/c1/report.csv", "mime": "text/csv", "bytes": 10},
+            {"path": "outputs/c1/my chart.png", "mime": "image/png", "bytes": 99}]}, "error": null})
+        .to_string();
+        assert_eq!(
+            saved_line(&content).as_deref(),
+            Some("_Files:_ [report.csv](/api/files/outputs/c1/report.csv), [my chart.png](/api/files/outputs/c1/my%20chart.png)")
+        );
+        assert_eq!(saved_line(r#"{"success":true,"data":{"x":1}}"#), None);
+        assert_eq!(saved_line("not json"), None);
     }
 }

@@ -8,8 +8,9 @@ use uuid::Uuid;
 
 use super::conversation_export::export;
 use super::conversation_read;
-use super::model_access::RoleModels;
-use crate::auth::AuthUser;
+use crate::auth::{AuthUser, SignedToken};
+use crate::catalogue::RoleModels;
+use crate::db::models::user::{self, Rejection};
 use crate::db::{self, models::conversation, models::preferences};
 use crate::error::ApiError;
 use crate::extract::{Json, JsonOrDefault};
@@ -205,7 +206,7 @@ async fn list(
     (status = 422, description = "The model is not offered", body = crate::error::ErrorBody)))]
 async fn create(
     state: web::Data<AppState>,
-    who: AuthUser,
+    token: SignedToken,
     JsonOrDefault(body): JsonOrDefault<ConversationCreate>,
 ) -> Result<HttpResponse, ApiError> {
     let title = body.title.as_deref().map(clean_title).transpose()?;
@@ -215,9 +216,20 @@ async fn create(
         .map(clean_system_prompt)
         .transpose()?
         .flatten();
-    let mut conn = db::conn(&state.pool).await?;
+    // Queued like a turn's start: under load the chat's first request waits, not 503s. So
+    // the account is checked here, on that connection, not by an `AuthUser` extractor
+    // taking one of its own with the pool's acquire timeout.
+    let mut conn = state
+        .pool
+        .get_queued(state.settings.llm.turn_timeout)
+        .await?;
+    let who = user::auth_state(&mut conn, token.user_id)
+        .await?
+        .ok_or(Rejection::NoAccount)?;
+    who.admits(token.token_version)?;
+    let who_id = token.user_id;
     let access = RoleModels::of(&mut conn, &who.role).await?;
-    let catalogue = &state.engine.catalogue.now();
+    let catalogue = &state.catalogue.now();
     let assistant = match body.assistant_id {
         Some(id) => Some(
             crate::assistants::store::get(&mut conn, id)
@@ -240,7 +252,7 @@ async fn create(
         }
         // The caller's default while it is offered and allowed, else the role's first.
         None => {
-            let preferred = preferences::find(&mut conn, who.id)
+            let preferred = preferences::find(&mut conn, who_id)
                 .await?
                 .and_then(|p| p.default_model);
             access.pick(catalogue, preferred.as_deref())?
@@ -249,14 +261,14 @@ async fn create(
     // A conversation that names no model of its own follows the server's default.
     let named = (explicit || model != catalogue.default_model()).then_some(model);
     let mut created =
-        conversation::create(&mut conn, who.id, title.as_deref(), named.as_deref()).await?;
+        conversation::create(&mut conn, who_id, title.as_deref(), named.as_deref()).await?;
     if system_prompt.is_some() || assistant.is_some() {
         let changes = conversation::Changes {
             system_prompt: system_prompt.is_some().then_some(system_prompt),
             assistant_id: assistant.map(|a| Some(a.id)),
             ..Default::default()
         };
-        created = conversation::update_owned(&mut conn, created.id, who.id, &changes)
+        created = conversation::update_owned(&mut conn, created.id, who_id, &changes)
             .await?
             .ok_or_else(|| ApiError::not_found("conversation"))?;
     }
@@ -309,7 +321,7 @@ async fn update(
     if let Some(m) = changes.model.as_deref() {
         RoleModels::of(&mut conn, &who.role)
             .await?
-            .check(&state.engine.catalogue.now(), m)?;
+            .check(&state.catalogue.now(), m)?;
     }
     let conv = conversation::update_owned(&mut conn, *id, who.id, &changes)
         .await?

@@ -6,8 +6,9 @@ use serde_json::json;
 
 use crate::auth::AuthUser;
 use crate::error::ApiError;
+use crate::files::image::ImageError;
+use crate::files::{UploadError, WorkspaceError};
 use crate::state::AppState;
-use crate::tools::WorkspaceError;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/files", web::get().to(list)).service(
@@ -38,6 +39,21 @@ fn workspace_error(e: WorkspaceError) -> ApiError {
         }
         other @ (WorkspaceError::NotText | WorkspaceError::Io(_)) => {
             ApiError::internal(anyhow::anyhow!("{other}"))
+        }
+    }
+}
+
+fn upload_error(e: UploadError) -> ApiError {
+    match e {
+        UploadError::Workspace(e) => workspace_error(e),
+        UploadError::Image(ImageError::Unsupported(m)) => {
+            ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_image", m)
+        }
+        UploadError::Image(ImageError::Invalid(m)) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_image", m)
+        }
+        UploadError::Image(ImageError::TooLarge(m)) => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "image_too_large", m)
         }
     }
 }
@@ -94,14 +110,19 @@ async fn download(
         .body(bytes))
 }
 
-/// Upload the raw request body; replaces an existing file.
+/// Upload the raw request body; replaces an existing file. An image (`.png`, `.jpg`,
+/// `.jpeg`, `.webp`, `.gif`) is normalised once: checked against its name, its size in
+/// pixels refused before decoding, EXIF-rotated, its long edge brought to 2048 px and
+/// re-encoded (PNG or JPEG; the answer's `path` names where it was stored).
 #[utoipa::path(put, path = "/api/files/{path}", tag = "files", params(("path" = String, Path, description = "`/`-separated, relative to the workspace")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses(
-    (status = 201, description = "Created", body = crate::tools::workspace::Written),
-    (status = 200, description = "Replaced", body = crate::tools::workspace::Written),
+    (status = 201, description = "Created", body = crate::files::Uploaded),
+    (status = 200, description = "Replaced", body = crate::files::Uploaded),
     (status = 400, description = "The path is not a valid workspace path", body = crate::error::ErrorBody),
     (status = 409, description = "A directory or file is in the way, or the path was deleted while the upload arrived (`upload_cancelled`)", body = crate::error::ErrorBody),
-    (status = 413, description = "The file or the workspace quota is too large", body = crate::error::ErrorBody)))]
+    (status = 413, description = "The file or the workspace quota is too large, or the image has too many pixels (`image_too_large`)", body = crate::error::ErrorBody),
+    (status = 415, description = "SVG, or bytes that are not the image format the name claims (`unsupported_image`)", body = crate::error::ErrorBody),
+    (status = 422, description = "A truncated or corrupt image (`invalid_image`)", body = crate::error::ErrorBody)))]
 async fn upload(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -129,13 +150,13 @@ async fn upload(
             workspace_error(WorkspaceError::TooLarge)
         })
         .await?;
-    let written = ticket.write(bytes).await.map_err(workspace_error)?;
-    let status = if written.replaced {
+    let stored = ticket.store(bytes).await.map_err(upload_error)?;
+    let status = if stored.written.replaced {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
-    Ok(HttpResponse::build(status).json(written))
+    Ok(HttpResponse::build(status).json(stored))
 }
 
 /// Deletes a file.

@@ -6,8 +6,8 @@ use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use crate::auth::extract::AdminUser;
+use crate::catalogue::breaker::BreakerState;
 use crate::db;
-use crate::llm::breaker::BreakerState;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -25,12 +25,13 @@ async fn healthz() -> HttpResponse {
 /// The database answers; 503 otherwise. `breakers` counts the model providers' circuit
 /// breakers by state (an open one does not make the process unready: its models fall
 /// back); an admin's bearer token also gets `providers`, each provider's state by name
-/// (the names are not for anyone who can reach the port).
+/// (the names are not for anyone who can reach the port), and `sandbox`, the code
+/// interpreter's isolation here with the reason when it is unavailable.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, description = "The database answers", body = crate::openapi::schemas::Readiness),
     (status = 503, description = "The database is unreachable", body = crate::openapi::schemas::Readiness)))]
 async fn readyz(state: web::Data<AppState>, admin: Option<AdminUser>) -> HttpResponse {
-    let all = state.engine.breakers.all();
+    let all = state.catalogue.breakers().all();
     let mut breakers = serde_json::Map::new();
     for s in BreakerState::ALL {
         let n = all.iter().filter(|(_, b)| b.state() == s).count();
@@ -52,6 +53,7 @@ async fn readyz(state: web::Data<AppState>, admin: Option<AdminUser>) -> HttpRes
             .map(|(name, b)| (name, json!(b.state())))
             .collect();
         body["providers"] = json!(providers);
+        body["sandbox"] = json!(state.sandbox.isolation());
     }
     if body["database"] == "ok" {
         HttpResponse::Ok().json(body)

@@ -1,8 +1,7 @@
 //! `/api/me/memory`: the caller's memory notes, their on/off switch and their limits.
 
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
@@ -33,32 +32,50 @@ struct NoteBody {
     text: String,
 }
 
-/// Memory on or off.
-#[derive(Deserialize, utoipa::ToSchema)]
+/// Memory on or off (asked, and answered).
+#[derive(Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct MemorySwitch {
     enabled: bool,
 }
 
+/// `GET /api/me/memory`.
+#[derive(Serialize, utoipa::ToSchema)]
+struct MemoryView {
+    enabled: bool,
+    notes: Vec<Note>,
+    limits: MemoryLimits,
+    /// What the notes take of `max_total_tokens`, estimated.
+    used_tokens: u64,
+}
+
+/// The server's memory limits, per user.
+#[derive(Serialize, utoipa::ToSchema)]
+struct MemoryLimits {
+    max_notes: usize,
+    max_note_chars: usize,
+    max_total_tokens: u64,
+}
+
 /// The caller's notes, whether memory is on, and the limits.
 #[utoipa::path(get, path = "/api/me/memory", tag = "me", responses(
-    (status = 200, description = "`{enabled, notes: [Note], limits: {max_notes, max_note_chars, max_total_tokens}, used_tokens}`", body = Object)))]
+    (status = 200, description = "The notes, the switch and the limits", body = MemoryView)))]
 async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     let notes = store::list(&mut conn, who.id).await?;
     let enabled = store::enabled(&mut conn, who.id).await?;
     let texts: Vec<String> = notes.iter().map(|n| n.text.clone()).collect();
     let limits = &state.settings.memory;
-    Ok(HttpResponse::Ok().json(json!({
-        "enabled": enabled,
-        "notes": notes,
-        "limits": {
-            "max_notes": limits.max_notes,
-            "max_note_chars": limits.max_note_chars,
-            "max_total_tokens": limits.max_total_tokens,
+    Ok(HttpResponse::Ok().json(MemoryView {
+        enabled,
+        notes,
+        limits: MemoryLimits {
+            max_notes: limits.max_notes,
+            max_note_chars: limits.max_note_chars,
+            max_total_tokens: limits.max_total_tokens,
         },
-        "used_tokens": crate::memory::tokens_of(&texts),
-    })))
+        used_tokens: crate::memory::tokens_of(&texts),
+    }))
 }
 
 /// Adds a note.
@@ -78,8 +95,7 @@ async fn add(
         store::Writer::User,
         &state.settings.memory,
     )
-    .await
-    .map_err(memory_error)?;
+    .await?;
     Ok(HttpResponse::Created().json(note))
 }
 
@@ -96,9 +112,7 @@ async fn update(
     Json(body): Json<NoteBody>,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
-    let note = store::update(&mut conn, who.id, *id, &body.text, &state.settings.memory)
-        .await
-        .map_err(memory_error)?;
+    let note = store::update(&mut conn, who.id, *id, &body.text, &state.settings.memory).await?;
     Ok(HttpResponse::Ok().json(note))
 }
 
@@ -115,13 +129,13 @@ async fn delete(
     if store::delete(&mut conn, who.id, *id).await? {
         Ok(HttpResponse::NoContent().finish())
     } else {
-        Err(ApiError::not_found("note"))
+        Err(MemoryError::NotFound.into())
     }
 }
 
 /// Turns memory on or off for all the caller's chats (the notes stay).
 #[utoipa::path(put, path = "/api/me/memory/settings", tag = "me", request_body = MemorySwitch,
-    responses((status = 200, description = "`{enabled}`", body = Object)))]
+    responses((status = 200, description = "Whether memory is now on", body = MemorySwitch)))]
 async fn settings(
     state: web::Data<AppState>,
     who: AuthUser,
@@ -129,17 +143,7 @@ async fn settings(
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
     store::set_enabled(&mut conn, who.id, body.enabled).await?;
-    Ok(HttpResponse::Ok().json(json!({ "enabled": body.enabled })))
-}
-
-fn memory_error(e: MemoryError) -> ApiError {
-    match e {
-        MemoryError::Invalid(m) => ApiError::unprocessable("invalid_note", m),
-        MemoryError::Full(m) => ApiError::unprocessable("memory_full", m),
-        MemoryError::Off | MemoryError::OffInChat => {
-            ApiError::conflict("memory_off", e.to_string())
-        }
-        MemoryError::NotFound => ApiError::not_found("note"),
-        MemoryError::Db(e) => e.into(),
-    }
+    Ok(HttpResponse::Ok().json(MemorySwitch {
+        enabled: body.enabled,
+    }))
 }

@@ -43,9 +43,9 @@ async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         }
     }
     let m = &state.metrics;
-    for (provider, breaker) in state.engine.breakers.all() {
+    for (provider, breaker) in state.catalogue.breakers().all() {
         let now = breaker.state();
-        for s in crate::llm::breaker::BreakerState::ALL {
+        for s in crate::catalogue::breaker::BreakerState::ALL {
             m.provider_breaker_state
                 .with_label_values(&[provider.as_str(), s.as_str()])
                 .set(i64::from(s == now));

@@ -1,6 +1,7 @@
 //! HTTP routes: thin handlers, one file per resource.
 
 pub mod admin;
+pub mod answers;
 pub mod approvals;
 pub mod assistants;
 pub mod auth;
@@ -19,7 +20,6 @@ pub mod me;
 pub mod memory;
 pub mod messages;
 pub mod metrics;
-pub(crate) mod model_access;
 pub mod models;
 pub mod oidc;
 pub mod openai;
@@ -43,7 +43,6 @@ pub fn configure(cfg: &mut aweb::ServiceConfig) {
         .configure(metrics::configure)
         .service(
             aweb::scope("/api")
-                .configure(crate::openapi::configure)
                 .configure(oidc::configure)
                 .configure(auth::configure)
                 .configure(me::configure)

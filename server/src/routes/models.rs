@@ -3,12 +3,12 @@
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use super::model_access::RoleModels;
 use crate::auth::AuthUser;
-use crate::config::ProviderKind;
+use crate::catalogue::CatalogueModel;
+use crate::catalogue::RoleModels;
+use crate::config::{InputKind, ProviderKind};
 use crate::db;
 use crate::error::ApiError;
-use crate::llm::CatalogueModel;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -41,6 +41,12 @@ pub struct ModelInfo {
     pub price: Option<PriceView>,
     /// Models that answer when this one fails before its first token.
     pub fallbacks: Vec<String>,
+    /// What it reads: `["text"]` or `["text", "image"]` (images may be attached).
+    pub input: Vec<InputKind>,
+    /// Largest image one request may give it, in bytes.
+    pub max_image_bytes: u64,
+    /// Most images one request may give it.
+    pub max_images: u32,
 }
 
 /// A price per million tokens, as exact decimal strings.
@@ -69,6 +75,9 @@ impl ModelInfo {
                 cache_write: p.cache_write.normalize().to_string(),
             }),
             fallbacks: m.fallbacks.clone(),
+            input: m.input.clone(),
+            max_image_bytes: m.max_image_bytes,
+            max_images: m.max_images,
         }
     }
 }
@@ -81,7 +90,7 @@ async fn list(state: web::Data<AppState>, who: AuthUser) -> Result<HttpResponse,
     let mut conn = db::conn(&state.pool).await?;
     let access = RoleModels::of(&mut conn, &who.role).await?;
     drop(conn);
-    let catalogue = &state.engine.catalogue.now();
+    let catalogue = &state.catalogue.now();
     let default = catalogue.pick_for(&access.models, None).map(str::to_owned);
     let allowed: Vec<_> = catalogue.allowed(&access.models).collect();
     Ok(HttpResponse::Ok().json(ModelList {

@@ -4,8 +4,8 @@
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Deserializer};
 
-use super::model_access::RoleModels;
 use crate::auth::AuthUser;
+use crate::catalogue::RoleModels;
 use crate::db::{self, models::preferences};
 use crate::error::ApiError;
 use crate::extract::Json;
@@ -84,7 +84,7 @@ pub async fn update(
     if let Some(Some(model)) = &body.default_model {
         RoleModels::of(&mut conn, &who.role)
             .await?
-            .check(&state.engine.catalogue.now(), model)?;
+            .check(&state.catalogue.now(), model)?;
     }
     let changes = preferences::PreferenceChanges {
         theme: body.theme.map(|t| t.as_str().to_owned()),

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::scim::wire::{GroupIn, PatchRequest, UserIn};
+use crate::scim::wire::{ErrorOut, GroupIn, GroupOut, ListResponse, PatchRequest, UserIn, UserOut};
 use crate::scim::{filter, groups, page, users, ScimError, CONTENT_TYPE};
 use crate::state::AppState;
 
@@ -154,7 +154,7 @@ impl ListQuery {
 
 /// Provisioned users (SCIM `ListResponse`).
 #[utoipa::path(get, path = "/scim/v2/Users", tag = "scim", params(ListQuery), security(("scim_token" = [])),
-    responses((status = 200, description = "ListResponse of User", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "ListResponse of User", content_type = "application/scim+json", body = ListResponse<UserOut>)))]
 async fn list_users(
     state: web::Data<AppState>,
     _c: ScimClient,
@@ -171,8 +171,8 @@ async fn list_users(
 /// Provisions an account.
 #[utoipa::path(post, path = "/scim/v2/Users", tag = "scim", security(("scim_token" = [])),
     request_body(content = Object, content_type = "application/scim+json"),
-    responses((status = 201, description = "The User", content_type = "application/scim+json", body = Object),
-        (status = 409, description = "userName taken (scimType uniqueness)", content_type = "application/scim+json", body = Object)))]
+    responses((status = 201, description = "The User", content_type = "application/scim+json", body = UserOut),
+        (status = 409, description = "userName taken (scimType uniqueness)", content_type = "application/scim+json", body = ErrorOut)))]
 async fn create_user(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -188,7 +188,7 @@ async fn create_user(
 
 /// One provisioned user.
 #[utoipa::path(get, path = "/scim/v2/Users/{id}", tag = "scim", params(("id" = String, Path)), security(("scim_token" = [])),
-    responses((status = 200, description = "The User", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "The User", content_type = "application/scim+json", body = UserOut)))]
 async fn get_user(
     state: web::Data<AppState>,
     _c: ScimClient,
@@ -203,7 +203,7 @@ async fn get_user(
 /// Replaces a user's attributes (`active: false` deactivates it).
 #[utoipa::path(put, path = "/scim/v2/Users/{id}", tag = "scim", params(("id" = String, Path)), security(("scim_token" = [])),
     request_body(content = Object, content_type = "application/scim+json"),
-    responses((status = 200, description = "The User", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "The User", content_type = "application/scim+json", body = UserOut)))]
 async fn replace_user(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -222,7 +222,7 @@ async fn replace_user(
 /// PATCH operations (`replace active false` deactivates: sessions and turns end at once).
 #[utoipa::path(patch, path = "/scim/v2/Users/{id}", tag = "scim", params(("id" = String, Path)), security(("scim_token" = [])),
     request_body(content = Object, content_type = "application/scim+json"),
-    responses((status = 200, description = "The User", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "The User", content_type = "application/scim+json", body = UserOut)))]
 async fn patch_user(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -252,7 +252,7 @@ async fn delete_user(
 
 /// Provisioned groups (SCIM `ListResponse`).
 #[utoipa::path(get, path = "/scim/v2/Groups", tag = "scim", params(ListQuery), security(("scim_token" = [])),
-    responses((status = 200, description = "ListResponse of Group", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "ListResponse of Group", content_type = "application/scim+json", body = ListResponse<GroupOut>)))]
 async fn list_groups(
     state: web::Data<AppState>,
     _c: ScimClient,
@@ -269,8 +269,8 @@ async fn list_groups(
 /// Creates a group.
 #[utoipa::path(post, path = "/scim/v2/Groups", tag = "scim", security(("scim_token" = [])),
     request_body(content = Object, content_type = "application/scim+json"),
-    responses((status = 201, description = "The Group", content_type = "application/scim+json", body = Object),
-        (status = 409, description = "displayName taken (scimType uniqueness)", content_type = "application/scim+json", body = Object)))]
+    responses((status = 201, description = "The Group", content_type = "application/scim+json", body = GroupOut),
+        (status = 409, description = "displayName taken (scimType uniqueness)", content_type = "application/scim+json", body = ErrorOut)))]
 async fn create_group(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -286,7 +286,7 @@ async fn create_group(
 
 /// One group with its members.
 #[utoipa::path(get, path = "/scim/v2/Groups/{id}", tag = "scim", params(("id" = String, Path)), security(("scim_token" = [])),
-    responses((status = 200, description = "The Group", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "The Group", content_type = "application/scim+json", body = GroupOut)))]
 async fn get_group(
     state: web::Data<AppState>,
     _c: ScimClient,
@@ -302,7 +302,7 @@ async fn get_group(
 /// Replaces a group's name and members.
 #[utoipa::path(put, path = "/scim/v2/Groups/{id}", tag = "scim", params(("id" = String, Path)), security(("scim_token" = [])),
     request_body(content = Object, content_type = "application/scim+json"),
-    responses((status = 200, description = "The Group", content_type = "application/scim+json", body = Object)))]
+    responses((status = 200, description = "The Group", content_type = "application/scim+json", body = GroupOut)))]
 async fn replace_group(
     req: HttpRequest,
     state: web::Data<AppState>,

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
@@ -66,7 +67,7 @@ pub fn primary_email(emails: &[EmailIn]) -> Option<String> {
         .map(|e| e.value.clone())
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
     pub resource_type: &'static str,
@@ -75,7 +76,7 @@ pub struct Meta {
     pub location: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NameOut {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,7 +85,7 @@ pub struct NameOut {
     pub family_name: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EmailOut {
     pub value: String,
     #[serde(rename = "type")]
@@ -93,13 +94,13 @@ pub struct EmailOut {
 }
 
 /// A member of a group, or a group of a user.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Reference {
     pub value: Uuid,
     pub display: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserOut {
     pub schemas: [&'static str; 1],
@@ -131,7 +132,7 @@ pub struct GroupIn {
     pub members: Option<Vec<MemberIn>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupOut {
     pub schemas: [&'static str; 1],
@@ -146,7 +147,7 @@ pub struct GroupOut {
 }
 
 /// `ListResponse`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResponse<T> {
     pub schemas: [&'static str; 1],
@@ -172,7 +173,7 @@ pub struct PatchRequest {
     pub operations: Vec<PatchOperation>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorOut {
     pub schemas: [&'static str; 1],

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel::{OptionalExtension, QueryableByName};
+use diesel::{ExpressionMethods, OptionalExtension, QueryableByName};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::model::{Scope, ShareSummary, SELECT_SUMMARY};
 use super::token::new_share_id;
 use super::SharingError;
+use crate::db::schema::conversation_shares as s;
 
 /// Most links to one conversation that are neither revoked nor expired.
 pub const MAX_LIVE_SHARES: i64 = 50;
@@ -70,6 +71,7 @@ pub async fn create(
         async move {
             // The conversation row is locked while the live links are counted, so two
             // requests at once cannot both take the last place.
+            // Raw SQL: correlated counts and `FOR UPDATE OF c` (the DSL locks every joined table).
             let source: Option<Source> = diesel::sql_query(
                 "SELECT (SELECT max(m.seq) FROM messages m WHERE m.conversation_id = c.id) AS last_seq, \
                         r.can_share_public, \
@@ -100,22 +102,20 @@ pub async fn create(
                 )));
             }
             let id = new_share_id();
-            diesel::sql_query(
-                "INSERT INTO conversation_shares \
-                   (id, conversation_id, owner_id, scope, redact_tools, snapshot_seq, expires_at, \
-                    created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind::<Text, _>(&id)
-            .bind::<SqlUuid, _>(conversation)
-            .bind::<SqlUuid, _>(owner)
-            .bind::<Text, _>(asked.scope.as_str())
-            .bind::<Bool, _>(asked.redact_tools)
-            .bind::<BigInt, _>(snapshot)
-            .bind::<Nullable<Timestamptz>, _>(asked.expires_at)
-            .bind::<Timestamptz, _>(now)
-            .execute(conn)
-            .await?;
+            diesel::insert_into(s::table)
+                .values((
+                    s::id.eq(&id),
+                    s::conversation_id.eq(conversation),
+                    s::owner_id.eq(owner),
+                    s::scope.eq(asked.scope.as_str()),
+                    s::redact_tools.eq(asked.redact_tools),
+                    s::snapshot_seq.eq(snapshot),
+                    s::expires_at.eq(asked.expires_at),
+                    s::created_at.eq(now),
+                ))
+                .execute(conn)
+                .await?;
+            // Raw SQL: the summary's counts are correlated aggregates (see SELECT_SUMMARY).
             let made: ShareSummary = diesel::sql_query(format!("{SELECT_SUMMARY} WHERE s.id = $1"))
                 .bind::<Text, _>(&id)
                 .get_result(conn)

@@ -1,5 +1,6 @@
 //! Files attached to the messages of a shared conversation, downloaded through the link:
-//! only a file some user message of the snapshot was sent with, read from the owner's
+//! only a file some user message of the snapshot was sent with (or, unless the link hides
+//! the tools' outputs, one a tool result of the snapshot lists as saved), read from the owner's
 //! workspace (the same jail the file tools use), and only while it is still the file that
 //! was sent — a file the owner replaced after sharing is not what they shared (410). A
 //! message records each file's SHA-256 when it is sent, and the download must match it.
@@ -20,7 +21,7 @@ use super::model::ShareRow;
 use super::read::{admit, open, Viewer};
 use super::views::{self, Action};
 use super::SharingError;
-use crate::tools::{WorkspaceError, WorkspaceStore};
+use crate::files::{WorkspaceError, WorkspaceStore};
 
 /// A file as a link serves it.
 #[derive(Debug)]
@@ -78,7 +79,62 @@ async fn attached(
     .get_result(conn)
     .await
     .optional()?;
-    sent.ok_or(SharingError::NotFound("file"))
+    match sent {
+        Some(sent) => Ok(sent),
+        None if !share.redact_tools => produced(conn, share, path).await,
+        None => Err(SharingError::NotFound("file")),
+    }
+}
+
+/// The tool result text of the snapshot that mentions `path` (the latest first).
+#[derive(QueryableByName)]
+struct ToolText {
+    #[diesel(sql_type = Text)]
+    content: String,
+}
+
+/// What the latest tool result of the snapshot that saved `path` (a run's outputs, listed in
+/// its `data.files`) said of it: its size, which the download must still have. 404 when no
+/// tool result of the snapshot lists it.
+async fn produced(
+    conn: &mut AsyncPgConnection,
+    share: &ShareRow,
+    path: &str,
+) -> Result<Sent, SharingError> {
+    let texts: Vec<ToolText> = diesel::sql_query(
+        "SELECT m.content FROM messages m \
+          WHERE m.conversation_id = $1 AND m.seq <= $2 AND m.role = 'tool' \
+            AND strpos(m.content, $3) > 0 \
+          ORDER BY m.seq DESC LIMIT 20",
+    )
+    .bind::<SqlUuid, _>(share.conversation_id)
+    .bind::<BigInt, _>(share.snapshot_seq)
+    .bind::<Text, _>(path)
+    .load(conn)
+    .await?;
+    texts
+        .iter()
+        .find_map(|t| saved_size(&t.content, path))
+        .map(|bytes| Sent {
+            bytes: Some(bytes),
+            sha256: None,
+        })
+        .ok_or(SharingError::NotFound("file"))
+}
+
+/// The size a tool result envelope (`{"success":true,"data":{"files":[{path, bytes}]}}`)
+/// records for `path`, if it lists it.
+fn saved_size(content: &str, path: &str) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_str(content).ok()?;
+    if v.get("success") != Some(&serde_json::Value::Bool(true)) {
+        return None;
+    }
+    v.pointer("/data/files")?
+        .as_array()?
+        .iter()
+        .find(|f| f.get("path").and_then(serde_json::Value::as_str) == Some(path))?
+        .get("bytes")?
+        .as_i64()
 }
 
 /// The file `path` attached in the snapshot of link `id`, for `viewer`.
@@ -142,5 +198,20 @@ mod tests {
         assert!(!with(Some(digest)).matches(b"abd"));
         assert!(with(None).matches(b"abd"));
         assert!(!with(None).matches(b"abcd"));
+    }
+
+    #[test]
+    fn a_tool_result_names_the_size_of_the_files_it_saved_and_only_when_it_succeeded() {
+        let ok = r#"{"success":true,"data":{"files":[{"path":"outputs/c/chart.png","mime":"image/png","bytes":42}]},"error":null}"#;
+        assert_eq!(saved_size(ok, "outputs/c/chart.png"), Some(42));
+        assert_eq!(saved_size(ok, "outputs/c/report.csv"), None);
+        assert_eq!(
+            saved_size(&ok.replace("true", "false"), "outputs/c/chart.png"),
+            None
+        );
+        assert_eq!(
+            saved_size("[hidden] outputs/c/chart.png", "outputs/c/chart.png"),
+            None
+        );
     }
 }

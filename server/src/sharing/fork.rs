@@ -294,15 +294,16 @@ pub async fn fork(
 
 /// The knowledge collections pinned to one's own conversation, pinned to its copy too.
 async fn copy_pins(conn: &mut AsyncPgConnection, from: Uuid, to: Uuid) -> Result<(), SharingError> {
-    diesel::sql_query(
-        "INSERT INTO conversation_collections (conversation_id, collection_id) \
-         SELECT $2, collection_id FROM conversation_collections WHERE conversation_id = $1 \
-         ON CONFLICT DO NOTHING",
-    )
-    .bind::<SqlUuid, _>(from)
-    .bind::<SqlUuid, _>(to)
-    .execute(conn)
-    .await?;
+    use crate::db::schema::conversation_collections as cc;
+    let pinned = cc::table
+        .filter(cc::conversation_id.eq(from))
+        .select((to.into_sql::<SqlUuid>(), cc::collection_id));
+    diesel::insert_into(cc::table)
+        .values(pinned)
+        .into_columns((cc::conversation_id, cc::collection_id))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -313,6 +314,7 @@ async fn copy_setup(
     to: Uuid,
     caller: Uuid,
 ) -> Result<Conversation, SharingError> {
+    // Raw SQL: an UPDATE … FROM (the original's row), which the DSL cannot say.
     diesel::sql_query(
         "UPDATE conversations c SET assistant_id = o.assistant_id, \
                 memory_enabled = o.memory_enabled \

@@ -1,20 +1,19 @@
 //! A conversation's links for its owner: list them (with how often each was read), change
 //! one (hide tool details, expiry), revoke one. Admins may revoke anyone's link, and see
 //! every live link of the server; an admin revoking another user's link is recorded in the
-//! admin trail, in the revocation's own transaction.
+//! admin trail, in the revocation's own transaction ([`admin_change::apply`]).
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel::{OptionalExtension, QueryableByName};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel::{ExpressionMethods, OptionalExtension, QueryDsl, QueryableByName, SelectableHelper};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::create::check_expiry;
-use super::model::{ShareRow, ShareSummary, ROW_COLUMNS, SELECT_SUMMARY};
+use super::model::{ShareRow, ShareSummary, SELECT_SUMMARY};
 use super::{Caller, SharingError};
-use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::models::conversation;
 use crate::domain::Actor;
 
@@ -30,6 +29,7 @@ pub async fn list(
     conversation::find_owned(conn, conversation_id, owner)
         .await?
         .ok_or(SharingError::NotFound("conversation"))?;
+    // Raw SQL: the summary's counts are correlated aggregates (see SELECT_SUMMARY).
     let rows = diesel::sql_query(format!(
         "{SELECT_SUMMARY} WHERE s.conversation_id = $1 AND s.owner_id = $2 \
          ORDER BY s.created_at DESC, s.id LIMIT {MAX_LISTED}"
@@ -47,6 +47,7 @@ pub async fn summary(
     owner: Uuid,
     id: &str,
 ) -> Result<ShareSummary, SharingError> {
+    // Raw SQL: the summary's counts are correlated aggregates (see SELECT_SUMMARY).
     let row: Option<ShareSummary> = diesel::sql_query(format!(
         "{SELECT_SUMMARY} WHERE s.id = $1 AND s.owner_id = $2"
     ))
@@ -85,6 +86,7 @@ pub async fn update(
     if current.share.revoked_at.is_some() {
         return Err(SharingError::Gone("the link was revoked".into()));
     }
+    // Raw SQL: each field changes only when given (COALESCE / CASE), in one statement.
     diesel::sql_query(
         "UPDATE conversation_shares \
             SET redact_tools = COALESCE($3, redact_tools), \
@@ -110,13 +112,13 @@ pub async fn revoke(
     id: &str,
     now: DateTime<Utc>,
 ) -> Result<(), SharingError> {
-    let row: Option<ShareRow> = diesel::sql_query(format!(
-        "SELECT {ROW_COLUMNS} FROM conversation_shares s WHERE s.id = $1"
-    ))
-    .bind::<Text, _>(id)
-    .get_result(conn)
-    .await
-    .optional()?;
+    use crate::db::schema::conversation_shares as s;
+    let row: Option<ShareRow> = s::table
+        .find(id)
+        .select(ShareRow::as_select())
+        .first(conn)
+        .await
+        .optional()?;
     let row = match row {
         Some(r) if r.owner_id == caller.id || caller.admin => r,
         _ => return Err(SharingError::NotFound("share")),
@@ -138,25 +140,36 @@ pub async fn revoke(
         }))
         .after(serde_json::json!({"revoked_at": now}))
     });
-    let id = id.to_owned();
-    conn.transaction(|conn| {
-        async move {
-            diesel::sql_query(
-                "UPDATE conversation_shares SET revoked_at = $2 \
-                  WHERE id = $1 AND revoked_at IS NULL",
-            )
-            .bind::<Text, _>(&id)
-            .bind::<Timestamptz, _>(now)
+    let revoke = Revoke { id, now, change };
+    admin_change::apply(conn, revoke).await
+}
+
+/// A revocation as one [`AdminWrite`]: the row and, for an admin's revocation of another
+/// user's link, its trail row, in one transaction.
+struct Revoke<'a> {
+    id: &'a str,
+    now: DateTime<Utc>,
+    /// The trail row; `None` for the owner's own revocation.
+    change: Option<NewChange>,
+}
+
+#[async_trait::async_trait]
+impl AdminWrite for Revoke<'_> {
+    type Output = ();
+    type Error = SharingError;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<(), SharingError> {
+        use crate::db::schema::conversation_shares as s;
+        diesel::update(s::table.find(self.id).filter(s::revoked_at.is_null()))
+            .set(s::revoked_at.eq(self.now))
             .execute(conn)
             .await?;
-            if let Some(change) = change {
-                admin_change::record(conn, change).await?;
-            }
-            Ok::<_, SharingError>(())
-        }
-        .scope_boxed()
-    })
-    .await
+        Ok(())
+    }
+
+    fn trail(&self, _: &()) -> Option<NewChange> {
+        self.change.clone()
+    }
 }
 
 /// The start of a link's id: enough to tell links apart in the admin trail, never enough
@@ -203,6 +216,7 @@ pub async fn admin_list(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<AdminShare>, SharingError> {
+    // Raw SQL: the summary's counts are correlated aggregates (see SELECT_SUMMARY).
     let rows = diesel::sql_query(
         "SELECT x.*, c.title, u.username AS owner FROM (".to_owned()
             + SELECT_SUMMARY

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel::QueryableByName;
+use diesel::{Queryable, QueryableByName, Selectable};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -44,7 +44,9 @@ pub enum ShareState {
 }
 
 /// One `conversation_shares` row.
-#[derive(Debug, Clone, QueryableByName)]
+#[derive(Debug, Clone, QueryableByName, Queryable, Selectable)]
+#[diesel(table_name = crate::db::schema::conversation_shares)]
+#[diesel(check_for_backend(diesel::pg::Pg))]
 pub struct ShareRow {
     #[diesel(sql_type = Text)]
     pub id: String,
@@ -100,6 +102,7 @@ pub struct ShareSummary {
 }
 
 /// Selects [`ShareSummary`] rows (alias `s`; add `WHERE ...`).
+/// Raw SQL: the counts are correlated aggregates over `messages` and `share_views`.
 pub(crate) const SELECT_SUMMARY: &str = "SELECT s.id, s.conversation_id, s.owner_id, s.scope, \
         s.redact_tools, s.snapshot_seq, s.expires_at, s.created_at, s.revoked_at, \
         (SELECT count(*) FROM messages m WHERE m.conversation_id = s.conversation_id \

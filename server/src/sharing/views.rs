@@ -64,6 +64,7 @@ pub async fn record(
     let (kind, file) = action.parts();
     // The key: the account, else a digest of the address (the same rule the migration
     // applied to the rows written before counting).
+    // Raw SQL: ON CONFLICT on an expression index (`COALESCE(file, '')`), a computed key.
     diesel::sql_query(
         "INSERT INTO share_views \
            (share_id, viewer_id, viewer_address, action, file, viewed_at, minute, views, \

@@ -12,20 +12,19 @@
 //!
 //! Adding a built-in tool = one file in `builtin/` + one line in
 //! [`builtin::all`]. Built-ins get their dependencies (the per-user
-//! [`WorkspaceStore`], the [`HttpToolConfig`]) from a [`BuiltinConfig`].
+//! [`crate::files::WorkspaceStore`], the [`HttpToolConfig`]) from a [`BuiltinConfig`].
 
 pub mod approval;
 pub mod builtin;
 pub mod custom_http;
 pub mod html_text;
+pub mod interpreter;
 pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod registry;
 pub mod validate;
-pub mod workspace;
-pub mod workspace_path;
-pub mod workspace_text;
+mod workspace_errors;
 
 use std::time::Duration;
 
@@ -38,7 +37,7 @@ pub use builtin::BuiltinConfig;
 pub use net::HttpToolConfig;
 pub use registry::{ExecutedCall, Outcome, RegisterError, Registry, ToolSpecView};
 pub use validate::{args_schema, ArgsValidator};
-pub use workspace::{FileEntry, Quota, WorkspaceError, WorkspaceStore, Written};
+pub use workspace_errors::IntoToolError;
 
 /// Longest error-message fragment echoed from user/model supplied input.
 const MAX_ECHO_CHARS: usize = 200;

@@ -349,9 +349,10 @@ fn builtin_registry_registers_everything() {
     let tmp = tempfile::tempdir().unwrap();
     let config = builtin::BuiltinConfig {
         workspace: Arc::new(
-            crate::tools::WorkspaceStore::new(tmp.path().to_owned(), Default::default()).unwrap(),
+            crate::files::WorkspaceStore::new(tmp.path().to_owned(), Default::default()).unwrap(),
         ),
         http: Default::default(),
+        fetch_rules: None,
     };
     let r = Registry::builtin(&config).unwrap();
     let names: Vec<String> = r.specs().into_iter().map(|s| s.name).collect();

@@ -5,31 +5,19 @@
 //! offered next to the server's, and a model message that calls one ends the turn with
 //! those calls handed back (`finish_reason: tool_calls`), never run here.
 
-use crate::auth::SignedToken;
+use crate::auth::token::SignedToken;
 use crate::budget;
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::models::message::{Message, NewMessage};
 use crate::domain::KeyScopes;
 use crate::llm::{self, ChatMessage, ToolSpec};
-use crate::tools::Registry;
-use crate::turn::context::StoredToolCall;
 use crate::turn::engine::{PreparedTurn, TurnEngine};
 use crate::turn::error::TurnError;
-use crate::turn::events::{ToolCallEvent, TurnEvent};
 use crate::turn::follow::Follower;
+use crate::turn::plan;
 use crate::turn::sql as turn_db;
 use uuid::Uuid;
-
-/// The tools a key with `scopes` may use (all of them for an access token): those that
-/// reach the owner's data only with their scope (`files`, `knowledge`, `memory`). A call of
-/// a tool left out is refused as `not_permitted`, naming the scope.
-pub(crate) fn within_scopes(tools: Registry, scopes: Option<KeyScopes>) -> Registry {
-    match scopes {
-        Some(s) => tools.within_key_scopes(s),
-        None => tools,
-    }
-}
 
 /// A call of the API, translated into the agent's terms.
 #[derive(Debug, Clone)]
@@ -61,8 +49,8 @@ impl TurnEngine {
         call: ApiTurn,
     ) -> Result<Follower, TurnError> {
         let prepared = self.prepare_api(token, api_key, call).await?;
-        let (user_id, conversation_id) = (prepared.user_id, prepared.conversation_id);
-        let log = self.spawn(prepared);
+        let (user_id, conversation_id) = (prepared.who.user_id, prepared.who.conversation_id);
+        let log = crate::turn::supervise::spawn(self, prepared);
         Ok(self.follow_started(user_id, conversation_id, log))
     }
 
@@ -116,7 +104,7 @@ impl TurnEngine {
         key_scopes: Option<KeyScopes>,
     ) -> impl FnOnce(
         &Conversation,
-        &llm::CatalogueModel,
+        &crate::catalogue::CatalogueModel,
         &[Message],
         &[String],
         &[CustomToolRow],
@@ -139,89 +127,10 @@ impl TurnEngine {
                 crate::turn::context::opening_with(&agent.settings.system_prompt, preset, None)
                     .messages();
             all.extend(input);
-            let tools = within_scopes(agent.registry_with(custom), key_scopes);
+            let tools = plan::within_scopes(agent.registry_with(custom), key_scopes);
             let estimate =
-                budget::with_margin(Self::count_input(&all, allowed, &tools) + client_cost);
+                budget::with_margin(plan::count_input(&all, allowed, &tools) + client_cost);
             ((all, tools), estimate)
         }
-    }
-}
-
-/// The tools offered to the model: the server's allowed ones, except those a client tool
-/// of the same name replaces, and the client's.
-pub(super) fn with_client_tools(mut offered: Vec<ToolSpec>, client: &[ToolSpec]) -> Vec<ToolSpec> {
-    if client.is_empty() {
-        return offered;
-    }
-    offered.retain(|s| !client.iter().any(|c| c.name == s.name));
-    offered.extend(client.iter().cloned());
-    offered
-}
-
-/// `Some(the client's calls)` when the model called any client tool. The server's calls
-/// of the same message are dropped rather than run: their results could not reach the
-/// model (the client answers only its own calls), and the model may ask again.
-pub(super) fn client_calls(
-    client: &[ToolSpec],
-    calls: &[llm::ToolCall],
-) -> Option<Vec<llm::ToolCall>> {
-    let theirs: Vec<llm::ToolCall> = calls
-        .iter()
-        .filter(|c| client.iter().any(|t| t.name == c.name))
-        .cloned()
-        .collect();
-    (!theirs.is_empty()).then_some(theirs)
-}
-
-/// Announces the calls handed back to the client.
-pub(super) fn hand_back(calls: &[StoredToolCall], events: &crate::turn::turn_log::TurnLog) {
-    for c in calls {
-        events.push(TurnEvent::ToolCall(Box::new(ToolCallEvent {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            arguments: c.arguments.clone(),
-        })));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn spec(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: String::new(),
-            parameters: json!({"type": "object"}),
-        }
-    }
-
-    fn call(name: &str) -> llm::ToolCall {
-        llm::ToolCall {
-            id: format!("id-{name}"),
-            name: name.into(),
-            arguments: "{}".into(),
-        }
-    }
-
-    #[test]
-    fn client_tools_replace_server_tools_of_the_same_name() {
-        let offered = with_client_tools(
-            vec![spec("calculator"), spec("read_file")],
-            &[spec("read_file"), spec("open_tab")],
-        );
-        let names: Vec<_> = offered.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["calculator", "read_file", "open_tab"]);
-    }
-
-    #[test]
-    fn only_a_message_calling_a_client_tool_is_handed_back() {
-        let client = [spec("open_tab")];
-        assert!(client_calls(&client, &[call("calculator")]).is_none());
-        let mixed = client_calls(&client, &[call("calculator"), call("open_tab")]).unwrap();
-        assert_eq!(mixed.len(), 1);
-        assert_eq!(mixed[0].name, "open_tab");
-        assert!(client_calls(&[], &[call("open_tab")]).is_none());
     }
 }

@@ -126,15 +126,15 @@ pub fn history_room(
 }
 
 /// Builds the model's input: the opening (system prompt, notes), as much recent history as
-/// fits in `window_tokens - reserve_output`, and the new user message.
+/// fits in `window_tokens - reserve_output`, and the new user message (with its images,
+/// which count against the window like text).
 pub fn assemble(
     opening: &Opening,
     history: &[Message],
-    new_user_message: &str,
+    user: ChatMessage,
     window_tokens: u64,
     reserve_output: u64,
 ) -> Vec<ChatMessage> {
-    let user = ChatMessage::user(new_user_message);
     let mut room = window_tokens
         .saturating_sub(reserve_output)
         .saturating_sub(opening.cost() + cost(&user));
@@ -178,7 +178,7 @@ pub fn assemble_resumed(
     let mut out = assemble(
         opening,
         before,
-        &user,
+        ChatMessage::user(user),
         window_tokens,
         reserve_output.saturating_add(steps_cost),
     );
@@ -193,7 +193,8 @@ pub fn cost(m: &ChatMessage) -> u64 {
         .iter()
         .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments))
         .sum();
-    MESSAGE_OVERHEAD + estimate_tokens(&m.content) + calls
+    let images: u64 = m.images.iter().map(|i| i.tokens).sum();
+    MESSAGE_OVERHEAD + estimate_tokens(&m.content) + calls + images
 }
 
 /// Groups history into units that are kept or dropped whole: a user message, or an assistant
@@ -234,6 +235,7 @@ fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
                         content: m.content.clone(),
                         tool_calls: calls.iter().map(StoredToolCall::to_call).collect(),
                         tool_call_id: None,
+                        images: Vec::new(),
                     });
                     for c in &calls {
                         if let Some(r) = results
@@ -245,6 +247,7 @@ fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
                                 content: r.content.clone(),
                                 tool_calls: Vec::new(),
                                 tool_call_id: Some(c.id.clone()),
+                                images: Vec::new(),
                             });
                         }
                     }
@@ -318,7 +321,7 @@ mod tests {
             ),
             msg("tool", "orphan", None, Some("zzz")),
         ];
-        let out = assemble(&sys(), &history, "next", 100_000, 100);
+        let out = assemble(&sys(), &history, ChatMessage::user("next"), 100_000, 100);
         let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -343,7 +346,13 @@ mod tests {
         asked.attachments = Some(json!([{"path": "notes.txt", "bytes": 1229}]));
         let note = "summarise\n\nAttached files in your workspace (read them with your file \
                     tools):\n- notes.txt (1.2 KB)";
-        let out = assemble(&sys(), std::slice::from_ref(&asked), "next", 100_000, 100);
+        let out = assemble(
+            &sys(),
+            std::slice::from_ref(&asked),
+            ChatMessage::user("next"),
+            100_000,
+            100,
+        );
         assert_eq!(out[1].content, note);
         let resumed = assemble_resumed(&sys(), &[asked], 100_000, 100);
         assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
@@ -363,7 +372,7 @@ mod tests {
             msg("tool", &big, None, Some("a")),
             msg("user", "recent", None, None),
         ];
-        let out = assemble(&sys(), &history, "now", 1500, 100);
+        let out = assemble(&sys(), &history, ChatMessage::user("now"), 1500, 100);
         let contents: Vec<&str> = out.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["sys", "recent", "now"]);
     }
@@ -375,7 +384,7 @@ mod tests {
             notes: Some("My saved notes: likes tea".into()),
         };
         let history = vec![msg("user", &"x".repeat(8000), None, None)];
-        let out = assemble(&opening, &history, "now", 1500, 100);
+        let out = assemble(&opening, &history, ChatMessage::user("now"), 1500, 100);
         let got: Vec<(Role, &str)> = out.iter().map(|m| (m.role, m.content.as_str())).collect();
         assert_eq!(
             got,

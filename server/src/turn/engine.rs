@@ -17,11 +17,13 @@ use crate::budget::Clock;
 use crate::config::LlmSettings;
 use crate::db;
 use crate::db::models::budget::Hold;
-use crate::llm::{self, ChatMessage};
+use crate::llm::ChatMessage;
 use crate::tools::Registry;
 
+use super::approval::sql_step::Claimant;
 use super::pending_start::PendingStart;
-use super::sql::RoleNow;
+use super::plan::Plan;
+use crate::db::models::custom_tool::CustomToolRow;
 
 /// The turns running in this process, each with its event log.
 pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
@@ -31,9 +33,9 @@ pub type RunningTurns = crate::cluster::ActiveTurns<EventSink>;
 pub struct TurnEngine {
     pub(crate) pool: db::Pool,
     /// Every model users may pick, with the client that serves it.
-    pub(crate) catalogue: Arc<llm::LiveCatalogue>,
+    pub(crate) catalogue: crate::catalogue::Catalogue,
     /// Each provider's circuit breaker (checked in memory before every model call).
-    pub(crate) breakers: Arc<llm::breaker::Breakers>,
+    pub(crate) breakers: Arc<crate::catalogue::Breakers>,
     pub(crate) tools: Registry,
     pub(crate) settings: Arc<LlmSettings>,
     pub(crate) clock: Clock,
@@ -50,40 +52,33 @@ pub struct TurnEngine {
     /// The merged registry of the last turn start, reused while its parts are unchanged.
     pub(crate) tool_set: crate::turn::tool_set::ToolSetCache,
     /// Users' workspace files (a message's attachments are checked against them).
-    pub(crate) workspaces: Arc<crate::tools::WorkspaceStore>,
+    pub(crate) workspaces: Arc<crate::files::WorkspaceStore>,
 }
 
-/// A turn whose start is durable (user message stored, conversation claimed).
-pub(crate) struct PreparedTurn {
+/// Whose turn it is: what every row and event of it names, and the reservation not yet
+/// settled (for release if the turn task panics).
+pub(crate) struct Who {
     pub turn_id: Uuid,
     pub user_id: Uuid,
     pub username: String,
     pub conversation_id: Uuid,
     pub user_message_id: Uuid,
-    pub model: String,
-    /// The model's price in force when the turn started (none: unpriced).
-    pub price: Option<crate::domain::pricing::Price>,
+    pub outstanding: Arc<Mutex<Option<Hold>>>,
+}
+
+/// A turn whose start is durable (user message stored, conversation claimed).
+pub(crate) struct PreparedTurn {
+    pub who: Who,
+    /// What it may do ([`Plan`]); each step's commit renews its role.
+    pub plan: Plan,
     pub input: Vec<ChatMessage>,
-    /// The role as the start's commit found it (tools, approval policy); each step's commit
-    /// reads it again.
-    pub role: RoleNow,
-    /// Built-in tools plus the admin-defined ones as they were when the turn started.
-    pub tools: Registry,
     /// The first model call's reservation and the output cap it leaves room for.
     pub first_call: (Hold, u32),
     /// The COMMIT of the turn's start, sent alongside the first model call; taken by it.
     pub start: Option<PendingStart>,
-    /// The reservation not yet settled, for release if the turn task panics.
-    pub outstanding: Arc<Mutex<Option<Hold>>>,
-    /// Tools of an API client: offered to the model, and handed back to the client when
-    /// called, never run here ([`crate::turn::api`]).
-    pub client_tools: Vec<llm::ToolSpec>,
     /// Whether the conversation still has its default title when the turn starts: only then
     /// may its answer title it (no read per turn to find out).
     pub wants_title: bool,
-    /// The conversation's assistant as the start read it: its tools narrow the role each
-    /// time the role is read again, its parameters shape every call.
-    pub assistant: Option<Arc<crate::turn::sql::preset::AssistantPreset>>,
 }
 
 /// What a cancel did.
@@ -145,15 +140,24 @@ impl TurnEngine {
         Ok(outcome(false, Some(true), Some(true)))
     }
 
-    /// Starts this process's background work on turns: the approval sweeper (expiries,
-    /// decided steps nobody ran on).
-    pub fn spawn_sweepers(&self) {
-        super::approval::decide::spawn_sweeper(self.clone());
-    }
-
     /// How long a reservation may live before the sweeper frees it: a live turn settles it
     /// before then, even one storing itself after its deadline.
     pub fn hold_ttl(&self) -> Duration {
-        self.settings.turn_timeout + super::limits::STORE_GRACE
+        self.settings.turn_timeout + super::plan::STORE_GRACE
+    }
+
+    /// Who may claim a conversation for a resumed turn: this process.
+    pub(crate) fn claimant(&self) -> Claimant {
+        Claimant {
+            process_id: self.process_id,
+            stale_after: self.hold_ttl(),
+        }
+    }
+
+    /// The built-in tools plus the tools of the MCP servers that are up plus the
+    /// admin-defined ones ([`crate::turn::tool_set`]).
+    pub(crate) fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
+        self.tool_set
+            .get(&self.tools, self.mcp.registry(), custom, &self.http)
     }
 }

@@ -99,7 +99,7 @@ impl TurnEngine {
         after: Option<EventId>,
         log: Option<EventSink>,
     ) -> Follower {
-        let limit = self.settings.turn_timeout + crate::turn::limits::STORE_GRACE;
+        let limit = self.settings.turn_timeout + crate::turn::plan::STORE_GRACE;
         Follower {
             pool: self.pool.clone(),
             turns: self.turns.clone(),

@@ -15,12 +15,13 @@ use crate::db::models::budget::Hold;
 use crate::llm::{
     self, ChatRequest, EventStream, LlmError, LlmProvider, StreamEvent, ToolCall, ToolChoice,
 };
-use crate::tools::{Registry, ToolContext};
-use crate::turn::ending::Ending;
-use crate::turn::engine::{PreparedTurn, TurnEngine};
+use crate::tools::Registry;
+use crate::turn::engine::{PreparedTurn, TurnEngine, Who};
 use crate::turn::events::{FinishReason, TurnEvent};
-use crate::turn::model_call::ModelOutcome;
-use crate::turn::record::TurnRecord;
+use crate::turn::plan::Plan;
+use crate::turn::step::attempt::ModelOutcome;
+use crate::turn::step::commit::{Ending, TurnRecord};
+use crate::turn::step::{Answer, Step};
 
 /// Answers each call with the next scripted list of events; `None` in a script means the
 /// stream then stays open forever.
@@ -47,20 +48,18 @@ impl LlmProvider for Scripted {
 
 fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> {
     let settings = crate::config::Settings::default();
-    let workspaces = crate::tools::WorkspaceStore::new(
+    let catalogue = crate::catalogue::Catalogue::fixed(
+        Arc::new(settings.clone()),
+        crate::catalogue::Snapshot::single(Arc::new(Scripted(Mutex::new(scripts))), &settings.llm),
+    );
+    let workspaces = crate::files::WorkspaceStore::new(
         std::env::temp_dir().join(format!("agentchat-loop-{}", Uuid::new_v4())),
         Default::default(),
     )?;
     Ok(TurnEngine {
         pool: crate::db::build_pool(&settings.database).unwrap(),
-        catalogue: Arc::new(crate::llm::LiveCatalogue::fixed(
-            crate::llm::Catalogue::single(Arc::new(Scripted(Mutex::new(scripts))), &settings.llm),
-            Arc::new(|_| crate::llm::http::RetryHook::default()),
-        )),
-        breakers: Arc::new(crate::llm::breaker::Breakers::new(
-            ["default"],
-            settings.llm.breaker(),
-        )),
+        breakers: catalogue.breakers().clone(),
+        catalogue,
         tools: Registry::new(),
         settings: Arc::new(settings.llm.clone()),
         clock: crate::budget::system_clock(),
@@ -109,22 +108,36 @@ fn prepared(agent: &TurnEngine) -> PreparedTurn {
         money: None,
     };
     PreparedTurn {
-        turn_id: Uuid::new_v4(),
-        user_id: hold.user_id,
-        username: "u".into(),
-        conversation_id: Uuid::new_v4(),
-        user_message_id: Uuid::new_v4(),
-        model: agent.settings.model.clone(),
-        price: None,
+        who: Who {
+            turn_id: Uuid::new_v4(),
+            user_id: hold.user_id,
+            username: "u".into(),
+            conversation_id: Uuid::new_v4(),
+            user_message_id: Uuid::new_v4(),
+            outstanding: Default::default(),
+        },
+        plan: Plan::new(
+            agent.settings.model.clone(),
+            Default::default(),
+            agent.tools.clone(),
+            None,
+        ),
         input: Vec::new(),
-        role: Default::default(),
-        tools: agent.tools.clone(),
         first_call: (hold, 100),
         start: None,
-        outstanding: Default::default(),
-        client_tools: Vec::new(),
         wants_title: false,
-        assistant: None,
+    }
+}
+
+/// A turn's steps with nobody following (no turn needed for a model call).
+fn who() -> Who {
+    Who {
+        turn_id: Uuid::nil(),
+        user_id: Uuid::nil(),
+        username: "u".into(),
+        conversation_id: Uuid::nil(),
+        user_message_id: Uuid::nil(),
+        outstanding: Default::default(),
     }
 }
 
@@ -136,15 +149,9 @@ async fn text_is_forwarded_and_missing_usage_is_counted_locally() -> std::io::Re
         completed(Vec::new(), None),
     ]])?;
     let tx = crate::turn::turn_log::TurnLog::new(Uuid::nil());
-    let outcome = a
-        .call_model(
-            request(),
-            321,
-            None,
-            &tx,
-            &TurnControl::default(),
-            Default::default(),
-        )
+    let (who, control) = (who(), TurnControl::default());
+    let outcome = Step::new(&a, &who, &tx, &control)
+        .call(request(), 321, None, Default::default())
         .await
         .outcome;
     let ModelOutcome::Completed { text, usage, .. } = outcome else {
@@ -186,8 +193,9 @@ async fn a_stopped_call_keeps_what_was_streamed_and_says_why() -> std::io::Resul
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         stopper.stop(StopReason::Shutdown);
     });
-    let outcome = a
-        .call_model(request(), 10, None, &tx, &control, Default::default())
+    let who = who();
+    let outcome = Step::new(&a, &who, &tx, &control)
+        .call(request(), 10, None, Default::default())
         .await
         .outcome;
     let ModelOutcome::Stopped { text, reason } = outcome else {
@@ -202,11 +210,6 @@ async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_call
 ) -> std::io::Result<()> {
     let a = agent(Vec::new())?;
     let turn = prepared(&a);
-    let ctx = ToolContext {
-        user_id: turn.user_id,
-        username: turn.username.clone(),
-        conversation_id: turn.conversation_id,
-    };
     let tx = crate::turn::turn_log::TurnLog::new(Uuid::nil());
     let mut record = TurnRecord::default();
     let mut history = Vec::new();
@@ -217,26 +220,20 @@ async fn the_same_tool_failing_twice_ends_the_turn_and_results_follow_their_call
         arguments: "{}".into(),
     };
     let control = TurnControl::default();
+    let step = Step::new(&a, &turn.who, &tx, &control);
     for (round, id) in ["c1", "c2"].into_iter().enumerate() {
         let calls = vec![call(id)];
         let stored: Vec<_> = calls
             .iter()
             .map(crate::turn::context::StoredToolCall::from_call)
             .collect();
-        let ending = a
-            .run_tools(
-                &turn,
-                &ctx,
-                &stored,
-                calls,
-                String::new(),
-                &Default::default(),
-                &control,
-                &tx,
-                &mut record,
-                &mut history,
-                &mut failures,
-            )
+        let answer = Answer {
+            text: String::new(),
+            calls,
+            stored,
+        };
+        let ending = step
+            .tools(&turn.plan, answer, &mut record, &mut history, &mut failures)
             .await;
         match round {
             0 => assert!(ending.is_none()),

@@ -8,14 +8,17 @@
 //!   then the start's transaction, [`sql::open`] (account, claim, history, role, tools
 //!   in one round trip), the model input built from it (`context.rs`), then
 //!   [`sql::Opened::reserve`] (budget hold, user message, COMMIT overlapping the model call);
+//!   what the turn may do is decided there once, as its `Plan` (`plan.rs`: model, role
+//!   narrowed by the assistant and the key's scopes, tools offered, sampling, output cap);
 //! - `supervise.rs`: the turn gets a task of its own, registered in
 //!   [`crate::cluster::active`] so any process can stop it; one supervisor for new and
 //!   resumed turns;
-//! - `run.rs`: the loop: `model_call.rs` (one streamed model call), `tool_calls.rs` (the
-//!   tools it asked for, from `tool_set.rs`), `approval/pause.rs` (calls that wait for a
-//!   person), `store.rs` (one commit per step, [`sql::next_call`], and the last one,
-//!   [`sql::finish`]; `store_failure.rs`: which failures are retried), `record.rs` and
-//!   `ending.rs` (what is stored and said at the end);
+//! - `run.rs`: the loop, a short one over `step/`: `step/call.rs` (a model call with its
+//!   fallbacks; one attempt in `step/attempt.rs`), `step/tools.rs` (the tools it asked for,
+//!   from `tool_set.rs`; `approval/pause.rs`: calls that wait for a person),
+//!   `step/commit.rs` (one commit per step, [`sql::next_call`], which renews the plan's
+//!   role; what the turn produced, how it ended); `store.rs` stores the last one
+//!   ([`sql::finish`]; `store_failure.rs`: which failures are retried);
 //! - `turn_log.rs`, `follow.rs`, `replay.rs`: its events, to the request that started it or
 //!   to anyone re-attaching ([`Follower`]), from memory or from what was stored;
 //!   `signals.rs` answers the cluster channel's `follow:`/stop signals for this process;
@@ -27,30 +30,24 @@
 //!
 //! An approval decision (`POST /api/approvals/{id}`, `routes/approvals.rs`):
 //! `approval/decide.rs` judges and records it (`approval/sql.rs`), and once every waiting
-//! call of the step is decided `approval/resume.rs` runs the approved calls and hands the
-//! turn back to the same supervisor (`supervise.rs`) and loop; `approval/sql_step.rs` is the
+//! call of the step is decided `approval/resume.rs` runs the approved calls with the same
+//! step (its tools and its commit) and hands the turn back to the same supervisor
+//! (`supervise.rs`) and loop; `approval/sql_step.rs` is the
 //! step's SQL. [`TurnError`] is every way a turn can refuse; `crate::error` maps it to HTTP.
 
 mod api;
 mod approval;
 mod attachments;
-pub mod breaker_sync;
-pub mod catalogue_sync;
 mod cite;
 mod context;
-mod ending;
 mod engine;
 pub mod error;
 mod events;
-mod fallback;
 mod follow;
-mod limits;
 #[cfg(test)]
 mod loop_tests;
-mod model_call;
-mod model_choice;
 mod pending_start;
-mod record;
+mod plan;
 mod refusal;
 mod replay;
 mod run;
@@ -59,11 +56,12 @@ mod signals;
 /// layering test keeps the server's other modules out).
 pub mod sql;
 mod start;
+mod step;
 mod store;
 mod store_failure;
 mod supervise;
-mod title;
-mod tool_calls;
+pub(crate) mod title;
+mod tool_images;
 mod tool_set;
 mod turn_log;
 

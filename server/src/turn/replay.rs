@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::auth::SignedToken;
+use crate::auth::token::SignedToken;
 use crate::db::models::idempotency::{self, IdempotencyKey};
 use crate::db::models::message::Message;
 use crate::db::models::user::Rejection;
@@ -205,28 +205,26 @@ fn result_event(m: &Message, names: &HashMap<String, String>) -> TurnEvent {
     }))
 }
 
-impl TurnEngine {
-    /// `Some(turn)` when `key` already started a turn (the retry follows it, running or
-    /// ended); `None` when the key is new.
-    pub(crate) async fn replay_duplicate(
-        &self,
-        token: &SignedToken,
-        conversation_id: Uuid,
-        key: &IdempotencyKey,
-    ) -> Result<Option<Uuid>, TurnError> {
-        let mut conn = crate::db::conn(&self.pool).await?;
-        let Some(first) = idempotency::find(&mut conn, token.user_id, &key.key).await? else {
-            return Ok(None);
-        };
-        // A replay shows the turn as a new one would: only to an account that is still
-        // admitted (a new turn is checked in its start's first round trip instead).
-        match crate::db::models::user::auth_state(&mut conn, token.user_id).await? {
-            Some(account) => account.admits(token.token_version)?,
-            None => return Err(Rejection::NoAccount.into()),
-        }
-        if first.request_hash != key.request_hash || first.conversation_id != conversation_id {
-            return Err(TurnError::IdempotencyKeyReused);
-        }
-        Ok(Some(first.user_message_id))
+/// `Some(turn)` when `key` already started a turn (the retry follows it, running or
+/// ended); `None` when the key is new.
+pub(crate) async fn duplicate(
+    engine: &TurnEngine,
+    token: &SignedToken,
+    conversation_id: Uuid,
+    key: &IdempotencyKey,
+) -> Result<Option<Uuid>, TurnError> {
+    let mut conn = crate::db::conn(&engine.pool).await?;
+    let Some(first) = idempotency::find(&mut conn, token.user_id, &key.key).await? else {
+        return Ok(None);
+    };
+    // A replay shows the turn as a new one would: only to an account that is still
+    // admitted (a new turn is checked in its start's first round trip instead).
+    match crate::db::models::user::auth_state(&mut conn, token.user_id).await? {
+        Some(account) => account.admits(token.token_version)?,
+        None => return Err(Rejection::NoAccount.into()),
     }
+    if first.request_hash != key.request_hash || first.conversation_id != conversation_id {
+        return Err(TurnError::IdempotencyKeyReused);
+    }
+    Ok(Some(first.user_message_id))
 }

@@ -13,7 +13,7 @@ pub struct Listeners {
     pub pool: crate::db::Pool,
     /// The model catalogue and the providers' circuit breakers, which other processes
     /// change too.
-    pub catalogue: super::catalogue_sync::CatalogueParts,
+    pub catalogue: crate::catalogue::Catalogue,
 }
 
 /// Acts on what a notification says, for this process's turns, followers and MCP servers.
@@ -35,8 +35,7 @@ fn apply(to: &Listeners, signal: Signal) {
             tokio::spawn(async move { sync_mcp(&mcp, &pool).await });
         }
         Signal::BreakersChanged => {
-            let breakers = to.catalogue.breakers.clone();
-            crate::turn::breaker_sync::spawn_adopt(to.pool.clone(), breakers);
+            to.catalogue.spawn_adopt_breakers(to.pool.clone());
         }
         Signal::CatalogueChanged => to.catalogue.spawn_reload(to.pool.clone()),
     }

@@ -7,23 +7,23 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::budget;
+use crate::db::conflict::{Retry, Transaction};
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::tools::Registry;
 
 use super::attachments;
 use super::context;
-use super::engine::{PreparedTurn, TurnEngine};
+use super::engine::{PreparedTurn, TurnEngine, Who};
 use super::error::TurnError;
-use super::model_choice::priced_for;
+use super::plan::{self, clamp_output, Plan};
 use super::refusal::{busy_error, refusal_error};
 use super::sql as turn_db;
 use super::sql::preset::{output_cap, TurnPreset};
-use crate::auth::SignedToken;
+use crate::auth::token::SignedToken;
 use crate::db::models::idempotency::IdempotencyKey;
 use crate::db::models::message::NewMessage;
 use crate::domain::MessageRole;
 use crate::turn::follow::Follower;
-use crate::turn::limits::clamp_output;
 
 /// A turn's first model input and the tools it may use, as a turn's start builds them.
 /// A new chat message, as a client sends it.
@@ -46,6 +46,8 @@ pub(crate) struct Origin {
     pub new_conversation: Option<turn_db::NewConversation>,
     /// The API key of a `/v1` caller, re-checked in the turn's first round trip.
     pub api_key: Option<Uuid>,
+    /// The new message's images (their bytes left out), checked against the model.
+    pub images: Vec<crate::llm::ImagePart>,
 }
 
 /// Longest accepted user message, in characters.
@@ -63,7 +65,9 @@ impl TurnEngine {
     ) -> Result<Follower, TurnError> {
         let user_id = token.user_id;
         if let Some(key) = &message.idempotency {
-            if let Some(turn_id) = self.replay_duplicate(&token, conversation_id, key).await? {
+            if let Some(turn_id) =
+                super::replay::duplicate(self, &token, conversation_id, key).await?
+            {
                 return self.follow(user_id, conversation_id, turn_id, None).await;
             }
         }
@@ -73,11 +77,11 @@ impl TurnEngine {
                 token,
                 conversation_id,
                 message.content,
-                &attached,
+                attached,
                 message.idempotency,
             )
             .await?;
-        let log = self.spawn(prepared);
+        let log = super::supervise::spawn(self, prepared);
         Ok(self.follow_started(user_id, conversation_id, log))
     }
 
@@ -92,9 +96,10 @@ impl TurnEngine {
         token: SignedToken,
         conversation_id: Uuid,
         content: &str,
-        attachments: &[attachments::Attachment],
+        attached: attachments::Resolved,
         idempotency: Option<crate::db::models::idempotency::IdempotencyKey>,
     ) -> Result<PreparedTurn, TurnError> {
+        let attachments = &attached.files;
         // Files alone are a message too ("what is in this?" goes without saying).
         let blank = content.trim().is_empty() && attachments.is_empty();
         if blank || content.chars().count() > MAX_MESSAGE_CHARS {
@@ -106,6 +111,15 @@ impl TurnEngine {
         user_message.attachments = attachments::to_row(attachments);
         // What the model reads: the text, then the note naming the attached files.
         let content = attachments::model_text(content, attachments);
+        // Checked against the conversation's model once it is read, before any hold.
+        let image_refs: Vec<crate::llm::ImagePart> = attached
+            .images
+            .iter()
+            .map(|i| crate::llm::ImagePart {
+                data: String::new(),
+                ..i.clone()
+            })
+            .collect();
         // The conversation's model is known once the start's reads are back; until then the
         // widest model bounds how much history is read.
         let history_room = context::history_room(
@@ -117,7 +131,7 @@ impl TurnEngine {
         let build = {
             let agent = self.clone();
             move |conversation: &crate::db::models::conversation::Conversation,
-                  model: &crate::llm::CatalogueModel,
+                  model: &crate::catalogue::CatalogueModel,
                   history: &[crate::db::models::message::Message],
                   allowed: &[String],
                   custom: &[CustomToolRow],
@@ -127,15 +141,21 @@ impl TurnEngine {
                     preset,
                     conversation.system_prompt.as_deref(),
                 );
+                let images = attached
+                    .images
+                    .into_iter()
+                    .map(|i| i.for_provider(model.kind))
+                    .collect();
+                let user = crate::llm::ChatMessage::user(content).with_images(images);
                 let input = context::assemble(
                     &opening,
                     history,
-                    &content,
+                    user,
                     model.context_window,
                     u64::from(model.max_output),
                 );
                 let tools = agent.registry_with(custom);
-                let estimate = agent.estimate_input(&input, allowed, &tools);
+                let estimate = budget::with_margin(plan::count_input(&input, allowed, &tools));
                 ((input, tools), estimate)
             }
         };
@@ -144,6 +164,7 @@ impl TurnEngine {
             user_message,
             Origin {
                 idempotency,
+                images: image_refs,
                 ..Default::default()
             },
             history_room,
@@ -169,7 +190,7 @@ impl TurnEngine {
     where
         F: FnOnce(
             &crate::db::models::conversation::Conversation,
-            &crate::llm::CatalogueModel,
+            &crate::catalogue::CatalogueModel,
             &[crate::db::models::message::Message],
             &[String],
             &[CustomToolRow],
@@ -177,6 +198,7 @@ impl TurnEngine {
         ) -> (Built, i64),
     {
         let conversation_id = new_message.conversation_id;
+        let images = origin.images;
         let user_message = new_message;
         let user_message_id = user_message.id;
         // A turn is named by the message that started it: any process finds it from its id.
@@ -191,24 +213,35 @@ impl TurnEngine {
             hold_ttl: self.hold_ttl(),
         };
         let mut conn = self.pool.get_for_start(self.settings.turn_timeout).await?;
-        let opened = turn_db::open(
-            &mut conn,
-            turn_db::Claim {
-                user_id: token.user_id,
-                token_version: token.token_version,
-                turn_id,
-                stale_after: self.settings.turn_timeout + crate::turn::limits::STORE_GRACE,
-                process_id: self.process_id,
-                idempotency: origin.idempotency,
-                new_conversation: origin.new_conversation,
-                api_key: origin.api_key,
-                max_messages: i64::from(self.settings.max_conversation_messages),
-            },
-            user_message,
-            ask,
-            history_room,
-        )
-        .await?;
+        let claim = turn_db::Claim {
+            user_id: token.user_id,
+            token_version: token.token_version,
+            turn_id,
+            stale_after: self.settings.turn_timeout + crate::turn::plan::STORE_GRACE,
+            process_id: self.process_id,
+            idempotency: origin.idempotency,
+            new_conversation: origin.new_conversation,
+            api_key: origin.api_key,
+            max_messages: i64::from(self.settings.max_conversation_messages),
+        };
+        // The first round trip takes the start's locks (the claim, then the early
+        // reservation); a conflict lost there was rolled back whole and is sent again.
+        let mut retry = Retry::new(Transaction::TurnStart, &self.metrics.db_conflicts);
+        let opened = loop {
+            // The copies are what a retry sends again (the first attempt consumes them).
+            let attempt = turn_db::open(
+                &mut conn,
+                claim.clone(),
+                user_message.clone(),
+                ask.clone(),
+                history_room,
+            )
+            .await;
+            match attempt {
+                Err(e) if retry.again(&e).await => {}
+                other => break other?,
+            }
+        };
         // Named by a refusal of the money budget.
         let mut model_name = String::new();
         let started = match opened {
@@ -219,25 +252,28 @@ impl TurnEngine {
                         opened.abort().await?;
                         return Err(TurnError::AssistantUnavailable(a.name.clone()));
                     }
-                    // The preset's model wins; its tools narrow the role's, never widen them.
-                    if a.model.is_some() {
-                        opened.conversation.model.clone_from(&a.model);
-                    }
-                    opened.role.narrow_to(&a.tools);
+                    plan::narrow_to_assistant(&mut opened.conversation, &mut opened.role, a);
                 }
-                let model = match self.model_allowed(&opened.conversation, &opened.role) {
+                let catalogue = self.catalogue.now();
+                let model = match plan::model_for(&catalogue, &opened.conversation, &opened.role) {
                     Ok(model) => model,
                     Err(refused) => {
                         opened.abort().await?;
                         return Err(refused);
                     }
                 };
+                if let Err(refused) = attachments::check_images(&model, &images) {
+                    opened.abort().await?;
+                    return Err(refused);
+                }
                 opened.cap_output(i64::from(output_cap(
                     preset.assistant.as_ref(),
                     model.max_output,
                 )));
                 model_name.clone_from(&model.name);
-                let price = match priced_for(&opened, &model) {
+                drop(catalogue);
+                let currency = opened.money_budget().map(|b| b.currency.as_str());
+                let price = match plan::priced_for(&model, currency) {
                     Ok(price) => price,
                     Err(refused) => {
                         opened.abort().await?;
@@ -289,64 +325,31 @@ impl TurnEngine {
             hold.output_room(input_estimate),
             i64::from(output_cap(preset.assistant.as_ref(), model.max_output)),
         );
-        let price = model.price_at(chrono::Utc::now());
-        let model = model.name.clone();
-        Ok(PreparedTurn {
-            turn_id,
-            user_id: token.user_id,
-            username: account.username,
-            conversation_id,
-            user_message_id,
-            model,
-            price,
-            input,
+        let mut plan = Plan::new(
+            model.name.clone(),
             role,
             tools,
+            preset.assistant.map(Arc::new),
+        );
+        plan.client_tools = client_tools;
+        Ok(PreparedTurn {
+            who: Who {
+                turn_id,
+                user_id: token.user_id,
+                username: account.username,
+                conversation_id,
+                user_message_id,
+                outstanding: Default::default(),
+            },
+            plan,
+            input,
             first_call: (hold, max_tokens),
             start: Some(crate::turn::pending_start::PendingStart::new(
                 conn,
                 committing,
                 user_message_id,
             )),
-            outstanding: Default::default(),
-            client_tools,
             wants_title,
-            assistant: preset.assistant.map(Arc::new),
         })
-    }
-
-    /// The built-in tools plus the tools of the MCP servers that are up plus the
-    /// admin-defined ones ([`tool_set`]).
-    pub(crate) fn registry_with(&self, custom: &[CustomToolRow]) -> Registry {
-        self.tool_set
-            .get(&self.tools, self.mcp.registry(), custom, &self.http)
-    }
-
-    /// Estimated input tokens of a call, with the safety margin.
-    pub(crate) fn estimate_input(
-        &self,
-        input: &[crate::llm::ChatMessage],
-        allowed: &[String],
-        tools: &Registry,
-    ) -> i64 {
-        budget::with_margin(Self::count_input(input, allowed, tools))
-    }
-
-    /// Our count of a call's input tokens: the messages and the offered tools' schemas (what
-    /// is charged when the provider reports no usage).
-    pub(crate) fn count_input(
-        input: &[crate::llm::ChatMessage],
-        allowed: &[String],
-        tools: &Registry,
-    ) -> u64 {
-        let messages: u64 = input.iter().map(context::cost).sum();
-        let tools: u64 = tools
-            .allowed_specs(allowed)
-            .map(|(s, schema_chars)| {
-                crate::llm::estimate_tokens_of_chars(schema_chars)
-                    + crate::llm::estimate_tokens(&s.description)
-            })
-            .sum();
-        messages + tools
     }
 }

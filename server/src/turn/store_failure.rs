@@ -46,18 +46,18 @@ impl Failure {
 /// Postgres gave the transaction up to another (serialization failure, deadlock).
 pub(super) fn is_passing(e: &diesel::result::Error) -> bool {
     use diesel::result::{DatabaseErrorKind, Error};
+    if crate::db::conflict::is_conflict(e) {
+        return true;
+    }
     match e {
         Error::DatabaseError(
-            DatabaseErrorKind::SerializationFailure
-            | DatabaseErrorKind::ClosedConnection
-            | DatabaseErrorKind::UnableToSendCommand,
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
             _,
         )
         | Error::BrokenTransactionManager => true,
         Error::DatabaseError(DatabaseErrorKind::Unknown, info) => {
             let m = info.message().to_ascii_lowercase();
             [
-                "deadlock detected",
                 "statement timeout",
                 "connection",
                 "terminating",

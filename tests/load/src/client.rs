@@ -137,6 +137,21 @@ impl Api {
         self.create_conversation_on(token, title, None).await
     }
 
+    /// Creates a conversation with no title of its own, so that the server titles it after
+    /// its first answer (when titles are on).
+    pub async fn create_untitled(&self, token: &str) -> anyhow::Result<String> {
+        let rb = self
+            .http
+            .post(format!("{}/api/conversations", self.base))
+            .bearer_auth(token)
+            .json(&json!({}));
+        let v = self.json(rb, "create conversation").await?;
+        v.get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .context("conversation: no id")
+    }
+
     /// Creates a conversation; with `model`, on that catalogue model (checked: the answer
     /// must name it).
     pub async fn create_conversation_on(
@@ -175,12 +190,32 @@ impl Api {
         role: &str,
         tokens: i64,
     ) -> anyhow::Result<()> {
+        let mut tools = vec![
+            "current_time".to_owned(),
+            "calculator".to_owned(),
+            format!("{}__*", crate::mcp::SERVER_NAME),
+        ];
+        // A build from before the code interpreter has no `run_python`: the kit still runs
+        // against it, so a before/after is one command.
+        if self.knows_tool(admin_token, "run_python").await? {
+            tools.push("run_python".to_owned());
+        }
         let rb = self
             .http
             .put(format!("{}/api/admin/roles/{role}", self.base))
             .bearer_auth(admin_token)
-            .json(&json!({"tools": ["current_time", "calculator", format!("{}__*", crate::mcp::SERVER_NAME)], "token_budget": tokens, "budget_period": "month"}));
+            .json(&json!({"tools": tools, "token_budget": tokens, "budget_period": "month"}));
         self.json(rb, "set role budget").await.map(|_| ())
+    }
+
+    /// Whether the server offers a tool of this name (`GET /api/admin/tools`).
+    async fn knows_tool(&self, admin_token: &str, name: &str) -> anyhow::Result<bool> {
+        let rb = self
+            .http
+            .get(format!("{}/api/admin/tools", self.base))
+            .bearer_auth(admin_token);
+        let tools = self.json(rb, "list tools").await?;
+        Ok(tools.to_string().contains(&format!("\"{name}\"")))
     }
 
     /// `(username, id)` of every account (admin only; the kit makes at most 1,000).

@@ -52,6 +52,8 @@ pub struct Directive {
     pub tool: bool,
     /// The tool call goes to the kit's MCP server (`loadkit__echo`).
     pub mcp: bool,
+    /// The tool call is the code interpreter's: `run_python` `print(1)`.
+    pub py: bool,
     pub hold_s: u64,
     pub size: usize,
 }
@@ -64,6 +66,7 @@ impl Default for Directive {
             gap_ms: 5,
             tool: false,
             mcp: false,
+            py: false,
             hold_s: 0,
             size: 6,
         }
@@ -76,12 +79,13 @@ const MAX_HOLD_S: u64 = 900;
 impl Directive {
     pub fn render(&self) -> String {
         format!(
-            "load:ttft={},n={},gap={},tool={},mcp={},hold={},size={}",
+            "load:ttft={},n={},gap={},tool={},mcp={},py={},hold={},size={}",
             self.ttft_ms,
             self.n,
             self.gap_ms,
             self.tool as u8,
             self.mcp as u8,
+            self.py as u8,
             self.hold_s,
             self.size
         )
@@ -106,6 +110,7 @@ impl Directive {
                 "gap" => d.gap_ms = v.min(60_000),
                 "tool" => d.tool = v != 0,
                 "mcp" => d.mcp = v != 0,
+                "py" => d.py = v != 0,
                 "hold" => d.hold_s = v.min(MAX_HOLD_S),
                 "size" => d.size = (v as usize).clamp(1, 4096),
                 _ => {}
@@ -379,6 +384,8 @@ async fn produce(
     if answer_tool {
         let (name, arguments) = if d.mcp {
             ("loadkit__echo", r#"{"text":"load"}"#)
+        } else if d.py {
+            ("run_python", r#"{"code":"print(1)"}"#)
         } else {
             ("calculator", r#"{"expression":"1+1"}"#)
         };
@@ -456,6 +463,7 @@ mod tests {
             gap_ms: 2,
             tool: true,
             mcp: true,
+            py: true,
             hold_s: 9,
             size: 4,
         };

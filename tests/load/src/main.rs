@@ -12,6 +12,7 @@ mod catalogue;
 mod client;
 mod fake;
 mod held;
+mod interp;
 mod knowledge;
 mod mcp;
 mod probe;
@@ -38,6 +39,7 @@ fn usage() -> ! {
          \x20     [--burst N] [--soak SECS] [--soak-streams N]\n\
          \x20     [--held N] [--held-rate R] [--demo-delay-ms MS]\n\
          \x20     [--search] [--search-own N] [--search-others N] [--search-secs S]\n\
+         \x20     [--interp] [--interp-runs N] [--interp-secs S]\n\
          \x20     [--knowledge] [--knowledge-files N] [--knowledge-max-kib K] [--knowledge-chunks N]\n\
          \x20     [--knowledge-users N] [--knowledge-secs S] [--knowledge-requests N]\n\
          \x20     [--no-knowledge-upstream] [--embed-delay-ms MS] [--pgvector-url URL] [--keep-db]\n\

@@ -50,6 +50,7 @@ pub fn failures(r: &Report) -> Vec<String> {
         }
     }
     out.extend(crate::search::failures(r));
+    out.extend(crate::interp::failures(r));
     out.extend(crate::knowledge::report::failures(r));
     out.extend(crate::report_catalogue::failures(r));
     out
@@ -64,6 +65,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     crate::report_held::markdown(r, s);
     soak(r, s);
     crate::search::markdown(r, s);
+    crate::interp::markdown(r, s);
     crate::knowledge::report::markdown(r, s);
 }
 
@@ -240,7 +242,7 @@ fn soak(r: &Report, s: &mut String) {
     if k.turns_per_conversation > 0 {
         let _ = writeln!(s, "Each worker moves to a new conversation every {} turns ({} created), so the history a turn loads stays the same size throughout; memory that still grows is not the conversations getting longer.\n", k.turns_per_conversation, k.conversations_created);
     }
-    let _ = writeln!(s, "| minute | server RSS MiB | server fds | streams upstream | `active_streams` | `/metrics` series | turns ok so far |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| minute | server RSS MiB | server fds | streams upstream | `active_streams` | `/metrics` series | pool in use | db backends | turns ok so far |\n|---|---|---|---|---|---|---|---|---|");
     let mut last_minute = None;
     for p in &k.samples {
         let minute = (p.t_s / 60.0).floor() as u64;
@@ -250,13 +252,17 @@ fn soak(r: &Report, s: &mut String) {
         last_minute = Some(minute);
         let _ = writeln!(
             s,
-            "| {:.0} s | {} | {} | {} | {} | {} | {} |",
+            "| {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.t_s,
             f(p.rss_mib, 1),
             p.fds.map(|x| x.to_string()).unwrap_or("–".into()),
             p.streaming,
             f(p.active_streams, 0),
             p.metric_series.map(|x| x.to_string()).unwrap_or("–".into()),
+            f(p.pool_in_use, 0),
+            p.db_connections
+                .map(|x| x.to_string())
+                .unwrap_or("–".into()),
             p.turns_ok
         );
     }
@@ -282,6 +288,40 @@ fn soak(r: &Report, s: &mut String) {
         f(k.fds_early, 0),
         f(k.fds_late, 0),
         verdict(Some(k.flat_fds))
+    );
+    let c = &k.conflicts;
+    let deadlocks = match (c.deadlocks_before, c.deadlocks_after) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let _ = writeln!(
+        s,
+        "| no deadlock (`pg_stat_database.deadlocks` before → after) | {} → {} | {} |",
+        c.deadlocks_before
+            .map(|x| x.to_string())
+            .unwrap_or("–".into()),
+        c.deadlocks_after
+            .map(|x| x.to_string())
+            .unwrap_or("–".into()),
+        verdict(deadlocks.map(|d| d == 0))
+    );
+    let _ = writeln!(
+        s,
+        "| no 5xx answer (turns and conversation creations) | {} | {} |",
+        k.server_errors,
+        verdict(Some(k.server_errors == 0))
+    );
+    let _ = writeln!(
+        s,
+        "| conflicts lost and retried (`agentchat_db_conflicts_total`); title calls (`agentchat_titles_total`) | {} ; {} | – |",
+        f(c.retried, 0),
+        f(c.titles, 0)
+    );
+    let _ = writeln!(
+        s,
+        "| test-database backends, first fifth → last fifth (mean) | {} → {} | – |",
+        f(k.db_connections_early, 1),
+        f(k.db_connections_late, 1)
     );
     let _ = writeln!(
         s,

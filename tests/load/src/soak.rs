@@ -35,6 +35,23 @@ pub struct SoakSample {
     /// `agentchat_active_streams` and turn starts waiting for the pool, from `/metrics`.
     pub active_streams: Option<f64>,
     pub pool_waiting: Option<f64>,
+    /// Pool connections in use (`agentchat_db_pool{state="in_use"}`) and the test database's
+    /// backends (`pg_stat_activity`): connections that only grow would show.
+    pub pool_in_use: Option<f64>,
+    pub db_connections: Option<u64>,
+}
+
+/// What Postgres and the server say about transaction conflicts over the soak.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Conflicts {
+    /// `pg_stat_database.deadlocks` of the test database before and after (read through the
+    /// maintenance database, after the statistics flush wait): the difference must be 0.
+    pub deadlocks_before: Option<i64>,
+    pub deadlocks_after: Option<i64>,
+    /// `agentchat_db_conflicts_total` at the end (every label): conflicts lost and retried.
+    pub retried: Option<f64>,
+    /// `agentchat_titles_total` at the end, all outcomes (titles are on in a `--soak` run).
+    pub titles: Option<f64>,
 }
 
 /// The budget invariant, read in Postgres after the soak.
@@ -75,6 +92,12 @@ pub struct SoakResult {
     pub flat_fds: bool,
     pub invariant: Option<Invariant>,
     pub invariant_error: Option<String>,
+    /// Answers 5xx (turns and conversation creations): must be 0.
+    pub server_errors: u64,
+    pub conflicts: Conflicts,
+    /// Test-database backends, mean of the first and the last fifth of the samples.
+    pub db_connections_early: Option<f64>,
+    pub db_connections_late: Option<f64>,
     pub ok: bool,
     pub loadavg_start: String,
     pub loadavg_end: String,
@@ -134,6 +157,8 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
     if let Err(e) = &tight {
         r.errors.insert(format!("setting tight budgets: {e:#}"), 1);
     }
+    r.conflicts.deadlocks_before = deadlocks(ctx);
+    let titled = ctx.cfg.soak_secs.is_some();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let ok = Arc::new(AtomicU64::new(0));
     let created = Arc::new(AtomicU64::new(0));
@@ -153,14 +178,25 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
             let mut on_this = 0u64;
             while Instant::now() < deadline {
                 if rotate > 0 && on_this >= rotate {
-                    let title = format!("soak {w} {i}");
-                    if let Ok(id) = ctx
-                        .api
-                        .create_conversation(&ctx.tokens[conv.user], &title)
-                        .await
-                    {
-                        conv_id = id;
-                        created.fetch_add(1, Ordering::Relaxed);
+                    let token = &ctx.tokens[conv.user];
+                    let made = if titled {
+                        ctx.api.create_untitled(token).await
+                    } else {
+                        let title = format!("soak {w} {i}");
+                        ctx.api.create_conversation(token, &title).await
+                    };
+                    match made {
+                        Ok(id) => {
+                            conv_id = id;
+                            created.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            // A refusal here ended the issue-43 soak: counted, by status.
+                            let kind = format!("create_{}", error_kind(&format!("{e:#}")));
+                            if let Ok(mut m) = errors.lock() {
+                                *m.entry(kind).or_insert(0) += 1;
+                            }
+                        }
                     }
                     on_this = 0;
                 }
@@ -215,6 +251,10 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
                     pool_waiting: metrics
                         .as_ref()
                         .and_then(|m| m.get("agentchat_db_pool_waiting")),
+                    pool_in_use: metrics
+                        .as_ref()
+                        .and_then(|m| m.get("agentchat_db_pool_connections:in_use")),
+                    db_connections: db_connections(&ctx),
                 });
                 let next = t0 + SAMPLE_EVERY * samples.len() as u32;
                 while running.load(Ordering::Relaxed) && Instant::now() < next {
@@ -238,19 +278,48 @@ pub async fn soak(ctx: &Arc<Ctx>, secs: u64, streams: usize) -> SoakResult {
         }
     }
     judge(&mut r);
-    // Holds are released as turns end; give the last ones a moment.
+    r.server_errors = r
+        .errors
+        .iter()
+        .filter(|(k, _)| k.contains("http_5"))
+        .map(|(_, n)| n)
+        .sum();
+    // Holds are released as turns end (and titles finish); give the last ones a moment,
+    // and idle backends the time to flush their statistics (up to 10 s).
     tokio::time::sleep(Duration::from_secs(2)).await;
+    if let Some(m) = crate::probe::scrape(ctx).await {
+        r.conflicts.retried = m.get("agentchat_db_conflicts_total");
+        r.conflicts.titles = m.get("agentchat_titles_total");
+    }
+    tokio::time::sleep(Duration::from_secs(ctx.cfg.stats_wait_secs)).await;
+    r.conflicts.deadlocks_after = deadlocks(ctx);
     match invariant(ctx) {
         Ok(inv) => r.invariant = Some(inv),
         Err(e) => r.invariant_error = Some(format!("{e:#}")),
     }
+    let no_deadlocks = matches!(
+        (r.conflicts.deadlocks_before, r.conflicts.deadlocks_after),
+        (Some(a), Some(b)) if a == b
+    );
     r.ok = r.flat_memory
         && r.flat_fds
         && r.turns_ok > 0
+        && r.server_errors == 0
+        && no_deadlocks
         && r.invariant.as_ref().is_some_and(|i| {
             i.over_limit == 0 && i.reserved_left == 0 && i.holds_left == 0 && i.periods > 0
         });
     r.loadavg_end = sys::loadavg();
+    log(format!(
+        "  deadlocks {:?} -> {:?}, conflicts retried {:?}, titles {:?}, 5xx {}; db connections {} -> {}",
+        r.conflicts.deadlocks_before,
+        r.conflicts.deadlocks_after,
+        r.conflicts.retried,
+        r.conflicts.titles,
+        r.server_errors,
+        crate::stats::f(r.db_connections_early, 1),
+        crate::stats::f(r.db_connections_late, 1),
+    ));
     log(format!(
         "  {} turns ok, errors {:?}; RSS {} → {} MiB (slope {} MiB/min, second half {}), fds {} → {}; invariant {:?}",
         r.turns_ok,
@@ -282,6 +351,15 @@ fn judge(r: &mut SoakResult) {
     r.rss_late_mib = mean(late.iter().filter_map(|s| s.rss_mib));
     r.fds_early = mean(early.iter().filter_map(|s| s.fds.map(|f| f as f64)));
     r.fds_late = mean(late.iter().filter_map(|s| s.fds.map(|f| f as f64)));
+    r.db_connections_early = mean(
+        early
+            .iter()
+            .filter_map(|s| s.db_connections.map(|c| c as f64)),
+    );
+    r.db_connections_late = mean(
+        late.iter()
+            .filter_map(|s| s.db_connections.map(|c| c as f64)),
+    );
     let points: Vec<(f64, f64)> = settled
         .iter()
         .filter_map(|s| Some((s.t_s, s.rss_mib?)))
@@ -317,6 +395,49 @@ async fn tighten(ctx: &Ctx) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `pg_stat_database.deadlocks` of the test database, read through the maintenance
+/// database.
+fn deadlocks(ctx: &Ctx) -> Option<i64> {
+    let sql = format!(
+        "SELECT deadlocks FROM pg_stat_database WHERE datname = '{}'",
+        ctx.db
+    );
+    sys::psql(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &sql)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The test database's backends now (the server's pool and anyone else connected).
+fn db_connections(ctx: &Ctx) -> Option<u64> {
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}'",
+        ctx.db
+    );
+    sys::psql(&ctx.cfg.pg_host, &ctx.cfg.pg_port, &sql)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `http_503` from an error's text (`… HTTP 503 …` or `http_503`), else `failed`.
+fn error_kind(text: &str) -> String {
+    let digits = |rest: &str| -> Option<String> {
+        let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        (code.len() == 3).then(|| format!("http_{code}"))
+    };
+    for marker in ["http_", "HTTP ", "status "] {
+        if let Some(i) = text.find(marker) {
+            if let Some(kind) = digits(&text[i + marker.len()..]) {
+                return kind;
+            }
+        }
+    }
+    "failed".into()
 }
 
 fn invariant(ctx: &Ctx) -> anyhow::Result<Invariant> {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+pub use super::admin_apply::{apply, AdminWrite};
 use crate::db::schema::admin_changes::{self, dsl};
 use crate::domain::Actor;
 

@@ -230,6 +230,7 @@ pub fn state(
     id: Uuid,
 ) -> futures_util::future::BoxFuture<'static, QueryResult<KeyState>> {
     use futures_util::FutureExt;
+    // Raw SQL: a computed column (`expires_at <= now()`), prepared once per connection and pipelined on the turn's path (see db::prepared).
     crate::db::prepared::sql(
         "SELECT (expires_at IS NOT NULL AND expires_at <= now()) AS expired \
          FROM api_keys WHERE id = $1",

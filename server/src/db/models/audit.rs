@@ -118,6 +118,7 @@ pub fn insert_many(
         return future::ready(Ok(())).boxed();
     }
     let text = |s: &String| pg_safe_text(s).into_owned();
+    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
     sql(
         "INSERT INTO audit_log (user_id, username, conversation_id, tool, tool_call_id, \
                                 arguments, arguments_truncated, outcome, error, duration_ms, \
@@ -226,6 +227,7 @@ pub async fn tally_by_tool(
     to: Option<DateTime<Utc>>,
 ) -> QueryResult<Vec<ToolTally>> {
     use diesel::sql_types::{Nullable, Timestamptz};
+    // Raw SQL: `count(*) FILTER (WHERE …)`, an aggregate the DSL cannot say.
     diesel::sql_query(
         "SELECT tool, count(*)::BIGINT AS calls, \
                 count(*) FILTER (WHERE outcome <> 'ok')::BIGINT AS failures \

@@ -143,6 +143,7 @@ struct LimitRow {
 }
 
 pub async fn limit_for(conn: &mut AsyncPgConnection, user_id: Uuid) -> diesel::QueryResult<Limit> {
+    // Raw SQL: COALESCE across a join, prepared once per connection and pipelined on the turn's path (see db::prepared).
     let row: Option<LimitRow> = sql(
         "SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period, \
                 r.budget_amount AS amount, r.budget_currency AS currency \
@@ -270,6 +271,7 @@ pub fn settle(
 /// same transactions, so a live turn's hold is never taken. Returns how many tokens it
 /// freed.
 pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::QueryResult<i64> {
+    // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     let freed: Vec<Granted> = sql(
         "WITH gone AS (DELETE FROM budget_holds h WHERE h.expires_at < $1 \
                          OR (h.turn_id IS NOT NULL AND NOT EXISTS \

@@ -61,6 +61,7 @@ pub fn reserve_early(
         ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
     // The period names the budget module stores; a role's unknown name matches none of them
     // (the exact path then counts it per month).
+    // Raw SQL: a CTE with COALESCE across joins, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("WITH lim AS ( \
              SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period \
              FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1), \
@@ -123,6 +124,7 @@ pub fn resize(
          UPDATE budget_periods b SET reserved = b.reserved - $3, updated_at = now() \
          FROM h WHERE b.user_id = $2 AND b.period = h.period AND b.period_start = h.period_start"
     };
+    // Raw SQL: UPDATE … FROM a CTE.
     sql(text)
         .bind::<SqlUuid, _>(early.id)
         .bind::<SqlUuid, _>(user_id)

@@ -115,6 +115,7 @@ pub fn try_reserve(
     let expires =
         ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
     let currency = limit.currency.clone();
+    // Raw SQL: a CTE that checks and reserves in one statement.
     sql("WITH cur AS ( \
              SELECT user_id, period, period_start, currency, \
                     LEAST($5, $6 - spent - reserved) AS g \
@@ -213,6 +214,7 @@ pub fn settle(
     hold: &MoneyHold,
     cost: Decimal,
 ) -> BoxFuture<'static, diesel::QueryResult<()>> {
+    // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     sql("WITH h AS (DELETE FROM money_holds WHERE id = $1 \
                     RETURNING user_id, period, period_start, currency, amount) \
          UPDATE money_periods m \
@@ -230,6 +232,7 @@ pub fn settle(
 /// Frees money holds whose time ran out or whose turn no longer holds its conversation
 /// (as [`super::budget::sweep`] does for tokens). Returns how many it freed.
 pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::QueryResult<usize> {
+    // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     sql(
         "WITH gone AS (DELETE FROM money_holds h WHERE h.expires_at < $1 \
                          OR (h.turn_id IS NOT NULL AND NOT EXISTS \
@@ -270,6 +273,7 @@ pub async fn status(
     limit: &MoneyLimit,
     now: DateTime<Utc>,
 ) -> diesel::QueryResult<MoneyStatus> {
+    // Raw SQL: prepared once per connection and pipelined on the turn's path (see db::prepared).
     let t: Option<Totals> = sql("SELECT spent, reserved FROM money_periods \
          WHERE user_id = $1 AND period = $2 AND period_start = $3 AND currency = $4")
     .bind::<SqlUuid, _>(user_id)
@@ -293,6 +297,7 @@ async fn totals(
     currency: &str,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<Option<Totals>> {
+    // Raw SQL: prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("SELECT spent, reserved FROM money_periods \
          WHERE user_id = $1 AND period = $2 AND period_start = $3 AND currency = $4")
     .bind::<SqlUuid, _>(ask.user_id)
@@ -310,6 +315,7 @@ async fn ensure_row(
     currency: &str,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<()> {
+    // Raw SQL: ON CONFLICT DO NOTHING, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql(
         "INSERT INTO money_periods (user_id, period, period_start, currency) \
          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",

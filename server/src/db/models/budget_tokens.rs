@@ -44,6 +44,7 @@ pub(super) fn try_reserve_tokens(
     let expires =
         ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
     let (user_id, period) = (ask.user_id, ask.limit.period);
+    // Raw SQL: a CTE that checks and reserves in one statement.
     sql("WITH cur AS ( \
              SELECT user_id, period, period_start, LEAST($4, $5 - spent - reserved) AS g \
              FROM budget_periods WHERE user_id = $1 AND period = $2 AND period_start = $3 \
@@ -146,6 +147,7 @@ pub(super) fn settle_tokens(
 ) -> BoxFuture<'static, diesel::QueryResult<i64>> {
     let actual = actual.max(0);
     if !hold.is_limited() {
+        // Raw SQL: ON CONFLICT with an expression update, prepared once per connection and pipelined on the turn's path (see db::prepared).
         return sql(
             "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
              VALUES ($1, $2, $3, $4) \
@@ -160,6 +162,7 @@ pub(super) fn settle_tokens(
         .map(move |r| r.map(|_| actual))
         .boxed();
     }
+    // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     sql(
         "WITH h AS (DELETE FROM budget_holds WHERE id = $1 RETURNING user_id, period, period_start, amount) \
          UPDATE budget_periods b \
@@ -180,6 +183,7 @@ async fn ensure_row(
     period: Period,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<()> {
+    // Raw SQL: ON CONFLICT DO NOTHING, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql(
         "INSERT INTO budget_periods (user_id, period, period_start) VALUES ($1, $2, $3) \
          ON CONFLICT DO NOTHING",
@@ -198,6 +202,7 @@ pub(super) async fn totals(
     period: Period,
     start: DateTime<Utc>,
 ) -> diesel::QueryResult<Option<Totals>> {
+    // Raw SQL: prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("SELECT spent, reserved FROM budget_periods \
          WHERE user_id = $1 AND period = $2 AND period_start = $3")
     .bind::<SqlUuid, _>(user_id)

@@ -221,6 +221,7 @@ pub async fn search_owned(
             .replace('%', "\\%")
             .replace('_', "\\_")
     );
+    // Raw SQL: full-text search (`websearch_to_tsquery`, `@@`) in a LATERAL join.
     diesel::sql_query(
         "SELECT c.id, c.user_id, c.title, c.model, c.created_at, c.updated_at, c.pinned, \
                 c.archived_at, c.system_prompt, c.title_auto, c.assistant_id, \

@@ -58,6 +58,7 @@ pub async fn find(
     user_id: Uuid,
     key: &str,
 ) -> diesel::QueryResult<Option<Started>> {
+    // Raw SQL: interval arithmetic on now(), prepared once per connection and pipelined on the turn's path (see db::prepared).
     let found: Vec<Started> = sql(
         "SELECT request_hash, conversation_id, turn_id, user_message_id FROM idempotency_keys \
          WHERE user_id = $1 AND key = $2 AND created_at > now() - interval '24 hours'",
@@ -79,6 +80,7 @@ pub fn record(
     turn_id: Uuid,
     user_message_id: Uuid,
 ) -> BoxFuture<'static, diesel::QueryResult<()>> {
+    // Raw SQL: ON CONFLICT … DO UPDATE … WHERE, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("INSERT INTO idempotency_keys AS k \
              (user_id, key, request_hash, conversation_id, turn_id, user_message_id) \
          VALUES ($1, $2, $3, $4, $5, $6) \
@@ -99,6 +101,7 @@ pub fn record(
 
 /// Forgets keys older than 24 hours.
 pub async fn expire(conn: &mut AsyncPgConnection) -> diesel::QueryResult<usize> {
+    // Raw SQL: interval arithmetic on now(), prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("DELETE FROM idempotency_keys WHERE created_at <= now() - interval '24 hours'")
         .execute(conn)
         .await

@@ -90,6 +90,34 @@ impl NewMessage {
             duration_ms: None,
         }
     }
+
+    /// A model's complete answer (fresh id) by the catalogue model `model`; its tool calls,
+    /// citations and usage are the caller's to add.
+    pub fn answer(conversation_id: Uuid, content: String, model: String, duration_ms: i64) -> Self {
+        Self {
+            content,
+            model: Some(model),
+            duration_ms: Some(duration_ms),
+            ..Self::complete(conversation_id, MessageRole::Assistant, "")
+        }
+    }
+
+    /// A tool's result for the call `tool_call_id` (fresh id); `error_code` names a failure.
+    pub fn tool_result(
+        conversation_id: Uuid,
+        tool_call_id: String,
+        content: String,
+        error_code: Option<&str>,
+        duration_ms: i64,
+    ) -> Self {
+        Self {
+            content,
+            tool_call_id: Some(tool_call_id),
+            status_reason: error_code.map(str::to_owned),
+            duration_ms: Some(duration_ms),
+            ..Self::complete(conversation_id, MessageRole::Tool, "")
+        }
+    }
 }
 
 /// All messages of a conversation in the order they were written, oldest first. Callers
@@ -171,6 +199,7 @@ pub fn list_recent(
     conversation_id: Uuid,
     room: u64,
 ) -> BoxFuture<'static, QueryResult<Vec<Message>>> {
+    // Raw SQL: a window function (running sum) in a CTE.
     sql("WITH newer AS ( \
              SELECT seq, sum(COALESCE(history_cost, 0)) OVER (ORDER BY seq DESC) AS cost \
              FROM messages WHERE conversation_id = $1) \
@@ -213,6 +242,7 @@ pub fn insert_many(
     // Postgres must accept whatever the model produced (see `pg_safe_text`).
     let text = |s: &String| pg_safe_text(s).into_owned();
     let opt_text = |s: &Option<String>| s.as_deref().map(|s| pg_safe_text(s).into_owned());
+    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
     sql(
         "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
                                status, status_reason, model, input_tokens, output_tokens, \
@@ -290,6 +320,7 @@ pub async fn truncate_from(
         #[diesel(sql_type = BigInt)]
         removed: i64,
     }
+    // Raw SQL: CTEs that lock, check and delete in one statement.
     let row: Outcome = diesel::sql_query(
         "WITH target AS (SELECT seq FROM messages \
                           WHERE id = $2 AND conversation_id = $1 AND role = 'user'), \

@@ -32,6 +32,7 @@ pub async fn of_messages(
     if messages.is_empty() {
         return Ok(HashMap::new());
     }
+    // Raw SQL: DISTINCT ON, which the DSL cannot say with this ordering.
     let rows: Vec<Fallback> = diesel::sql_query(
         "SELECT DISTINCT ON (message_id) message_id, fallback_from AS \"from\", \
                 COALESCE(fallback_reason, '') AS reason \
@@ -79,6 +80,7 @@ pub async fn in_period(
     from: DateTime<Utc>,
     to: Option<DateTime<Utc>>,
 ) -> diesel::QueryResult<Vec<FallbackUsage>> {
+    // Raw SQL: grouped sums with COALESCE.
     diesel::sql_query(
         "SELECT model, fallback_from AS \"from\", COALESCE(fallback_reason, '') AS reason, \
                 count(*)::BIGINT AS calls, sum(input_tokens)::BIGINT AS input_tokens, \

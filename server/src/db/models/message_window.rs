@@ -114,6 +114,7 @@ pub fn is_full(
     conversation_id: Uuid,
     max: i64,
 ) -> BoxFuture<'static, QueryResult<bool>> {
+    // Raw SQL: EXISTS over an OFFSET computed from a bind, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql(
         "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
                         ORDER BY seq OFFSET $2 - 1 LIMIT 1) AS full",

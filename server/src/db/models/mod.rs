@@ -1,13 +1,14 @@
 //! Rows and the queries that read and write them, one file per table.
 
+pub mod admin_apply;
 pub mod admin_change;
 pub mod api_key;
 pub mod audit;
 pub mod budget;
+pub mod budget_cpu;
 pub mod budget_early;
 pub mod budget_money;
 mod budget_tokens;
-pub mod catalogue_entry;
 pub mod conversation;
 pub mod custom_tool;
 pub mod idempotency;
@@ -19,6 +20,7 @@ pub mod message_window;
 pub mod preferences;
 pub mod refresh_token;
 pub mod role;
+pub mod sandbox_run;
 pub mod scim;
 pub mod secret;
 pub mod usage;

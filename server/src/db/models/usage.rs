@@ -43,6 +43,7 @@ pub fn insert_many(
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
+    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
     sql(
         "INSERT INTO usage_records (user_id, conversation_id, message_id, model, input_tokens, \
                                     output_tokens, charged, cache_read_tokens, \
@@ -113,6 +114,7 @@ pub async fn by_user_and_model(
     from: DateTime<Utc>,
     to: Option<DateTime<Utc>>,
 ) -> QueryResult<Vec<UserModelUsage>> {
+    // Raw SQL: grouped sums with COALESCE over two left joins (a deleted user's name).
     diesel::sql_query(
         "SELECT r.user_id, \
                 COALESCE(u.username, d.username || ' (deleted)', 'deleted user') AS username, \
@@ -160,6 +162,7 @@ pub async fn by_assistant(
     from: DateTime<Utc>,
     to: Option<DateTime<Utc>>,
 ) -> QueryResult<Vec<AssistantUsage>> {
+    // Raw SQL: grouped sums and count(DISTINCT …), the DSL has no GROUP BY aggregates for it.
     diesel::sql_query(
         "SELECT a.id AS assistant_id, a.name AS assistant, \
                 sum(r.input_tokens)::BIGINT AS input_tokens, \

@@ -241,6 +241,7 @@ pub async fn set_password(
 
 /// Serialises changes to the set of enabled admins (take it inside a transaction).
 pub async fn lock_admin_set(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    // Raw SQL: an advisory lock.
     diesel::sql_query(format!(
         "SELECT pg_advisory_xact_lock({ADMIN_SET_LOCK_KEY})"
     ))

@@ -90,7 +90,13 @@ fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
     for m in &req.messages {
         let (role, blocks): (&str, Vec<wire::Block>) = match m.role {
             Role::System => continue,
-            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::User => {
+                // Images first: Anthropic reads a question best after what it is about.
+                let mut blocks: Vec<wire::Block> =
+                    m.images.iter().map(wire::Block::image).collect();
+                blocks.extend(text_block(&m.content));
+                ("user", blocks)
+            }
             Role::Assistant => {
                 let mut blocks: Vec<wire::Block> = text_block(&m.content).into_iter().collect();
                 blocks.extend(m.tool_calls.iter().map(|c| wire::Block::ToolUse {
@@ -109,7 +115,14 @@ fn build_body(req: &ChatRequest, streaming: bool) -> wire::MessagesRequest {
                 "user",
                 vec![wire::Block::ToolResult {
                     tool_use_id: m.tool_call_id.clone().unwrap_or_default(),
-                    content: m.content.clone(),
+                    content: if m.images.is_empty() {
+                        wire::ToolResultContent::Text(m.content.clone())
+                    } else {
+                        let mut blocks: Vec<wire::Block> =
+                            text_block(&m.content).into_iter().collect();
+                        blocks.extend(m.images.iter().map(wire::Block::image));
+                        wire::ToolResultContent::Blocks(blocks)
+                    },
                     cache_control: None,
                 }],
             ),

@@ -94,9 +94,11 @@ pub enum Block {
         #[serde(default)]
         input: Option<Value>,
     },
+    /// An image, base64 in the request.
+    Image { source: ImageSource },
     ToolResult {
         tool_use_id: String,
-        content: String,
+        content: ToolResultContent,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
@@ -105,7 +107,35 @@ pub enum Block {
     Other,
 }
 
+/// `{"type": "base64", "media_type": ..., "data": ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageSource {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub media_type: String,
+    pub data: String,
+}
+
+/// A tool result's content: text, or blocks (text and images).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
 impl Block {
+    /// An image block of `image`.
+    pub fn image(image: &crate::llm::ImagePart) -> Self {
+        Block::Image {
+            source: ImageSource {
+                kind: "base64".into(),
+                media_type: image.media_type.clone(),
+                data: image.data.clone(),
+            },
+        }
+    }
+
     /// Anthropic wants tool results before any text in a user turn.
     pub fn is_tool_result(&self) -> bool {
         matches!(self, Block::ToolResult { .. })

@@ -104,7 +104,7 @@ fn build_body(req: &ChatRequest, streaming: bool, official: bool) -> wire::ChatC
     };
     wire::ChatCompletionRequest {
         model: req.model.clone(),
-        messages: req.messages.iter().map(message).collect(),
+        messages: messages(&req.messages),
         tools,
         tool_choice,
         max_tokens,
@@ -118,11 +118,59 @@ fn build_body(req: &ChatRequest, streaming: bool, official: bool) -> wire::ChatC
     }
 }
 
-/// One neutral message in the wire format.
+/// The neutral messages in the wire format. Tool messages carry text only, so the images of
+/// a run of tool results follow it as one user message of image parts.
+pub fn messages(all: &[ChatMessage]) -> Vec<wire::RequestMessage> {
+    let mut out = Vec::with_capacity(all.len());
+    let mut tool_images: Vec<wire::ContentPart> = Vec::new();
+    for (i, m) in all.iter().enumerate() {
+        out.push(message(m));
+        if m.role == Role::Tool {
+            tool_images.extend(m.images.iter().map(image_part));
+            let run_ends = all.get(i + 1).is_none_or(|next| next.role != Role::Tool);
+            if run_ends && !tool_images.is_empty() {
+                let mut parts = vec![wire::ContentPart::Text {
+                    text: "The images the tool results above returned:".into(),
+                }];
+                parts.append(&mut tool_images);
+                out.push(wire::RequestMessage {
+                    role: wire::MessageRole::User,
+                    content: Some(wire::Content::Parts(parts)),
+                    name: None,
+                    tool_calls: None,
+                    tool_call_id: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// An image as a Chat Completions part: a `data:` URL, never a link.
+fn image_part(i: &crate::llm::ImagePart) -> wire::ContentPart {
+    wire::ContentPart::ImageUrl {
+        image_url: wire::ImageUrl {
+            url: i.data_url(),
+            detail: None,
+        },
+    }
+}
+
+/// One neutral message in the wire format (a tool message's images left to [`messages`]).
 pub fn message(m: &ChatMessage) -> wire::RequestMessage {
     let text = |s: &str| Some(wire::Content::Text(s.to_owned()));
     let (role, content) = match m.role {
         Role::System => (wire::MessageRole::System, text(&m.content)),
+        Role::User if !m.images.is_empty() => {
+            let mut parts = Vec::with_capacity(m.images.len() + 1);
+            if !m.content.is_empty() {
+                parts.push(wire::ContentPart::Text {
+                    text: m.content.clone(),
+                });
+            }
+            parts.extend(m.images.iter().map(image_part));
+            (wire::MessageRole::User, Some(wire::Content::Parts(parts)))
+        }
         Role::User => (wire::MessageRole::User, text(&m.content)),
         Role::Tool => (wire::MessageRole::Tool, text(&m.content)),
         Role::Assistant if !m.tool_calls.is_empty() && m.content.is_empty() => {

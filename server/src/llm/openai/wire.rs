@@ -3,6 +3,7 @@
 //! lenient where compatible servers differ (missing ids, arguments sent as objects, absent
 //! fields); a field of the wrong type is an error, never a silent `None`.
 
+use crate::config::InputKind;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// `POST /chat/completions` body. Parameters this server has no use for are accepted and
@@ -81,9 +82,22 @@ pub enum ContentPart {
     Text {
         text: String,
     },
-    /// Images, audio, files: not understood here.
+    /// An image: a `data:` URL (or, from a client, a link this server refuses to fetch).
+    ImageUrl {
+        image_url: ImageUrl,
+    },
+    /// Audio, files: not understood here.
     #[serde(other)]
     Unsupported,
+}
+
+/// `image_url` of an image part.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
+    /// `auto`, `low` or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// A tool offered to the model.
@@ -377,6 +391,28 @@ pub struct Model {
     pub object: String,
     pub created: i64,
     pub owned_by: String,
+    /// What the model reads (`text`, `image`): a client learns whether to send images.
+    #[serde(default)]
+    pub input: Vec<InputKind>,
+    #[serde(default)]
+    pub max_image_bytes: u64,
+    #[serde(default)]
+    pub max_images: u32,
+}
+
+impl Model {
+    /// The `/v1/models` entry `id`, reading `input` within the image limits given.
+    pub fn new(id: String, input: Vec<InputKind>, max_image_bytes: u64, max_images: u32) -> Self {
+        Self {
+            id,
+            object: "model".into(),
+            created: 0,
+            owned_by: "agentchat".into(),
+            input,
+            max_image_bytes,
+            max_images,
+        }
+    }
 }
 
 #[cfg(test)]

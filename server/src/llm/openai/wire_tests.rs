@@ -14,7 +14,7 @@ fn a_misspelt_field_type_is_an_error_not_a_none() {
 #[test]
 fn content_parts_and_object_arguments_are_read() {
     let m: RequestMessage = serde_json::from_str(
-        r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"input_audio","input_audio":{}}]}"#,
     )
     .unwrap();
     match m.content {

@@ -2,19 +2,19 @@
 //! admin-change row (`assistant.create`, `assistant.update`, `assistant.retire`).
 
 use actix_web::{web, HttpResponse};
-use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
-use diesel::QueryableByName;
+use diesel::{ExpressionMethods, QueryDsl};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use serde_json::json;
 use uuid::Uuid;
 
-use crate::assistants::store::{self, Author, SaveError};
+use super::assistant_write::{AssistantWrite, Op};
+use crate::assistants::store::{self, SaveError};
 use crate::assistants::{Assistant, AssistantSpec};
 use crate::auth::AdminUser;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::admin_change;
 use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::Json;
+use crate::routes::answers::Items;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -33,10 +33,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Every live assistant at its current version.
 #[utoipa::path(get, path = "/api/admin/assistants", tag = "admin",
-    responses((status = 200, description = "`{items: [Assistant]}`", body = Object)))]
+    responses((status = 200, description = "The live assistants", body = Items<Assistant>)))]
 async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpResponse, ApiError> {
     let mut conn = db::conn(&state.pool).await?;
-    Ok(HttpResponse::Ok().json(json!({ "items": store::list(&mut conn).await? })))
+    Ok(HttpResponse::Ok().json(Items::of(store::list(&mut conn).await?)))
 }
 
 /// Creates an assistant (version 1).
@@ -50,20 +50,16 @@ async fn create(
     admin: AdminUser,
     Json(spec): Json<AssistantSpec>,
 ) -> Result<HttpResponse, ApiError> {
-    let spec = normalized(spec)?;
+    let spec = spec.normalized()?;
     let mut conn = db::conn(&state.pool).await?;
     check_references(&state, &mut conn, &spec).await?;
-    let who = &admin.0;
-    let saved = store::create(&mut conn, &spec, &author(who))
-        .await
-        .map_err(save_error)?;
-    admin_change::record(
-        &mut conn,
-        NewChange::by(who, "assistant.create", &saved.name)
-            .id(saved.id)
-            .after(&saved),
-    )
-    .await?;
+    let change = AssistantWrite {
+        who: &admin.0,
+        op: Op::Create(&spec),
+    };
+    let saved = admin_change::apply(&mut conn, change)
+        .await?
+        .ok_or(SaveError::NotFound)?;
     Ok(HttpResponse::Created().json(saved))
 }
 
@@ -80,31 +76,29 @@ async fn update(
     id: web::Path<Uuid>,
     Json(spec): Json<AssistantSpec>,
 ) -> Result<HttpResponse, ApiError> {
-    let spec = normalized(spec)?;
+    let spec = spec.normalized()?;
     let mut conn = db::conn(&state.pool).await?;
     let before = store::get(&mut conn, *id)
         .await?
-        .ok_or_else(|| ApiError::not_found("assistant"))?;
+        .ok_or(SaveError::NotFound)?;
     check_references(&state, &mut conn, &spec).await?;
-    let who = &admin.0;
-    let saved = store::update(&mut conn, *id, &spec, &author(who))
-        .await
-        .map_err(save_error)?;
-    admin_change::record(
-        &mut conn,
-        NewChange::by(who, "assistant.update", &saved.name)
-            .id(saved.id)
-            .before(&before)
-            .after(&saved),
-    )
-    .await?;
+    let change = AssistantWrite {
+        who: &admin.0,
+        op: Op::Update {
+            before: &before,
+            spec: &spec,
+        },
+    };
+    let saved = admin_change::apply(&mut conn, change)
+        .await?
+        .ok_or(SaveError::NotFound)?;
     Ok(HttpResponse::Ok().json(saved))
 }
 
 /// Every version of an assistant, newest first (a retired one's too).
 #[utoipa::path(get, path = "/api/admin/assistants/{id}/versions", tag = "admin",
     params(("id" = Uuid, Path)), responses(
-    (status = 200, description = "`{items: [AssistantVersion]}`", body = Object),
+    (status = 200, description = "Its versions", body = Items<crate::assistants::store::AssistantVersion>),
     (status = 404, description = "No assistant with this id", body = crate::error::ErrorBody)))]
 async fn versions(
     state: web::Data<AppState>,
@@ -114,9 +108,9 @@ async fn versions(
     let mut conn = db::conn(&state.pool).await?;
     let items = store::versions(&mut conn, *id).await?;
     if items.is_empty() {
-        return Err(ApiError::not_found("assistant"));
+        return Err(SaveError::NotFound.into());
     }
-    Ok(HttpResponse::Ok().json(json!({ "items": items })))
+    Ok(HttpResponse::Ok().json(Items::of(items)))
 }
 
 /// Retires an assistant: no new chats with it, and its chats take no new messages.
@@ -132,46 +126,15 @@ async fn retire(
     let mut conn = db::conn(&state.pool).await?;
     let before = store::get(&mut conn, *id)
         .await?
-        .ok_or_else(|| ApiError::not_found("assistant"))?;
-    if !store::retire(&mut conn, *id).await? {
-        return Err(ApiError::not_found("assistant"));
-    }
-    admin_change::record(
-        &mut conn,
-        NewChange::by(&admin.0, "assistant.retire", &before.name)
-            .id(before.id)
-            .before(&before),
-    )
-    .await?;
+        .ok_or(SaveError::NotFound)?;
+    let change = AssistantWrite {
+        who: &admin.0,
+        op: Op::Retire(&before),
+    };
+    admin_change::apply(&mut conn, change)
+        .await?
+        .ok_or(SaveError::NotFound)?;
     Ok(HttpResponse::NoContent().finish())
-}
-
-fn author(who: &crate::auth::AuthUser) -> Author<'_> {
-    Author {
-        id: who.id,
-        name: &who.username,
-    }
-}
-
-fn normalized(spec: AssistantSpec) -> Result<AssistantSpec, ApiError> {
-    spec.normalized()
-        .map_err(|(code, message)| ApiError::unprocessable(code, message))
-}
-
-fn save_error(e: SaveError) -> ApiError {
-    match e {
-        SaveError::NameTaken => {
-            ApiError::conflict("assistant_exists", "a live assistant already has this name")
-        }
-        SaveError::NotFound => ApiError::not_found("assistant"),
-        SaveError::Db(e) => e.into(),
-    }
-}
-
-#[derive(QueryableByName)]
-struct Count {
-    #[diesel(sql_type = BigInt)]
-    n: i64,
 }
 
 /// The model, tools, roles and collections a spec names must exist.
@@ -181,7 +144,7 @@ async fn check_references(
     spec: &AssistantSpec,
 ) -> Result<(), ApiError> {
     if let Some(model) = &spec.model {
-        if state.engine.catalogue.now().get(model).is_none() {
+        if state.catalogue.now().get(model).is_none() {
             return Err(ApiError::unprocessable(
                 "unknown_model",
                 format!(
@@ -209,12 +172,13 @@ async fn check_references(
         ));
     }
     if !spec.collections.is_empty() {
-        let found: Count =
-            diesel::sql_query("SELECT count(*) AS n FROM collections WHERE id = ANY($1)")
-                .bind::<Array<SqlUuid>, _>(&spec.collections)
-                .get_result(conn)
-                .await?;
-        if usize::try_from(found.n).unwrap_or(0) != spec.collections.len() {
+        use crate::db::schema::collections;
+        let found: i64 = collections::table
+            .filter(collections::id.eq_any(&spec.collections))
+            .count()
+            .get_result(conn)
+            .await?;
+        if usize::try_from(found).unwrap_or(0) != spec.collections.len() {
             return Err(ApiError::unprocessable(
                 "unknown_collection",
                 "a collection the assistant names does not exist",

@@ -1,64 +1,23 @@
-//! `POST /api/admin/models`, `PUT|DELETE /api/admin/models/{name}`: the models the admin API
-//! owns, checked against the whole catalogue (their provider and fallbacks must be in it),
-//! stored and audited like providers ([`super::catalogue_edit::commit`]).
+//! `POST /api/admin/models`, `PUT|DELETE /api/admin/models/{name}`: thin handlers over the
+//! catalogue's edit service ([`crate::catalogue::Catalogue::create_model`] and its
+//! neighbours), which checks the model against the whole catalogue, stores and audits it.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::AsyncPgConnection;
 use serde_json::Value;
 
-use super::catalogue_edit::{commit, configured, exists_or, Store};
 use super::models::model_info;
 use crate::auth::AdminUser;
-use crate::config::catalogue::check_model;
 use crate::config::ModelConfig;
-use crate::db::models::admin_change::NewChange;
-use crate::db::models::catalogue_entry::{Entry, EntryKind};
 use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::Json;
-use crate::llm::catalogue::Source;
 use crate::state::AppState;
 
-/// Checks `m` against the catalogue: its provider and fallbacks must be in it.
-fn check_against_catalogue(state: &AppState, m: &ModelConfig) -> Result<(), ApiError> {
-    let catalogue = state.engine.catalogue.now();
-    let provider_exists = catalogue
-        .providers()
-        .iter()
-        .any(|(p, _)| p.name == m.provider);
-    let model_exists = |f: &str| catalogue.get(f).is_some();
-    check_model(m, &state.settings.llm, provider_exists, &model_exists)
-        .map_err(|e| ApiError::bad_request("invalid_model", e))
-}
-
-/// The model the admin API owns, or 404 / 409 (configured).
-fn owned_model(state: &AppState, name: &str) -> Result<ModelConfig, ApiError> {
-    let catalogue = state.engine.catalogue.now();
-    let Some(m) = catalogue.get(name) else {
-        return Err(ApiError::not_found("model"));
-    };
-    if m.source == Source::Config {
-        return Err(configured("model", name));
-    }
-    Ok(ModelConfig {
-        name: m.name.clone(),
-        provider: m.provider.clone(),
-        upstream_model: m.upstream_model.clone(),
-        context_window: Some(m.context_window),
-        max_output: Some(m.max_output),
-        prices: m.prices().to_vec(),
-        fallbacks: m.fallbacks.clone(),
-    })
-}
-
 /// The model as the answer shows it (from the rebuilt catalogue).
-async fn model_view(
-    state: &AppState,
-    conn: &mut AsyncPgConnection,
-    name: &str,
-) -> Result<Value, ApiError> {
-    let roles = role::list(conn).await?;
-    let catalogue = state.engine.catalogue.now();
+async fn model_view(state: &AppState, name: &str) -> Result<Value, ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    let roles = role::list(&mut conn).await?;
+    let catalogue = state.catalogue.now();
     let m = catalogue
         .get(name)
         .ok_or_else(|| ApiError::not_found("model"))?;
@@ -74,25 +33,11 @@ pub(super) async fn create_model(
     admin: AdminUser,
     Json(model): Json<ModelConfig>,
 ) -> Result<HttpResponse, ApiError> {
-    check_against_catalogue(&state, &model)?;
-    if state.engine.catalogue.now().get(&model.name).is_some() {
-        return Err(ApiError::conflict(
-            "model_exists",
-            format!("a model named `{}` exists", model.name),
-        ));
-    }
-    let trail = serde_json::to_value(&model).unwrap_or_default();
-    let change = NewChange::by(&admin.0, "model.create", &model.name).after(trail);
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Insert(Entry::Model(&model)),
-        change,
-    )
-    .await
-    .map_err(|e| exists_or(e, "model_exists", &model.name))?;
-    let view = model_view(&state, &mut conn, &model.name).await?;
+    state
+        .catalogue
+        .create_model(&state.pool, &admin.0, &model)
+        .await?;
+    let view = model_view(&state, &model.name).await?;
     Ok(HttpResponse::Created().json(view))
 }
 
@@ -107,26 +52,11 @@ pub(super) async fn replace_model(
     name: web::Path<String>,
     Json(model): Json<ModelConfig>,
 ) -> Result<HttpResponse, ApiError> {
-    if model.name != name.as_str() {
-        return Err(ApiError::bad_request(
-            "invalid_model",
-            "the name in the body differs from the path; models cannot be renamed",
-        ));
-    }
-    let current = owned_model(&state, &name)?;
-    check_against_catalogue(&state, &model)?;
-    let change = NewChange::by(&admin.0, "model.update", name.as_str())
-        .before(serde_json::to_value(&current).unwrap_or_default())
-        .after(serde_json::to_value(&model).unwrap_or_default());
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Update(Entry::Model(&model)),
-        change,
-    )
-    .await?;
-    let view = model_view(&state, &mut conn, &model.name).await?;
+    state
+        .catalogue
+        .replace_model(&state.pool, &admin.0, &name, &model)
+        .await?;
+    let view = model_view(&state, &model.name).await?;
     Ok(HttpResponse::Ok().json(view))
 }
 
@@ -139,33 +69,9 @@ pub(super) async fn delete_model(
     admin: AdminUser,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let current = owned_model(&state, &name)?;
-    let backed: Vec<String> = {
-        let c = state.engine.catalogue.now();
-        c.models()
-            .iter()
-            .filter(|m| m.fallbacks.iter().any(|f| f == name.as_str()))
-            .map(|m| m.name.clone())
-            .collect()
-    };
-    if !backed.is_empty() {
-        return Err(ApiError::conflict(
-            "model_in_use",
-            format!(
-                "`{name}` is the fallback of {}; change them first",
-                backed.join(", ")
-            ),
-        ));
-    }
-    let change = NewChange::by(&admin.0, "model.delete", name.as_str())
-        .before(serde_json::to_value(&current).unwrap_or_default());
-    let mut conn = db::conn(&state.pool).await?;
-    commit(
-        &state,
-        &mut conn,
-        Store::Delete(EntryKind::Model, name.as_str()),
-        change,
-    )
-    .await?;
+    state
+        .catalogue
+        .delete_model(&state.pool, &admin.0, &name)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -5,9 +5,9 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::auth::AdminUser;
+use crate::auth::{AdminUser, AuthUser};
 use crate::db;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::models::{conversation, message, message_window, user};
 use crate::error::ApiError;
 use crate::routes::conversation_read::{cursor_before, window_of, WindowQuery};
@@ -51,19 +51,16 @@ async fn get(
         .await?
         .map(|u| u.username)
         .unwrap_or_default();
-    let window = message_window::window(&mut conn, conv.id, before, limit).await?;
-    let messages_before = cursor_before(&window);
     // Recorded before the answer: a view that could not be audited is not shown.
-    let change = NewChange::by(
-        &admin.0,
-        "conversation.view",
-        format!("{} of {owner}", conv.id),
-    )
-    .id(conv.id)
-    .after(
-        serde_json::json!({"conversation_id": conv.id, "owner": owner, "owner_id": conv.user_id}),
-    );
-    admin_change::record(&mut conn, change).await?;
+    let view = View {
+        who: &admin.0,
+        conv: &conv,
+        owner: &owner,
+        before,
+        limit,
+    };
+    let window = admin_change::apply(&mut conn, view).await?;
+    let messages_before = cursor_before(&window);
     Ok(HttpResponse::Ok().json(AdminConversation {
         owner_id: conv.user_id,
         owner,
@@ -71,4 +68,35 @@ async fn get(
         messages_before,
         conversation: conv,
     }))
+}
+
+/// An admin's reading of a conversation's messages: audited like a change.
+struct View<'a> {
+    who: &'a AuthUser,
+    conv: &'a conversation::Conversation,
+    owner: &'a str,
+    before: Option<i64>,
+    limit: i64,
+}
+
+#[async_trait::async_trait]
+impl AdminWrite for View<'_> {
+    type Output = message_window::Window;
+    type Error = diesel::result::Error;
+
+    async fn write(
+        &self,
+        conn: &mut diesel_async::AsyncPgConnection,
+    ) -> Result<Self::Output, Self::Error> {
+        message_window::window(conn, self.conv.id, self.before, self.limit).await
+    }
+
+    fn trail(&self, _: &Self::Output) -> Option<NewChange> {
+        let (id, owner) = (self.conv.id, self.owner);
+        Some(
+            NewChange::by(self.who, "conversation.view", format!("{id} of {owner}"))
+                .id(id)
+                .after(serde_json::json!({"conversation_id": id, "owner": owner, "owner_id": self.conv.user_id})),
+        )
+    }
 }

@@ -1,13 +1,13 @@
 //! `/api/admin/tools/custom`: admin-defined HTTP tools. Header values are write-only.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, AsyncPgConnection};
+use async_trait::async_trait;
+use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{AdminUser, AuthUser};
-use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{
     self,
     models::custom_tool::{self, CustomToolRow},
@@ -58,40 +58,72 @@ fn view(row: &CustomToolRow) -> Value {
     })
 }
 
-/// Saves `row` and its admin-audit row in one transaction; `before` is the tool as it was.
+/// Saves `row` with its admin-audit row; `before` is the tool as it was.
 async fn save_audited(
     conn: &mut AsyncPgConnection,
     who: &AuthUser,
     before: Option<&CustomToolRow>,
     row: &CustomToolRow,
 ) -> Result<CustomToolRow, ApiError> {
-    let kind = if before.is_some() {
-        "custom_tool.update"
-    } else {
-        "custom_tool.create"
-    };
-    let before_view = before.map(view);
-    // Header values never enter the trail; that they changed does.
-    let rotated = before.is_some_and(|b| b.headers != row.headers);
-    let saved = conn
-        .transaction(|conn| {
-            async move {
-                let saved = custom_tool::upsert(conn, row).await?;
-                let mut after = view(&saved);
-                if rotated {
-                    after["header_values_changed"] = json!(true);
-                }
-                let mut change = NewChange::by(who, kind, &saved.name).after(after);
-                if let Some(b) = before_view {
-                    change = change.before(b);
-                }
-                admin_change::record(conn, change).await?;
-                Ok::<_, diesel::result::Error>(saved)
-            }
-            .scope_boxed()
+    Ok(admin_change::apply(conn, Save { who, before, row }).await?)
+}
+
+/// A tool created (no `before`) or replaced.
+struct Save<'a> {
+    who: &'a AuthUser,
+    before: Option<&'a CustomToolRow>,
+    row: &'a CustomToolRow,
+}
+
+#[async_trait]
+impl AdminWrite for Save<'_> {
+    type Output = CustomToolRow;
+    type Error = diesel::result::Error;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<CustomToolRow, Self::Error> {
+        custom_tool::upsert(conn, self.row).await
+    }
+
+    fn trail(&self, saved: &CustomToolRow) -> Option<NewChange> {
+        let kind = if self.before.is_some() {
+            "custom_tool.update"
+        } else {
+            "custom_tool.create"
+        };
+        let mut after = view(saved);
+        // Header values never enter the trail; that they changed does.
+        if self.before.is_some_and(|b| b.headers != self.row.headers) {
+            after["header_values_changed"] = json!(true);
+        }
+        let change = NewChange::by(self.who, kind, &saved.name).after(after);
+        Some(match self.before {
+            Some(b) => change.before(view(b)),
+            None => change,
         })
-        .await?;
-    Ok(saved)
+    }
+}
+
+/// A tool deleted; the output says whether it was there.
+struct Delete<'a> {
+    who: &'a AuthUser,
+    existing: CustomToolRow,
+}
+
+#[async_trait]
+impl AdminWrite for Delete<'_> {
+    type Output = bool;
+    type Error = diesel::result::Error;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<bool, Self::Error> {
+        custom_tool::delete(conn, &self.existing.name).await
+    }
+
+    fn trail(&self, deleted: &bool) -> Option<NewChange> {
+        deleted.then(|| {
+            NewChange::by(self.who, "custom_tool.delete", &self.existing.name)
+                .before(view(&self.existing))
+        })
+    }
 }
 
 fn validate(state: &AppState, name: &str, body: ToolBody) -> Result<CustomToolRow, ApiError> {
@@ -327,21 +359,14 @@ async fn delete(
     let Some(existing) = custom_tool::find(&mut conn, &name).await? else {
         return Err(ApiError::not_found("tool"));
     };
-    let who = &admin.0;
-    let deleted = conn
-        .transaction(|conn| {
-            async move {
-                let deleted = custom_tool::delete(conn, &existing.name).await?;
-                if deleted {
-                    let change = NewChange::by(who, "custom_tool.delete", &existing.name)
-                        .before(view(&existing));
-                    admin_change::record(conn, change).await?;
-                }
-                Ok::<_, diesel::result::Error>(deleted)
-            }
-            .scope_boxed()
-        })
-        .await?;
+    let deleted = admin_change::apply(
+        &mut conn,
+        Delete {
+            who: &admin.0,
+            existing,
+        },
+    )
+    .await?;
     if deleted {
         Ok(HttpResponse::NoContent().finish())
     } else {

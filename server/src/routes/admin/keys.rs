@@ -1,13 +1,13 @@
 //! `/api/admin/keys`: every user's API keys (never their secrets); an admin revokes any.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::AsyncConnection;
+use async_trait::async_trait;
+use diesel_async::AsyncPgConnection;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::auth::AdminUser;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::auth::{AdminUser, AuthUser};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{self, models::api_key};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -50,28 +50,41 @@ async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let (id, who) = (*id, &admin.0);
     let mut conn = db::conn(&state.pool).await?;
-    let revoked = conn
-        .transaction(|conn| {
-            async move {
-                let Some(key) = api_key::find_with_owner(conn, id).await? else {
-                    return Ok(false);
-                };
-                if !api_key::delete(conn, id, None).await? {
-                    return Ok(false);
-                }
-                let target = format!("{} ({}) of {}", key.key.name, key.key.prefix, key.username);
-                let change = NewChange::by(who, "api_key.revoke", target)
-                    .id(id)
-                    .before(&key);
-                admin_change::record(conn, change).await?;
-                Ok::<_, diesel::result::Error>(true)
-            }
-            .scope_boxed()
-        })
-        .await?;
-    if !revoked {
+    if admin_change::apply(&mut conn, Revoke { who, id })
+        .await?
+        .is_none()
+    {
         return Err(ApiError::not_found("API key"));
     }
     tracing::info!(admin = %who.id, key = %id, "API key revoked by an admin");
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// An admin's revocation of key `id`; its output is the key it removed, if any.
+struct Revoke<'a> {
+    who: &'a AuthUser,
+    id: Uuid,
+}
+
+#[async_trait]
+impl AdminWrite for Revoke<'_> {
+    type Output = Option<api_key::OwnedKey>;
+    type Error = diesel::result::Error;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<Self::Output, Self::Error> {
+        let Some(key) = api_key::find_with_owner(conn, self.id).await? else {
+            return Ok(None);
+        };
+        Ok(api_key::delete(conn, self.id, None).await?.then_some(key))
+    }
+
+    fn trail(&self, out: &Self::Output) -> Option<NewChange> {
+        let key = out.as_ref()?;
+        let target = format!("{} ({}) of {}", key.key.name, key.key.prefix, key.username);
+        Some(
+            NewChange::by(self.who, "api_key.revoke", target)
+                .id(self.id)
+                .before(key),
+        )
+    }
 }

@@ -4,15 +4,13 @@
 //! and are read-only here. Header values are write-only.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::AsyncConnection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::mcp_server_write::{McpServerWrite, Op};
 use crate::auth::AdminUser;
-use crate::cluster::channel;
-use crate::db::models::admin_change::{self, NewChange};
-use crate::db::{self, models::mcp_server};
+use crate::db;
+use crate::db::models::admin_change;
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
@@ -125,14 +123,6 @@ fn same_origin(a: Option<&str>, b: &str) -> bool {
     }
 }
 
-/// A server's settings as the admin audit trail keeps them: header names, never values.
-fn audit_view(c: &McpServerConfig) -> Value {
-    json!({
-        "name": c.name, "url": c.url, "headers": c.headers.keys().collect::<Vec<_>>(),
-        "enabled": c.enabled, "timeout_ms": c.timeout_ms, "forward_identity": c.forward_identity,
-    })
-}
-
 /// The server `name`, or 404.
 fn find(state: &AppState, name: &str) -> Result<std::sync::Arc<ServerShared>, ApiError> {
     state
@@ -194,32 +184,17 @@ async fn create(
         ));
     }
     let mut conn = db::conn(&state.pool).await?;
-    let (row, who, after) = (
-        crate::tools::mcp::stored::row_of(&config),
-        &admin.0,
-        audit_view(&config),
-    );
-    let inserted = conn
-        .transaction(|conn| {
-            async move {
-                let inserted = mcp_server::insert(conn, &row).await?;
-                if inserted {
-                    let change = NewChange::by(who, "mcp_server.create", &row.name).after(after);
-                    admin_change::record(conn, change).await?;
-                }
-                Ok::<_, diesel::result::Error>(inserted)
-            }
-            .scope_boxed()
-        })
-        .await?;
-    if !inserted {
+    let change = McpServerWrite {
+        state: &state,
+        who: &admin.0,
+        op: Op::Create(config),
+    };
+    if !admin_change::apply(&mut conn, change).await? {
         return Err(ApiError::conflict(
             "mcp_server_exists",
             format!("an MCP server named `{name}` exists"),
         ));
     }
-    state.mcp.upsert(config, Source::Api);
-    tell_other_processes(&mut conn).await;
     drop(conn);
     // Give it its first check so the answer shows whether it connected.
     state.mcp.refresh(&name).await;
@@ -248,33 +223,17 @@ async fn replace(
     editable(&current)?;
     let config = body_to_config(&name, body, Some(&current.config))?;
     let mut conn = db::conn(&state.pool).await?;
-    let row = crate::tools::mcp::stored::row_of(&config);
-    let mut after = audit_view(&config);
-    if current.config.headers != config.headers {
-        // Header values never enter the trail; that they changed does.
-        after["header_values_changed"] = json!(true);
-    }
-    let (who, before) = (&admin.0, audit_view(&current.config));
-    let updated = conn
-        .transaction(|conn| {
-            async move {
-                let updated = mcp_server::update(conn, &row).await?;
-                if updated {
-                    let change = NewChange::by(who, "mcp_server.update", &row.name)
-                        .before(before)
-                        .after(after);
-                    admin_change::record(conn, change).await?;
-                }
-                Ok::<_, diesel::result::Error>(updated)
-            }
-            .scope_boxed()
-        })
-        .await?;
-    if !updated {
+    let change = McpServerWrite {
+        state: &state,
+        who: &admin.0,
+        op: Op::Update {
+            before: current.config.clone(),
+            config,
+        },
+    };
+    if !admin_change::apply(&mut conn, change).await? {
         return Err(ApiError::not_found("MCP server"));
     }
-    state.mcp.upsert(config, Source::Api);
-    tell_other_processes(&mut conn).await;
     drop(conn);
     state.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
@@ -291,18 +250,12 @@ async fn delete(
     let current = find(&state, &name)?;
     editable(&current)?;
     let mut conn = db::conn(&state.pool).await?;
-    let (who, before, name_ref) = (&admin.0, audit_view(&current.config), name.as_str());
-    conn.transaction(|conn| {
-        async move {
-            mcp_server::delete(conn, name_ref).await?;
-            let change = NewChange::by(who, "mcp_server.delete", name_ref).before(before);
-            admin_change::record(conn, change).await
-        }
-        .scope_boxed()
-    })
-    .await?;
-    state.mcp.remove(&name);
-    tell_other_processes(&mut conn).await;
+    let change = McpServerWrite {
+        state: &state,
+        who: &admin.0,
+        op: Op::Delete(current.config.clone()),
+    };
+    admin_change::apply(&mut conn, change).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -316,14 +269,4 @@ async fn refresh(
     find(&state, &name)?;
     state.mcp.refresh(&name).await;
     Ok(HttpResponse::Ok().json(view(find(&state, &name)?.as_ref())))
-}
-
-/// The other processes re-read the servers (this one has its change already and keeps its
-/// connections: an unchanged definition is left alone). The change is stored: a lost
-/// notice is caught up when a process's listener reconnects, so it does not fail the request.
-async fn tell_other_processes(conn: &mut diesel_async::AsyncPgConnection) {
-    let notice = channel::signal(conn, channel::Signal::McpServersChanged).await;
-    if let Err(e) = notice {
-        tracing::warn!(error = %e, "could not tell the other processes about an MCP server change");
-    }
 }

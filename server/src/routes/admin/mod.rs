@@ -1,6 +1,7 @@
 //! `/api/admin/*`: admin-only resources.
 
 pub mod approvals;
+mod assistant_write;
 pub mod assistants;
 pub mod audit;
 pub mod catalogue_edit;
@@ -10,9 +11,15 @@ pub mod conversations;
 mod csv;
 pub mod custom_tools;
 pub mod keys;
+mod mcp_server_write;
 pub mod mcp_servers;
 pub mod models;
+pub mod role_sandbox;
+pub mod role_search;
 pub mod roles;
+pub mod search_providers;
+pub mod search_queries;
+mod search_write;
 pub mod shares;
 pub mod tool_names;
 pub mod tools;
@@ -37,6 +44,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(mcp_servers::configure)
             .configure(models::configure)
             .configure(roles::configure)
+            .configure(role_sandbox::configure)
+            .configure(role_search::configure)
+            .configure(search_providers::configure)
+            .configure(search_queries::configure)
             .configure(shares::configure)
             .configure(tools::configure)
             .configure(usage::configure),

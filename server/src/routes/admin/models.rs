@@ -10,12 +10,11 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 
 use crate::auth::AdminUser;
-use crate::config::{PriceConfig, ProviderConfig, ProviderKind};
+use crate::catalogue::breaker::{BreakerState, BreakerView, Breakers};
+use crate::catalogue::{allows, CatalogueModel, Source};
+use crate::config::{InputKind, PriceConfig, ProviderConfig, ProviderKind};
 use crate::db::{self, models::role};
 use crate::error::ApiError;
-use crate::llm::breaker::{BreakerState, BreakerView, Breakers};
-use crate::llm::catalogue::{allows, Source};
-use crate::llm::CatalogueModel;
 use crate::routes::models::PriceView;
 use crate::state::AppState;
 
@@ -91,6 +90,12 @@ pub struct AdminModel {
     pub unpriced: bool,
     /// Models that answer, in order, when this one fails before its first token.
     pub fallbacks: Vec<String>,
+    /// What it reads: `["text"]` or `["text", "image"]`.
+    pub input: Vec<InputKind>,
+    /// Largest image one request may give it, in bytes.
+    pub max_image_bytes: u64,
+    /// Most images one request may give it.
+    pub max_images: u32,
     /// The roles whose `models` list allows it (by name or `*`), by name.
     pub roles: Vec<String>,
     /// `config` (changed in the configuration) or `api` (editable here).
@@ -119,7 +124,7 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
     let roles = role::list(&mut conn).await?;
     drop(conn);
     let now = Utc::now();
-    let catalogue = state.engine.catalogue.now();
+    let catalogue = state.catalogue.now();
     let models = catalogue
         .models()
         .iter()
@@ -129,7 +134,7 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
         providers: catalogue
             .providers()
             .iter()
-            .map(|(p, source)| provider_info(p, *source, &state.engine.breakers))
+            .map(|(p, source)| provider_info(p, *source, state.catalogue.breakers()))
             .collect(),
         models,
     }))
@@ -167,10 +172,7 @@ pub(super) fn provider_info(
 
 /// The base URL requests go to, shown without credentials ([`crate::domain::shown_url`]).
 pub(super) fn shown_url(kind: ProviderKind, configured: &str) -> String {
-    match configured.trim().trim_end_matches('/') {
-        "" => crate::domain::shown_url(kind.vendor_base_url()),
-        url => crate::domain::shown_url(url),
-    }
+    crate::catalogue::edit::shown_base_url(kind, configured)
 }
 
 pub(super) fn model_info(
@@ -195,6 +197,9 @@ pub(super) fn model_info(
         }),
         unpriced: !m.is_priced(),
         fallbacks: m.fallbacks.clone(),
+        input: m.input.clone(),
+        max_image_bytes: m.max_image_bytes,
+        max_images: m.max_images,
         roles: roles
             .iter()
             .filter(|r| allows(&r.models, &m.name))

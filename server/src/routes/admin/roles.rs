@@ -2,14 +2,14 @@
 //! allow nothing until an admin lists tools and models; changes apply to the next model call.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::AsyncConnection;
+use async_trait::async_trait;
+use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::AdminUser;
+use crate::auth::{AdminUser, AuthUser};
 use crate::budget::Period;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::{double_option, Json};
@@ -138,16 +138,16 @@ async fn put(
         }
     }
     if let Some(models) = &body.models {
-        let catalogue = &state.engine.catalogue.now();
+        let catalogue = &state.catalogue.now();
         if models.len() > MAX_ROLE_MODELS {
             return Err(ApiError::bad_request(
                 "invalid_models",
                 format!("a role may list at most {MAX_ROLE_MODELS} models"),
             ));
         }
-        let unknown = models.iter().find(|m| {
-            m.as_str() != crate::llm::catalogue::ALL_MODELS && catalogue.get(m).is_none()
-        });
+        let unknown = models
+            .iter()
+            .find(|m| m.as_str() != crate::catalogue::ALL_MODELS && catalogue.get(m).is_none());
         if let Some(unknown) = unknown {
             return Err(ApiError::unprocessable(
                 "unknown_model",
@@ -214,34 +214,14 @@ async fn put(
         models,
         money,
     };
-    let (who, before) = (&admin.0, existing.clone());
-    let share_public = body.can_share_public;
-    let saved = conn
-        .transaction(|conn| {
-            async move {
-                use crate::sharing::policy;
-                let was_public = policy::role_may_share_publicly(conn, &name).await?;
-                let saved = role::upsert(conn, &name, &rules).await?;
-                if let Some(allowed) = share_public {
-                    policy::set_role_may_share_publicly(conn, &name, allowed).await?;
-                }
-                let saved = with_sharing(&saved, share_public.unwrap_or(was_public));
-                let before = before.map(|b| with_sharing(&b, was_public));
-                let kind = if before.is_some() {
-                    "role.update"
-                } else {
-                    "role.create"
-                };
-                let mut change = NewChange::by(who, kind, &name).after(&saved);
-                if let Some(b) = before {
-                    change = change.before(b);
-                }
-                admin_change::record(conn, change).await?;
-                Ok::<_, diesel::result::Error>(saved)
-            }
-            .scope_boxed()
-        })
-        .await?;
+    let change = Put {
+        who: &admin.0,
+        name: &name,
+        rules,
+        share_public: body.can_share_public,
+        existing: existing.as_ref(),
+    };
+    let saved = admin_change::apply(&mut conn, change).await?.saved;
     let status = if existing.is_some() {
         actix_web::http::StatusCode::OK
     } else {
@@ -294,7 +274,7 @@ fn money_budget(
             "budget_currency must be a three-letter ISO 4217 code such as USD",
         ));
     }
-    let catalogue = state.engine.catalogue.now();
+    let catalogue = state.catalogue.now();
     let priced = catalogue.currencies();
     if !priced.is_empty() && !priced.contains(&currency) {
         return Err(ApiError::unprocessable(
@@ -306,4 +286,52 @@ fn money_budget(
         ));
     }
     Ok(Some((value.normalize(), currency.to_owned())))
+}
+
+/// A role created or replaced, with whether its members may share publicly.
+struct Put<'a> {
+    who: &'a AuthUser,
+    name: &'a str,
+    rules: role::RoleRules,
+    /// `None` keeps the role's sharing as it is.
+    share_public: Option<bool>,
+    existing: Option<&'a role::Role>,
+}
+
+/// The role as saved and as it was, each with its sharing.
+struct Saved {
+    saved: serde_json::Value,
+    before: Option<serde_json::Value>,
+}
+
+#[async_trait]
+impl AdminWrite for Put<'_> {
+    type Output = Saved;
+    type Error = diesel::result::Error;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<Saved, Self::Error> {
+        use crate::sharing::policy;
+        let was_public = policy::role_may_share_publicly(conn, self.name).await?;
+        let saved = role::upsert(conn, self.name, &self.rules).await?;
+        if let Some(allowed) = self.share_public {
+            policy::set_role_may_share_publicly(conn, self.name, allowed).await?;
+        }
+        Ok(Saved {
+            saved: with_sharing(&saved, self.share_public.unwrap_or(was_public)),
+            before: self.existing.map(|b| with_sharing(b, was_public)),
+        })
+    }
+
+    fn trail(&self, out: &Saved) -> Option<NewChange> {
+        let kind = if out.before.is_some() {
+            "role.update"
+        } else {
+            "role.create"
+        };
+        let change = NewChange::by(self.who, kind, self.name).after(&out.saved);
+        Some(match &out.before {
+            Some(b) => change.before(b),
+            None => change,
+        })
+    }
 }

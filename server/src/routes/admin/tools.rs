@@ -1,5 +1,6 @@
 //! `GET /api/admin/tools`: every tool with its parameter schema: built-in, MCP (those its
-//! server lists now, with `server` and `annotations`) and custom.
+//! server lists now, with `server` and `annotations`) and custom; and `sandbox`, the code
+//! interpreter's isolation on this replica.
 
 use actix_web::{web, HttpResponse};
 use serde_json::json;
@@ -58,5 +59,5 @@ async fn list(state: web::Data<AppState>, _admin: AdminUser) -> Result<HttpRespo
             "kind": "custom",
         })
     }));
-    Ok(HttpResponse::Ok().json(json!({"items": items})))
+    Ok(HttpResponse::Ok().json(json!({"items": items, "sandbox": state.sandbox.isolation()})))
 }

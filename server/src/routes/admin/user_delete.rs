@@ -2,12 +2,12 @@
 //! accountability needs (audit rows, the usage ledger, a tombstone with the username).
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::AsyncConnection;
+use async_trait::async_trait;
+use diesel_async::AsyncPgConnection;
 use uuid::Uuid;
 
-use crate::auth::AdminUser;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::auth::{AdminUser, AuthUser};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{self, models::user};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -24,32 +24,55 @@ pub async fn delete(
     id: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
-    if id == admin.0.id {
-        return Err(ApiError::conflict(
-            "self_change",
-            "you cannot delete your own account; ask another admin",
-        ));
-    }
     let keep_local = state.settings.oidc.enabled();
     let who = &admin.0;
     let mut conn = db::conn(&state.pool).await?;
-    let deleted = conn
-        .transaction(|conn| {
-            async move {
-                let gone = crate::accounts::delete(conn, id, who.id, keep_local).await?;
-                let change = NewChange::by(who, "user.delete", &gone.username)
-                    .id(id)
-                    .before(user::UserView::from(gone.clone()));
-                admin_change::record(conn, change).await?;
-                Ok::<_, user::UserChangeError>(gone)
-            }
-            .scope_boxed()
-        })
-        .await
-        .map_err(|e| super::users::change_error(e, "deleted"))?;
+    let change = Delete {
+        who,
+        id,
+        keep_local,
+    };
+    let deleted = admin_change::apply(&mut conn, change).await?;
     if let Err(e) = state.workspaces.remove_all(id).await {
         tracing::warn!(error = %e, user = %id, "could not remove a deleted user's files");
     }
     tracing::info!(admin = %who.id, user = %id, username = %deleted.username, "account deleted by an admin");
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// An admin's deletion of account `id`; the output is the account as it was.
+struct Delete<'a> {
+    who: &'a AuthUser,
+    id: Uuid,
+    keep_local: bool,
+}
+
+#[async_trait]
+impl AdminWrite for Delete<'_> {
+    type Output = user::User;
+    type Error = ApiError;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        if self.id == self.who.id {
+            return Err(ApiError::conflict(
+                "self_change",
+                "you cannot delete your own account; ask another admin",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<user::User, ApiError> {
+        crate::accounts::delete(conn, self.id, self.who.id, self.keep_local)
+            .await
+            .map_err(|e| super::users::change_error(e, "deleted"))
+    }
+
+    fn trail(&self, gone: &user::User) -> Option<NewChange> {
+        Some(
+            NewChange::by(self.who, "user.delete", &gone.username)
+                .id(self.id)
+                .before(user::UserView::from(gone.clone())),
+        )
+    }
 }

@@ -3,16 +3,16 @@
 //! personal API keys are revoked: a reset is what an admin does for a compromised account.
 
 use actix_web::{web, HttpResponse};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::AsyncConnection;
+use async_trait::async_trait;
+use diesel_async::AsyncPgConnection;
 use rand::Rng;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::auth::{password, AdminUser};
-use crate::db::models::admin_change::{self, NewChange};
+use crate::auth::{password, AdminUser, AuthUser};
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{self, models::api_key, models::refresh_token, models::user};
 use crate::error::ApiError;
 use crate::extract::Json;
@@ -90,25 +90,49 @@ pub async fn reset(
         .hash(SecretString::from(new_password.clone()))
         .await
         .map_err(ApiError::internal)?;
-    let who = &admin.0;
-    let username = account.username.clone();
     let mut conn = db::conn(&state.pool).await?;
-    conn.transaction(|conn| {
-        async move {
-            user::set_password(conn, id, &hash).await?;
-            refresh_token::revoke_all_for_user(conn, id).await?;
-            let keys = api_key::delete_all_owned(conn, id).await?;
-            let change = NewChange::by(who, "user.password_reset", &username)
-                .id(id)
-                .after(json!({"generated": generated, "sessions_ended": true, "api_keys_revoked": keys}));
-            admin_change::record(conn, change).await
-        }
-        .scope_boxed()
-    })
-    .await?;
+    let change = Reset {
+        who: &admin.0,
+        id,
+        username: &account.username,
+        hash: &hash,
+        generated,
+    };
+    admin_change::apply(&mut conn, change).await?;
     Ok(HttpResponse::Ok().json(ResetAnswer {
         generated_password: generated.then_some(new_password),
     }))
+}
+
+/// A new password hash for account `id`; the output is how many API keys ended with it.
+struct Reset<'a> {
+    who: &'a AuthUser,
+    id: Uuid,
+    username: &'a str,
+    hash: &'a str,
+    generated: bool,
+}
+
+#[async_trait]
+impl AdminWrite for Reset<'_> {
+    type Output = usize;
+    type Error = diesel::result::Error;
+
+    async fn write(&self, conn: &mut AsyncPgConnection) -> Result<usize, Self::Error> {
+        user::set_password(conn, self.id, self.hash).await?;
+        refresh_token::revoke_all_for_user(conn, self.id).await?;
+        api_key::delete_all_owned(conn, self.id).await
+    }
+
+    fn trail(&self, keys: &usize) -> Option<NewChange> {
+        let after =
+            json!({"generated": self.generated, "sessions_ended": true, "api_keys_revoked": keys});
+        Some(
+            NewChange::by(self.who, "user.password_reset", self.username)
+                .id(self.id)
+                .after(after),
+        )
+    }
 }
 
 #[cfg(test)]

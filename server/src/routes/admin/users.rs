@@ -10,7 +10,8 @@ use uuid::Uuid;
 use super::{user_delete, user_password};
 use crate::auth::session::{self, NewAccountRole};
 use crate::auth::AdminUser;
-use crate::db::models::admin_change::{self, NewChange};
+use crate::auth::AuthUser;
+use crate::db::models::admin_change::{self, AdminWrite, NewChange};
 use crate::db::{self, models::role, models::user};
 use crate::error::ApiError;
 use crate::extract::{double_option, Json};
@@ -137,25 +138,13 @@ async fn update(
         // With single sign-on on, a local admin is the way back in if the provider fails.
         keep_local_admin: state.settings.oidc.enabled(),
     };
-    let (id, who) = (*id, &admin.0);
-    let updated = conn
-        .transaction(|conn| {
-            async move {
-                // A disabled or re-roled user's turns stop on whichever process runs them.
-                let user::Updated { before, after } =
-                    crate::accounts::update(conn, id, changes).await?;
-                let change = NewChange::by(who, "user.update", &after.username)
-                    .id(id)
-                    .before(user::UserView::from(before))
-                    .after(user::UserView::from(after.clone()));
-                admin_change::record(conn, change).await?;
-                Ok::<_, user::UserChangeError>(after)
-            }
-            .scope_boxed()
-        })
-        .await;
-    match updated {
-        Ok(u) => Ok(HttpResponse::Ok().json(user::UserView::from(u))),
+    let change = Update {
+        who: &admin.0,
+        id: *id,
+        changes,
+    };
+    match admin_change::apply(&mut conn, change).await {
+        Ok(u) => Ok(HttpResponse::Ok().json(user::UserView::from(u.after))),
         Err(e) => Err(change_error(e, "disabled or demoted")),
     }
 }
@@ -202,5 +191,35 @@ pub(super) fn change_error(e: user::UserChangeError, verb: &str) -> ApiError {
             ),
         ),
         user::UserChangeError::Db(e) => e.into(),
+    }
+}
+
+/// An admin's change of an account's role, state or budget.
+struct Update<'a> {
+    who: &'a AuthUser,
+    id: Uuid,
+    changes: user::UserChanges,
+}
+
+#[async_trait::async_trait]
+impl AdminWrite for Update<'_> {
+    type Output = user::Updated;
+    type Error = user::UserChangeError;
+
+    async fn write(
+        &self,
+        conn: &mut diesel_async::AsyncPgConnection,
+    ) -> Result<user::Updated, Self::Error> {
+        // A disabled or re-roled user's turns stop on whichever process runs them.
+        crate::accounts::update(conn, self.id, self.changes.clone()).await
+    }
+
+    fn trail(&self, u: &user::Updated) -> Option<NewChange> {
+        Some(
+            NewChange::by(self.who, "user.update", &u.after.username)
+                .id(self.id)
+                .before(user::UserView::from(u.before.clone()))
+                .after(user::UserView::from(u.after.clone())),
+        )
     }
 }

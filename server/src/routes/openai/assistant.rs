@@ -45,24 +45,26 @@ pub fn model_of(state: &AppState, assistant: &Assistant) -> String {
     assistant
         .model
         .clone()
-        .unwrap_or_else(|| state.engine.catalogue.now().default_model().to_owned())
+        .unwrap_or_else(|| state.catalogue.now().default_model().to_owned())
 }
 
 /// The `/v1` model names of the assistants a user of `role` sees whose model the role may
-/// use.
+/// use, each with its id and the catalogue model it answers with.
 pub async fn listed(
     state: &AppState,
     role: &str,
     allowed: &[String],
-) -> Result<Vec<(String, Uuid)>, ApiError> {
+) -> Result<Vec<(String, Uuid, String)>, ApiError> {
     let mut conn = crate::db::conn(&state.pool).await?;
     let visible = crate::assistants::store::visible_to(&mut conn, role).await?;
     Ok(visible
         .into_iter()
-        .filter(|a| allowed.contains(&model_of(state, a)))
-        .map(|a| {
-            let name = crate::assistants::spec::api_name(&a.name);
-            (format!("{API_MODEL_PREFIX}{name}"), a.id)
+        .filter_map(|a| {
+            let model = model_of(state, &a);
+            allowed.contains(&model).then(|| {
+                let name = crate::assistants::spec::api_name(&a.name);
+                (format!("{API_MODEL_PREFIX}{name}"), a.id, model)
+            })
         })
         .collect())
 }

@@ -6,10 +6,10 @@ use super::error::OpenAiError;
 use super::{request, respond};
 use crate::auth::api_key::TurnCaller;
 use crate::auth::ApiCaller;
+use crate::catalogue::RoleModels;
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::llm::openai::wire;
-use crate::routes::model_access::RoleModels;
 use crate::state::AppState;
 use crate::turn::TurnError;
 
@@ -33,20 +33,24 @@ async fn models(
         .await
         .map_err(ApiError::from)?;
     drop(conn);
-    let mut names = access.allowed_names(&state.engine.catalogue.now());
+    let catalogue = state.catalogue.now();
+    let names = access.allowed_names(&catalogue);
     let assistants = super::assistant::listed(&state, &caller.role, &names).await?;
-    names.extend(assistants.into_iter().map(|(name, _)| name));
+    let entries = names.iter().map(|n| (n.clone(), n.as_str())).chain(
+        assistants
+            .iter()
+            .map(|(id, _, model)| (id.clone(), model.as_str())),
+    );
+    let data = entries
+        .filter_map(|(id, model)| {
+            catalogue
+                .get(model)
+                .map(|m| wire::Model::new(id, m.input.clone(), m.max_image_bytes, m.max_images))
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(wire::ModelList {
         object: "list".into(),
-        data: names
-            .into_iter()
-            .map(|id| wire::Model {
-                id,
-                object: "model".into(),
-                created: 0,
-                owned_by: "agentchat".into(),
-            })
-            .collect(),
+        data,
     }))
 }
 
@@ -83,14 +87,15 @@ async fn chat_completions(
                     if let Some(a) = &assistant {
                         body.model = super::assistant::model_of(&state, a);
                     }
-                    request::translate(body, &state.settings.llm, &state.engine.catalogue.now())
-                        .map(|(mut turn, mut answer)| {
+                    request::translate(body, &state.settings.llm, &state.catalogue.now()).map(
+                        |(mut turn, mut answer)| {
                             if let Some(a) = assistant {
                                 turn.assistant_id = Some(a.id);
                                 answer.model = asked;
                             }
                             (turn, answer)
-                        })
+                        },
+                    )
                 }
                 Err(e) => Err(e),
             }

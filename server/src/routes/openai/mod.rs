@@ -5,6 +5,7 @@
 mod assistant;
 pub mod completions;
 pub mod error;
+mod images;
 mod request;
 mod respond;
 

@@ -35,7 +35,7 @@ pub struct Answer {
 pub fn translate(
     req: wire::ChatCompletionRequest,
     settings: &LlmSettings,
-    catalogue: &crate::llm::Catalogue,
+    catalogue: &crate::catalogue::Snapshot,
 ) -> Result<(ApiTurn, Answer), OpenAiError> {
     if req.n.is_some_and(|n| n != 1) {
         return Err(OpenAiError::invalid(
@@ -60,14 +60,24 @@ pub fn translate(
     let mut input = Vec::with_capacity(req.messages.len());
     let mut stored = Vec::with_capacity(req.messages.len());
     let mut called: Vec<String> = Vec::new();
+    let mut image_count = 0;
     for (i, m) in req.messages.into_iter().enumerate() {
         let param = format!("messages[{i}]");
-        let text = text_of(m.content, &param)?;
+        let (text, urls) = content_of(m.content, &param)?;
+        if !urls.is_empty() && m.role != MessageRole::User {
+            return Err(OpenAiError::invalid(
+                format!("{param}.content"),
+                "invalid_value",
+                "only user messages may carry images",
+            ));
+        }
         let (chat, row) = match m.role {
             MessageRole::System | MessageRole::Developer => (ChatMessage::system(text), None),
             MessageRole::User => {
+                let images = super::images::images_of(urls, model, &param, image_count)?;
+                image_count += images.len();
                 let row = NewMessage::complete(uuid::Uuid::nil(), StoredRole::User, &text);
-                (ChatMessage::user(text), Some(row))
+                (ChatMessage::user(text).with_images(images), Some(row))
             }
             MessageRole::Assistant => {
                 let calls = calls_of(m.tool_calls.unwrap_or_default(), &param)?;
@@ -154,8 +164,9 @@ pub fn translate(
     Ok((turn, answer))
 }
 
-/// A message's text: a string, or the text parts joined.
-fn text_of(content: Option<Content>, param: &str) -> Result<String, OpenAiError> {
+/// A message's text (a string, or the text parts joined) and its image parts' URLs.
+fn content_of(content: Option<Content>, param: &str) -> Result<(String, Vec<String>), OpenAiError> {
+    let mut urls = Vec::new();
     let text = match content {
         None => String::new(),
         Some(Content::Text(s)) => s,
@@ -164,11 +175,12 @@ fn text_of(content: Option<Content>, param: &str) -> Result<String, OpenAiError>
             for p in parts {
                 match p {
                     ContentPart::Text { text: t } => text.push_str(&t),
+                    ContentPart::ImageUrl { image_url } => urls.push(image_url.url),
                     ContentPart::Unsupported => {
                         return Err(OpenAiError::invalid(
                             format!("{param}.content"),
                             "invalid_value",
-                            "only text content is supported",
+                            "only text and image_url content is supported",
                         ))
                     }
                 }
@@ -183,7 +195,7 @@ fn text_of(content: Option<Content>, param: &str) -> Result<String, OpenAiError>
             format!("a message may hold at most {MAX_MESSAGE_CHARS} characters"),
         ));
     }
-    Ok(text)
+    Ok((text, urls))
 }
 
 fn calls_of(calls: Vec<wire::ToolCall>, param: &str) -> Result<Vec<ToolCall>, OpenAiError> {

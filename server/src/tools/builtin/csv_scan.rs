@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::csv_stats::{CsvFilter, CsvOperation, FilterOp, FilterValue, MAX_GROUPS};
-use crate::tools::workspace_path::quote;
+use crate::files::quote;
 use crate::tools::ToolError;
 
 /// At most this many column names are listed in an "unknown column" error.

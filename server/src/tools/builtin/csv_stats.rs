@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::csv_scan::{scan, ScanRequest};
-use crate::tools::workspace::WorkspaceStore;
+use crate::files::WorkspaceStore;
+use crate::tools::IntoToolError;
 use crate::tools::{args_schema, parse_args, Tool, ToolContext, ToolError};
 
 /// Largest CSV file analysed, in bytes (the workspace per-file limit applies too).

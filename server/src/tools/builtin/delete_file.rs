@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::tools::workspace::WorkspaceStore;
+use crate::files::WorkspaceStore;
+use crate::tools::IntoToolError;
 use crate::tools::{args_schema, parse_args, Tool, ToolContext, ToolError};
 
 /// Arguments of `delete_file`.

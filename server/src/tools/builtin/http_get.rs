@@ -43,12 +43,21 @@ enum BodyKind {
     Binary,
 }
 
+/// Per-user site rules a fetch must pass (a role's web search domain lists): checked on the
+/// URL asked for and on the final URL after redirects.
+#[async_trait]
+pub trait FetchRules: Send + Sync + std::fmt::Debug {
+    /// Why `user` may not fetch `url` (`None`: they may).
+    async fn refuses(&self, user: uuid::Uuid, url: &Url) -> Option<String>;
+}
+
 /// Fetches a URL and returns its readable text.
 #[derive(Debug, Clone)]
 pub struct HttpGet {
     config: HttpToolConfig,
     guard: Arc<UrlGuard>,
     client: Result<reqwest::Client, String>,
+    rules: Option<Arc<dyn FetchRules>>,
 }
 
 impl HttpGet {
@@ -72,15 +81,39 @@ impl HttpGet {
             config: config.clone(),
             guard,
             client,
+            rules: None,
         }
     }
 
-    async fn fetch(&self, url: Url, max_bytes: usize) -> Result<Value, ToolError> {
+    /// With per-user site rules on every fetch.
+    pub fn with_rules(mut self, rules: Option<Arc<dyn FetchRules>>) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    async fn check_rules(&self, ctx: &ToolContext, url: &Url) -> Result<(), ToolError> {
+        match &self.rules {
+            Some(rules) => match rules.refuses(ctx.user_id, url).await {
+                Some(why) => Err(ToolError::NotPermitted(why)),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    async fn fetch(
+        &self,
+        ctx: &ToolContext,
+        url: Url,
+        max_bytes: usize,
+    ) -> Result<Value, ToolError> {
         let client = self
             .client
             .as_ref()
             .map_err(|_| ToolError::Failed("the HTTP client is unavailable".to_owned()))?;
         let mut response = client.get(url).send().await.map_err(map_error)?;
+        // A redirect may have left the role's sites: nothing of that page is returned.
+        self.check_rules(ctx, response.url()).await?;
         let status = response.status().as_u16();
         let final_url = response.url().to_string();
         let content_type = response
@@ -156,7 +189,7 @@ impl Tool for HttpGet {
         args_schema::<HttpGetArgs>()
     }
 
-    async fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+    async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: HttpGetArgs = parse_args(args)?;
         let url = Url::parse(args.url.trim()).map_err(|e| {
             ToolError::InvalidArguments(format!("url: not a valid absolute URL ({e})"))
@@ -170,13 +203,14 @@ impl Tool for HttpGet {
         self.guard
             .check_url(&url)
             .map_err(|b| ToolError::NotPermitted(b.0))?;
+        self.check_rules(ctx, &url).await?;
         let max_bytes = args
             .max_bytes
             .map_or(self.config.max_bytes, |m| {
                 usize::try_from(m).unwrap_or(usize::MAX)
             })
             .clamp(1, self.config.max_bytes.max(1));
-        match tokio::time::timeout(self.config.timeout, self.fetch(url, max_bytes)).await {
+        match tokio::time::timeout(self.config.timeout, self.fetch(ctx, url, max_bytes)).await {
             Ok(result) => result,
             Err(_) => Err(timed_out(self.config.timeout)),
         }

@@ -18,8 +18,8 @@ mod test_support;
 use std::sync::Arc;
 
 use super::net::HttpToolConfig;
-use super::workspace::WorkspaceStore;
 use super::Tool;
+use crate::files::WorkspaceStore;
 
 pub use calculator::Calculator;
 pub use csv_stats::CsvStats;
@@ -37,6 +37,8 @@ pub struct BuiltinConfig {
     pub workspace: Arc<WorkspaceStore>,
     /// Limits and allowlists of `http_get`.
     pub http: HttpToolConfig,
+    /// Per-user site rules of `http_get` (the roles' web search domain lists).
+    pub fetch_rules: Option<Arc<dyn http_get::FetchRules>>,
 }
 
 /// Every built-in tool, ready for [`super::Registry::register`].
@@ -50,6 +52,6 @@ pub fn all(config: &BuiltinConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(WriteFile::new(Arc::clone(ws))),
         Arc::new(DeleteFile::new(Arc::clone(ws))),
         Arc::new(CsvStats::new(Arc::clone(ws))),
-        Arc::new(HttpGet::new(&config.http)),
+        Arc::new(HttpGet::new(&config.http).with_rules(config.fetch_rules.clone())),
     ]
 }

@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::tools::workspace::{WorkspaceError, WorkspaceStore};
-use crate::tools::workspace_text::text_chunk;
+use crate::files::{text_chunk, WorkspaceError, WorkspaceStore};
+use crate::tools::IntoToolError;
 use crate::tools::{args_schema, parse_args, Tool, ToolContext, ToolError};
 
 /// Default page size in bytes.

@@ -16,6 +16,7 @@ fn every_builtin_spec_together_stays_within_its_token_allowance() {
     let registry = Registry::builtin(&BuiltinConfig {
         workspace,
         http: HttpToolConfig::default(),
+        fetch_rules: None,
     })
     .unwrap();
     let mut total = 0;

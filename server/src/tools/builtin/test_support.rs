@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::tools::workspace::{Quota, WorkspaceStore};
+use crate::files::{Quota, WorkspaceStore};
 use crate::tools::ToolContext;
 
 /// A context for a fresh random user.

@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::tools::workspace::WorkspaceStore;
+use crate::files::WorkspaceStore;
+use crate::tools::IntoToolError;
 use crate::tools::{args_schema, parse_args, Tool, ToolContext, ToolError};
 
 /// Arguments of `write_file`.
@@ -81,8 +82,8 @@ impl Tool for WriteFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::Quota;
     use crate::tools::builtin::test_support::{ctx, store, store_with};
-    use crate::tools::workspace::Quota;
 
     #[tokio::test]
     async fn writes_and_refuses_silent_overwrite() {

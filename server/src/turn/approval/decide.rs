@@ -9,9 +9,8 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::domain::{ApprovalState, Approver};
-use crate::turn::approval::sql::{
-    self as approval_db, Approval, Decided, Decider, ListFilter, Refusal,
-};
+use crate::turn::approval::sql::{self as approval_db, Approval, Decider, ListFilter, Refusal};
+use crate::turn::approval::sql_step::{self as approval_step, Decided};
 use crate::turn::engine::TurnEngine;
 use crate::turn::error::TurnError;
 use crate::turn::follow::Follower;
@@ -30,6 +29,12 @@ pub struct DecisionOutcome {
 }
 
 impl TurnEngine {
+    /// Starts this process's background work on turns: the approval sweeper (expiries,
+    /// decided steps nobody ran on).
+    pub fn spawn_sweepers(&self) {
+        spawn_sweeper(self.clone());
+    }
+
     /// A page of approvals, newest first, as `filter` narrows them (its owner and state).
     pub async fn approvals(&self, filter: &ListFilter) -> Result<Vec<Approval>, TurnError> {
         let mut conn = db::conn(&self.pool).await?;
@@ -50,7 +55,7 @@ impl TurnEngine {
         let mut conn = db::conn(&self.pool).await?;
         let claimant = self.claimant();
         let decided =
-            approval_db::decide(&mut conn, id, who, decision.state(), note, &claimant).await?;
+            approval_step::decide(&mut conn, id, who, decision.state(), note, &claimant).await?;
         drop(conn);
         match decided {
             Decided::NotFound | Decided::Refused(Refusal::Hidden) => {
@@ -71,12 +76,12 @@ impl TurnEngine {
                 let follower = match resume {
                     Some(r) if follow && !expired => {
                         let (user_id, conversation_id) = (r.user_id, r.conversation_id);
-                        let log = self.spawn_resumed(r);
+                        let log = crate::turn::supervise::spawn_resumed(self, r);
                         Some(self.follow_resumed(user_id, conversation_id, log))
                     }
                     Some(r) => {
                         // Nobody follows it here; it runs to its end all the same.
-                        drop(self.spawn_resumed(r));
+                        drop(crate::turn::supervise::spawn_resumed(self, r));
                         None
                     }
                     None => None,
@@ -115,7 +120,7 @@ impl TurnEngine {
             }
             Err(e) => tracing::warn!(error = %e, "counting waiting approvals failed"),
         }
-        let steps = match approval_db::steps_to_settle(&mut conn).await {
+        let steps = match approval_step::steps_to_settle(&mut conn).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "looking for expired approvals failed");
@@ -124,7 +129,7 @@ impl TurnEngine {
         };
         let claimant = self.claimant();
         for step in steps {
-            match approval_db::expire_step(&mut conn, step, &claimant).await {
+            match approval_step::expire_step(&mut conn, step, &claimant).await {
                 Ok(Some(resume)) => {
                     let expired = resume
                         .calls
@@ -134,7 +139,7 @@ impl TurnEngine {
                         .approval_decisions
                         .with_label_values(&[ApprovalState::Expired.as_str()])
                         .inc_by(u64::try_from(expired.count()).unwrap_or(0));
-                    drop(self.spawn_resumed(resume));
+                    drop(crate::turn::supervise::spawn_resumed(self, resume));
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "settling a paused step failed"),
@@ -145,7 +150,7 @@ impl TurnEngine {
 
 /// Runs the approval sweeper of this process: often enough that an expiry is noticed within
 /// a quarter of the TTL, at most every 5 s.
-pub(crate) fn spawn_sweeper(engine: TurnEngine) {
+fn spawn_sweeper(engine: TurnEngine) {
     let every =
         (engine.durable.approval_ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(5));
     tokio::spawn(async move {

@@ -14,10 +14,6 @@ use uuid::Uuid;
 use crate::db::schema::approvals::{self, dsl};
 use crate::domain::{ApprovalState, Approver};
 
-pub use crate::turn::approval::sql_step::{
-    decide, expire_step, steps_to_settle, Claimant, Decided, Resume,
-};
-
 /// One waiting (or decided) call as the API shows it.
 #[derive(Debug, Clone, Queryable, Selectable, Serialize, utoipa::ToSchema)]
 #[diesel(table_name = approvals)]

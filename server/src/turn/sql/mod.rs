@@ -14,6 +14,29 @@
 //! it is a single round trip. That holds because every statement here has fixed text and is
 //! prepared once per connection ([`crate::db::prepared`]): a statement diesel re-prepares
 //! costs a round trip of its own.
+//!
+//! # Lock order
+//!
+//! Every transaction that locks more than one of these rows takes them in this order, and
+//! statements of a pipeline run in the order they are built, so "built first" is "locked
+//! first":
+//!
+//! 0. a paused step's approval rows, by id (a decision or an expiry that resumes the turn
+//!    locks them, then claims the conversation: [`crate::turn::approval`]);
+//! 1. the conversation row (a turn's claim, its release, a generated title);
+//! 2. the user's budget rows: a token hold, then its token period (`budget_periods`), then a
+//!    money hold, then its money period ([`crate::db::models::budget::settle`] and
+//!    [`crate::db::models::budget::try_reserve`] keep tokens before money);
+//! 3. new rows only: messages, usage, audit, `turn_ends`, idempotency keys. Inserting them
+//!    takes a key-share lock on their conversation and user, which no update of those rows
+//!    on this path conflicts with (none changes a key).
+//!
+//! The transactions: a turn's start ([`open`]: claim, then the early reservation; then the
+//! user message), a step ([`next_call`]: budget only, then new rows), a turn's end
+//! ([`finish`], [`release_with`], [`abandon`]: release the claim, then settle), and a title
+//! ([`title::store`]: the title, then settle, then its usage row). A transaction that may
+//! still lose a conflict (another replica's sweep, an admin's change) is retried
+//! ([`crate::db::conflict`]).
 
 use std::time::Duration;
 
@@ -36,6 +59,7 @@ pub mod end;
 pub mod preset;
 pub mod release;
 mod step;
+pub mod title;
 
 pub use self::access::RoleNow;
 pub use self::begin::{open, Opened};

@@ -63,7 +63,7 @@ pub struct NextCall {
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
-    step: Step,
+    step: &Step,
 ) -> QueryResult<NextCall> {
     let mut tx = Pipelined::open(conn);
     let settle = match &step.settle {

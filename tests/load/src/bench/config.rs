@@ -53,6 +53,12 @@ pub struct Config {
     pub search_others: usize,
     /// `--search-secs S`: each of the search phase's two parts.
     pub search_secs: f64,
+    /// `--interp`: instead of the benchmark, only the code interpreter phase (`interp.rs`).
+    pub interp: bool,
+    /// `--interp-runs N`: runs one at a time (against as many bare Python starts).
+    pub interp_runs: usize,
+    /// `--interp-secs S`: the bystander alone, and the saturated loops beside it.
+    pub interp_secs: f64,
     /// `--knowledge`: instead of the benchmark, only the knowledge scenarios (`knowledge/`),
     /// on a server of their own on the pgvector cluster; a smoke run includes small ones.
     pub knowledge: bool,
@@ -93,6 +99,7 @@ impl Config {
         self.held == 0
             && self.soak_secs.is_none()
             && !self.search
+            && !self.interp
             && !self.knowledge
             && (self.scenarios.is_empty()
                 || self.scenarios.iter().any(|k| k == crate::catalogue::KEY))
@@ -154,6 +161,9 @@ impl Config {
             search_own: if smoke { 1_000 } else { 10_000 },
             search_others: if smoke { 10_000 } else { 1_000_000 },
             search_secs: if smoke { 2.0 } else { 15.0 },
+            interp: false,
+            interp_runs: if smoke { 5 } else { 40 },
+            interp_secs: if smoke { 2.0 } else { 20.0 },
             knowledge: false,
             knowledge_files: if smoke { 3 } else { 200 },
             knowledge_max_kib: if smoke { 24 } else { 100 },
@@ -206,6 +216,9 @@ impl Config {
                 "--search-own" => c.search_own = val()?.parse()?,
                 "--search-others" => c.search_others = val()?.parse()?,
                 "--search-secs" => c.search_secs = val()?.parse()?,
+                "--interp" => c.interp = true,
+                "--interp-runs" => c.interp_runs = val()?.parse()?,
+                "--interp-secs" => c.interp_secs = val()?.parse()?,
                 "--knowledge" => c.knowledge = true,
                 "--knowledge-files" => c.knowledge_files = val()?.parse()?,
                 "--knowledge-max-kib" => c.knowledge_max_kib = val()?.parse()?,
@@ -269,6 +282,10 @@ impl Config {
             "--search-secs must be 0.5..=600"
         );
         anyhow::ensure!(
+            (1..=10_000).contains(&c.interp_runs) && (0.5..=600.0).contains(&c.interp_secs),
+            "--interp-runs must be 1..=10000, --interp-secs 0.5..=600"
+        );
+        anyhow::ensure!(
             (1..=1000).contains(&c.knowledge_files) && (4..=10_240).contains(&c.knowledge_max_kib),
             "--knowledge-files must be 1..=1000 (a collection's limit), --knowledge-max-kib 4..=10240"
         );
@@ -290,8 +307,8 @@ impl Config {
             "--embed-delay-ms must be at most 10000"
         );
         anyhow::ensure!(
-            !c.knowledge || (c.held == 0 && c.soak_secs.is_none() && !c.search),
-            "--knowledge is a run of its own (not with --held, --soak or --search)"
+            !c.knowledge || (c.held == 0 && c.soak_secs.is_none() && !c.search && !c.interp),
+            "--knowledge is a run of its own (not with --held, --soak, --search or --interp)"
         );
         Ok(c)
     }

@@ -144,8 +144,11 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
     models::warm_up(&ctx).await;
 
     let search = || crate::search::search(&ctx, cfg.search_own, cfg.search_others, cfg.search_secs);
+    let interp = || crate::interp::interp(&ctx, cfg.interp_runs, cfg.interp_secs);
     if cfg.search {
         report.search = Some(search().await);
+    } else if cfg.interp {
+        report.interp = Some(interp().await);
     } else if cfg.held > 0 {
         report.held = Some(crate::held::held(&ctx, cfg.held, cfg.held_rate).await);
     } else if let Some(secs) = cfg.soak_secs {
@@ -166,6 +169,7 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
             // Exercises the soak's code path briefly; the real one is `--soak 600`.
             report.soak = Some(crate::soak::soak(&ctx, 5, 20).await);
             report.search = Some(search().await);
+            report.interp = Some(interp().await);
         }
     }
 

@@ -41,6 +41,7 @@ pub struct Report {
     pub soak: Option<crate::soak::SoakResult>,
     pub held: Option<crate::held::HeldResult>,
     pub search: Option<crate::search::SearchResult>,
+    pub interp: Option<crate::interp::InterpResult>,
     /// The knowledge scenarios (ingestion, search on pgvector), on a server of their own.
     pub knowledge: Option<crate::knowledge::KnowledgeResult>,
     /// The catalogue scenario: the usage ledger per model and the roles' budgets at the end.

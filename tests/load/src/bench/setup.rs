@@ -247,8 +247,17 @@ pub(crate) async fn start_on(cfg: &Config, target: Target) -> anyhow::Result<Sta
             },
         )
         .env("AGENTCHAT_DEMO_DELAY_MS", cfg.demo_delay_ms.to_string())
-        // One model call per turn, as the kit counts them (no background title calls).
-        .env("AGENTCHAT_AUTO_TITLES", "false")
+        // One model call per turn, as the kit counts them (no background title calls); the
+        // soak titles its new conversations, as a real chat does (titles compete with turns
+        // for the pool and lock the conversation and the budget as turns do).
+        .env(
+            "AGENTCHAT_AUTO_TITLES",
+            if cfg.soak_secs.is_some() {
+                "true"
+            } else {
+                "false"
+            },
+        )
         .env(
             "AGENTCHAT_TURN_TIMEOUT_SECS",
             client::TURN_DEADLINE.as_secs().to_string(),

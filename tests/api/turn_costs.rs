@@ -1,0 +1,219 @@
+//! What a turn costs the database, held under checked-in ceilings: statements, round trips
+//! and transactions per turn, counted exactly by the relay every connection goes through
+//! ([`PgProxy`]), for a plain turn, a tool turn and a `/v1` turn. Counts, not times: the
+//! same on any machine, so it runs in CI and a change that adds work to every turn fails
+//! here instead of hiding in the load kit's noise.
+//!
+//! Raising a ceiling is a reviewed change: edit [`CEILINGS`] with the reason beside it.
+
+use std::time::Duration;
+
+use agentchat::config::DatabaseUrl;
+use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
+use agentchat_tests::pg_proxy::{Counts, PgProxy, Transaction};
+use agentchat_tests::*;
+use serde_json::json;
+
+use crate::openai_sdk::{new_key, MODEL};
+
+/// Per kind of turn: (name, transactions, statements, round trips), at most.
+///
+/// Measured on 2026-12-06 (fewest of three, three sittings): plain 2 / 18 / 6, one tool step
+/// 3 / 26 / 9, `/v1` 2 / 17 / 3–5. Transactions and statements are exact; round trips get
+/// one of slack, since a pipelined batch the client writes in two pieces may be answered in
+/// between. The plain turn is two commits by design (DESIGN §7), each tool step one more.
+const CEILINGS: [(&str, Counts); 3] = [
+    (
+        "plain",
+        Counts {
+            transactions: 2,
+            statements: 18,
+            round_trips: 7,
+        },
+    ),
+    (
+        "tool",
+        Counts {
+            transactions: 3,
+            statements: 26,
+            round_trips: 10,
+        },
+    ),
+    (
+        "v1",
+        Counts {
+            transactions: 2,
+            statements: 17,
+            round_trips: 6,
+        },
+    ),
+];
+
+fn ceiling(kind: &str) -> Counts {
+    CEILINGS
+        .iter()
+        .find(|(name, _)| *name == kind)
+        .map(|(_, c)| *c)
+        .unwrap()
+}
+
+/// A server whose connections go through `proxy`, with the background work that would blur
+/// a count (heartbeats, the hold sweeper) at most once an hour; [`fewest`] keeps the
+/// approval sweeper (every 5 s) out.
+fn counted_app<'a>(fake: &'a FakeUpstream, proxy: &'a PgProxy) -> AppBuilder<'a> {
+    TestApp::builder().openai(fake).model(MODEL).settings(|s| {
+        s.durable.replica_timeout = Duration::from_secs(3 * 3600);
+        s.database.hold_sweep_interval = Duration::from_secs(86_400);
+        s.database.url = DatabaseUrl::new(proxy.url_for(s.database.url.expose()));
+    })
+}
+
+/// One measured turn: its counts and its transactions (for the failure message).
+struct Measured {
+    counts: Counts,
+    transactions: Vec<Transaction>,
+}
+
+enum Route<'a> {
+    /// `POST /api/conversations/{id}/messages` with an access token.
+    Native(&'a str),
+    /// `POST /v1/chat/completions` with a personal key.
+    V1(&'a str),
+}
+
+async fn one_turn(
+    app: &TestApp,
+    proxy: &PgProxy,
+    route: &Route<'_>,
+    fake: &FakeUpstream,
+    replies: Vec<Reply>,
+) -> Measured {
+    let conversation = match route {
+        Route::Native(token) => Some(app.new_conversation(token).await),
+        Route::V1(_) => None,
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for r in replies {
+        fake.push(r);
+    }
+    let before = proxy.counts();
+    let from = proxy.count();
+    match (route, conversation) {
+        (Route::Native(token), Some(conv)) => {
+            let events = app.chat(token, &conv, "what is 6*7").await;
+            assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+        }
+        (Route::V1(key), _) => {
+            let r = app
+                .client
+                .post(app.url("/v1/chat/completions"))
+                .bearer_auth(key)
+                .json(&json!({"model": MODEL, "messages": [{"role": "user", "content": "what is 6*7"}]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+            r.bytes().await.unwrap();
+        }
+        _ => unreachable!(),
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Measured {
+        counts: proxy.counts() - before,
+        transactions: proxy.since(from),
+    }
+}
+
+/// The cheapest of three runs: a background sweep may land in one of them, hardly in all.
+async fn fewest(
+    app: &TestApp,
+    proxy: &PgProxy,
+    route: &Route<'_>,
+    fake: &FakeUpstream,
+    replies: impl Fn() -> Vec<Reply>,
+) -> Measured {
+    let mut best: Option<Measured> = None;
+    for _ in 0..3 {
+        let m = one_turn(app, proxy, route, fake, replies()).await;
+        if best
+            .as_ref()
+            .is_none_or(|b| m.counts.statements < b.counts.statements)
+        {
+            best = Some(m);
+        }
+    }
+    best.unwrap()
+}
+
+fn calculator_call() -> Reply {
+    Reply::tool_call("c1", "calculator", json!({"expression": "6*7"}).to_string())
+}
+
+fn listing(transactions: &[Transaction]) -> String {
+    transactions
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("  {}: {}", i + 1, t.join(" | ")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn plain_tool_and_v1_turns_stay_under_their_statement_round_trip_and_commit_ceilings() {
+    let fake = FakeUpstream::start().await;
+    let proxy = PgProxy::start("127.0.0.1:5432".to_owned()).await;
+    let (app, [_admin, member]) = counted_app(&fake, &proxy)
+        .role("member", json!({"tools": ["calculator"]}))
+        // A limited budget: every model call reserves and settles.
+        .budget("alice", Some(10_000_000))
+        .start_as(["boss", "alice"])
+        .await;
+    let (_, key) = new_key(&app, &member.access, "costs").await;
+    let native = Route::Native(&member.access);
+    let v1 = Route::V1(&key);
+    // Warm the pool and the caches: the counted turns open no connections.
+    one_turn(&app, &proxy, &native, &fake, vec![Reply::text("warm")]).await;
+    one_turn(
+        &app,
+        &proxy,
+        &native,
+        &fake,
+        vec![calculator_call(), Reply::text("warm")],
+    )
+    .await;
+    one_turn(&app, &proxy, &v1, &fake, vec![Reply::text("warm")]).await;
+
+    let measured = [
+        (
+            "plain",
+            fewest(&app, &proxy, &native, &fake, || vec![Reply::text("42")]).await,
+        ),
+        (
+            "tool",
+            fewest(&app, &proxy, &native, &fake, || {
+                vec![calculator_call(), Reply::text("42")]
+            })
+            .await,
+        ),
+        (
+            "v1",
+            fewest(&app, &proxy, &v1, &fake, || vec![Reply::text("42")]).await,
+        ),
+    ];
+    let report = measured
+        .iter()
+        .map(|(kind, m)| format!("{kind}: {:?}\n{}", m.counts, listing(&m.transactions)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    eprintln!("{report}");
+    for (kind, m) in &measured {
+        let max = ceiling(kind);
+        assert!(
+            m.counts.transactions <= max.transactions
+                && m.counts.statements <= max.statements
+                && m.counts.round_trips <= max.round_trips,
+            "a {kind} turn costs {:?}, over its ceiling {max:?}:\n{report}",
+            m.counts
+        );
+    }
+}
