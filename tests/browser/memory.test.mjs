@@ -184,6 +184,7 @@ test('the memory section and the chat settings fit 360 px', async (t) => {
   // Editing a note at 360 px.
   await memory.getByRole('button', { name: /^Edit note: A long unbroken/ }).click();
   await memory.getByRole('textbox', { name: 'Edit note' }).waitFor();
+  assert.ok(await page.evaluate(() => document.activeElement?.matches('.memory-edit textarea')), 'the note being edited has the focus');
   assert.deepEqual(await layoutProblems(page), [], 'editing a note at 360 px');
   await page.keyboard.press('Escape'); // leaves the edit, not the dialog
   await memory.getByRole('button', { name: /^Edit note: A long unbroken/ }).waitFor();

@@ -84,7 +84,13 @@ export function memorySection() {
         await reload(() => addInput.focus());
       } catch (e) { fail(e, 'deleted'); del.disabled = false; }
     });
-    edit.addEventListener('click', () => item.replaceWith(editForm(n, item)));
+    edit.addEventListener('click', () => {
+      const form = editForm(n, item);
+      item.replaceWith(form);
+      // At once, not after a timeout: the Edit button just left the page, and a key pressed
+      // before focus lands would reach the dialog (Escape would close it).
+      form.querySelector('textarea').focus();
+    });
     return item;
   }
 
@@ -113,7 +119,6 @@ export function memorySection() {
         await reload(() => list.querySelector(`[data-note-id="${CSS.escape(n.id)}"] button`)?.focus());
       } catch (e) { fail(e, 'saved'); save.disabled = false; input.focus(); }
     });
-    setTimeout(() => input.focus());
     return li;
   }
 
