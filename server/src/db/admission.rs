@@ -26,6 +26,9 @@ use crate::shard::Sharded;
 /// What a refused start is told to wait before retrying.
 const RETRY_AFTER_SECS: u64 = 2;
 
+/// How many more times a start tries to open a connection that timed out opening.
+const SLOW_OPEN_RETRIES: u32 = 3;
+
 /// Starts waiting for a connection, shared by every shard of a pool.
 #[derive(Debug, Clone)]
 pub struct StartQueue {
@@ -67,9 +70,9 @@ impl StartQueue {
     /// A connection for a turn's start, queued behind earlier starts for up to `wait` (the
     /// turn's deadline: a start that waited longer could not finish anyway); 503 with
     /// `Retry-After` when the queue is full, or when `wait` ran out.
-    pub async fn admit<F, Fut>(&self, wait: Duration, get: F) -> Result<PooledConn, DbError>
+    pub async fn admit<F, Fut>(&self, wait: Duration, mut get: F) -> Result<PooledConn, DbError>
     where
-        F: FnOnce(Duration) -> Fut,
+        F: FnMut(Duration) -> Fut,
         Fut: std::future::Future<Output = Result<PooledConn, PoolError>>,
     {
         let before = self.waiting.fetch_add(1, Ordering::AcqRel);
@@ -89,11 +92,22 @@ impl StartQueue {
             .await
             .map_err(|_| slow())?
             .map_err(|e| DbError::Unavailable(e.into()))?;
-        let conn = match get(wait.saturating_sub(started.elapsed())).await {
-            Ok(conn) => conn,
-            // Busy, not broken: the same answer as running out of time in the queue.
-            Err(PoolError::Timeout(TimeoutType::Wait)) => return Err(slow()),
-            Err(e) => return Err(e.into()),
+        let mut slow_opens = 0;
+        let conn = loop {
+            match get(wait.saturating_sub(started.elapsed())).await {
+                Ok(conn) => break conn,
+                // Busy, not broken: the same answer as running out of time in the queue.
+                Err(PoolError::Timeout(TimeoutType::Wait)) => return Err(slow()),
+                // A new connection slower to open (or check) than the acquire timeout: a
+                // loaded Postgres forks backends slowly, and a start may wait longer than
+                // that. Tried again a few times; one that never opens is unavailable.
+                Err(PoolError::Timeout(_))
+                    if slow_opens < SLOW_OPEN_RETRIES && started.elapsed() < wait =>
+                {
+                    slow_opens += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
         };
         drop(permit);
         Ok(conn)
@@ -134,9 +148,12 @@ mod tests {
         for _ in 0..2 {
             let (q, g) = (queue.clone(), gate.clone());
             held.push(tokio::spawn(async move {
-                q.admit(Duration::from_secs(60), |_| async move {
-                    g.notified().await;
-                    Err(PoolError::Closed)
+                q.admit(Duration::from_secs(60), |_| {
+                    let g = g.clone();
+                    async move {
+                        g.notified().await;
+                        Err(PoolError::Closed)
+                    }
                 })
                 .await
                 .map(|_| ())
@@ -185,5 +202,44 @@ mod tests {
             .unwrap_err();
         assert!(matches!(down, DbError::Unavailable(_)), "{down:?}");
         assert_eq!(queue.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_connection_slow_to_open_is_tried_again_a_few_times() {
+        let queue = StartQueue::new(10, &[4]);
+        let wait = Duration::from_secs(60);
+        let tries = AtomicUsize::new(0);
+        // Times out opening twice, then the third attempt's pool answers (here: closed,
+        // which is not a timeout and so ends the tries).
+        let third = queue
+            .admit(wait, |_| {
+                let n = tries.fetch_add(1, Ordering::AcqRel);
+                async move {
+                    Err(if n < 2 {
+                        PoolError::Timeout(TimeoutType::Create)
+                    } else {
+                        PoolError::Closed
+                    })
+                }
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(tries.load(Ordering::Acquire), 3);
+        assert!(matches!(third, DbError::Unavailable(_)), "{third:?}");
+        tries.store(0, Ordering::Release);
+        let never = queue
+            .admit(wait, |_| {
+                tries.fetch_add(1, Ordering::AcqRel);
+                async { Err(PoolError::Timeout(TimeoutType::Create)) }
+            })
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            tries.load(Ordering::Acquire),
+            1 + SLOW_OPEN_RETRIES as usize
+        );
+        assert!(matches!(never, DbError::Unavailable(_)), "{never:?}");
     }
 }
