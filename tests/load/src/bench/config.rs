@@ -231,6 +231,8 @@ impl Config {
                 "--embed-delay-ms" => c.embed_delay_ms = val()?.parse()?,
                 "--pgvector-url" => c.pgvector_url = Some(val()?),
                 "--keep-db" => c.keep_db = true,
+                // Another Postgres on 127.0.0.1 (one with pg_stat_statements, for a profile).
+                "--pg-port" => c.pg_port = val()?,
                 other => bail!("unknown option {other}"),
             }
         }
