@@ -24,7 +24,7 @@ export function showToolImages(card, data, { fetchFile = workspaceFile } = {}) {
     images.map((f) => {
       const name = f.path.split('/').pop();
       return h('figure', { class: 'code-run-figure' },
-        thumbnail(f, fetchFile, { cls: 'code-run-open', imgClass: 'code-run-image', label: `Image ${name}` }),
+        thumbnail(f, fetchFile, { cls: 'code-run-open', imgClass: 'code-run-image' }),
         h('figcaption', { class: 'muted' }, name));
     })));
 }
