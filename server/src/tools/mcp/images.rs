@@ -208,6 +208,79 @@ mod tests {
         assert!(decode("AAAA", 2).unwrap_err().contains("larger than"));
     }
 
+    fn encoded(format: ImageFormat) -> String {
+        let img = image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+            40,
+            10,
+            image::Rgb([10, 200, 10]),
+        ));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, format).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(out.into_inner())
+    }
+
+    #[tokio::test]
+    async fn each_accepted_format_is_kept_under_the_stored_type_and_the_rest_is_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = WorkspaceStore::new(dir.path().to_owned(), Default::default()).unwrap();
+        let keeper = ImageKeeper {
+            store: Arc::new(store),
+        };
+        let ctx = ToolContext {
+            user_id: Uuid::new_v4(),
+            username: "tester".into(),
+            conversation_id: Uuid::new_v4(),
+        };
+        let mut content = vec![
+            json!({"type": "image", "data": encoded(ImageFormat::Jpeg), "mimeType": "image/jpeg"}),
+            json!({"type": "image", "data": encoded(ImageFormat::Gif), "mimeType": "image/gif"}),
+            json!({"type": "image", "data": encoded(ImageFormat::WebP), "mimeType": "image/webp"}),
+            // A PNG declared as JPEG: the bytes decide, and they disagree.
+            json!({"type": "image", "data": encoded(ImageFormat::Png), "mimeType": "image/jpeg"}),
+        ];
+        content.extend(
+            (0..MAX_IMAGES_PER_RESULT)
+                .map(|_| json!({"type": "image", "data": "AAAA", "mimeType": "image/png"})),
+        );
+        let kept = keeper
+            .keep(&ctx, "srv__pic", &json!({"content": content}))
+            .await;
+        assert_eq!(kept.blocks.len(), content.len());
+        let ends: Vec<&str> = kept
+            .files
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(ends.len(), 3, "{kept:?}");
+        let prefix = format!("outputs/{}/mcp/srv__pic-", ctx.conversation_id);
+        assert!(ends.iter().all(|p| p.starts_with(&prefix)), "{ends:?}");
+        assert!(
+            ends[0].ends_with(".jpg") && ends[1].ends_with(".png"),
+            "{ends:?}"
+        );
+        assert_eq!(kept.files[0]["mime"], "image/jpeg");
+        for (i, f) in kept.files.iter().enumerate() {
+            let bytes = keeper.store.read(ctx.user_id, ends[i]).await.unwrap();
+            assert_eq!(f["bytes"], bytes.len());
+            assert_eq!(f["sha256"], format!("{:x}", Sha256::digest(&bytes)));
+            assert_eq!(
+                (
+                    kept.blocks[i]["width"].as_u64(),
+                    kept.blocks[i]["height"].as_u64()
+                ),
+                (Some(40), Some(10))
+            );
+        }
+        let note = |i: usize| kept.blocks[i]["note"].as_str().unwrap_or("").to_owned();
+        assert!(note(3).contains("bytes are not JPEG"), "{}", note(3));
+        assert!(
+            note(4).contains("truncated or corrupt") || note(4).contains("not PNG"),
+            "{}",
+            note(4)
+        );
+        assert!(note(content.len() - 1).contains("more than 8 images"));
+    }
+
     #[test]
     fn files_are_listed_in_an_object_only() {
         let kept = || Kept {
