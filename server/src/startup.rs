@@ -70,6 +70,7 @@ impl Application {
         let liveness = Liveness::new(settings.durable.replica_timeout);
         let turns = RunningTurns::default();
         let mcp = mcp_manager(&settings, &pool).await?;
+        mcp.keep_images_in(workspaces.clone());
         let knowledge = crate::knowledge::start(
             &settings,
             &pool,

@@ -40,6 +40,8 @@ mod hostile_secrets;
 mod hostile_ssrf;
 mod hostile_text;
 mod images;
+mod images_export;
+mod images_mcp;
 mod images_tools;
 mod images_upload;
 mod key_lifetime;

@@ -7,6 +7,7 @@ import { fileChips } from './attachments.js';
 import { imageThumbs, splitImages } from './image_thumbs.js';
 import { applyCitations } from './citations.js';
 import { TOOL as CODE_TOOL, showCode, showRun } from './code_card.js';
+import { showToolImages } from './tool_images.js';
 
 export const FINISH_NOTES = {
   max_iterations: 'The assistant stopped after the maximum number of steps for one turn.',
@@ -95,6 +96,8 @@ export class ToolCard {
       if (this.name === CODE_TOOL && showRun(this, data, ToolCard.codeFiles)) return;
       this.resultBox.append(h('div', { class: 'tool-section-title' }, 'Result'),
         h('pre', { class: 'tool-pre', tabindex: '0' }, pretty(data ?? null)));
+      // An MCP tool's images, kept as files by the server.
+      showToolImages(this, data, ToolCard.codeFiles);
     } else {
       const msg = typeof error === 'string' ? error : pretty(error ?? 'unknown error');
       this.setStatus('failed', 'Error');

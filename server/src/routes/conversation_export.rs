@@ -1,7 +1,9 @@
 //! `GET /api/conversations/{id}/export?format=markdown|json`: a conversation to keep or share,
 //! as a download. Markdown reads like the chat ([`super::conversation_markdown`]); JSON is
 //! the full record, the same shape as `GET /api/conversations/{id}` (`attachments` included)
-//! with every message. Both are streamed a chunk of messages at a time.
+//! with every message, and on a message that refers to files their references
+//! (`files: [{path, mime, bytes, sha256?, source, image, href}]`,
+//! [`super::conversation_files`]): never the files' bytes. Both are streamed a chunk of messages at a time.
 
 use actix_web::http::header::{ContentDisposition, DispositionParam, DispositionType};
 use actix_web::{web, HttpResponse};
@@ -19,6 +21,7 @@ type Fallbacks = std::collections::HashMap<Uuid, message_fallback::Fallback>;
 use crate::error::ApiError;
 use crate::state::AppState;
 
+use super::conversation_files::referenced;
 use super::conversation_markdown::{markdown_head, markdown_messages};
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -186,6 +189,10 @@ fn json_messages(
         }
         let mut v = serde_json::to_value(m).map_err(ApiError::internal)?;
         message_fallback::annotate(&mut v, fallbacks);
+        let files = referenced(m);
+        if !files.is_empty() {
+            v["files"] = serde_json::to_value(files).map_err(ApiError::internal)?;
+        }
         out.push_str(&serde_json::to_string(&v).map_err(ApiError::internal)?);
     }
     Ok(out)

@@ -1,11 +1,14 @@
 //! A conversation as a Markdown document, written a chunk of messages at a time by the
 //! export: it reads like the chat (tool calls as short quoted lines, results in code blocks
-//! cut to a readable size, attached files named under the question, the files a code run
-//! saved linked under its result).
+//! cut to a readable size, attached files named under the question, and the files a message
+//! refers to linked to the file route — images embedded — under the question or the tool
+//! result that saved them: a code run's outputs, an MCP tool's images).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
+
+use super::conversation_files::{markdown_links, referenced};
 
 use crate::db::models::conversation::Conversation;
 use crate::db::models::message::Message;
@@ -52,6 +55,9 @@ pub fn markdown_messages(
                 if !files.is_empty() {
                     let _ = writeln!(out, "{}\n", attached_line(&files));
                 }
+                if let Some(line) = markdown_links(&referenced(m)) {
+                    let _ = writeln!(out, "{line}\n");
+                }
             }
             MessageRole::Assistant => {
                 let _ = write!(out, "**Assistant** · {when}");
@@ -76,7 +82,7 @@ pub fn markdown_messages(
             MessageRole::Tool => {
                 let result = crate::llm::truncate_chars(m.content.trim(), MAX_RESULT_CHARS);
                 let _ = writeln!(out, "```json\n{}\n```\n", result.replace("```", "` ` `"));
-                if let Some(line) = saved_line(&m.content) {
+                if let Some(line) = markdown_links(&referenced(m)) {
                     let _ = writeln!(out, "{line}\n");
                 }
             }
@@ -92,39 +98,6 @@ fn attached_line(files: &[Attachment]) -> String {
         .map(|f| format!("`{}` ({})", f.path.replace('`', "'"), human_bytes(f.bytes)))
         .collect();
     format!("_Attached:_ {}", names.join(", "))
-}
-
-/// "_Files:_ [chart.png](/api/files/outputs/…/chart.png)": the files a tool result (a
-/// code run's `data.files`) saved, linked to the file route of the owner's workspace.
-fn saved_line(content: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(content).ok()?;
-    let files = v.pointer("/data/files")?.as_array()?;
-    let links: Vec<String> = files
-        .iter()
-        .filter_map(|f| f.get("path")?.as_str())
-        .map(|path| {
-            let name = path.rsplit('/').next().unwrap_or(path);
-            let href: Vec<String> = path.split('/').map(url_segment).collect();
-            format!(
-                "[{}](/api/files/{})",
-                name.replace(['[', ']'], "_"),
-                href.join("/")
-            )
-        })
-        .collect();
-    (!links.is_empty()).then(|| format!("_Files:_ {}", links.join(", ")))
-}
-
-/// A path segment with everything but unreserved characters percent-encoded.
-fn url_segment(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// `(name, arguments as compact JSON)` of each stored tool call.
@@ -182,19 +155,5 @@ mod tests {
             )]
         );
         assert!(calls(None).is_empty());
-    }
-
-    #[test]
-    fn a_code_runs_files_are_linked_to_the_file_route() {
-        let content = json!({"success": true, "data": {"files": [
-            {"path": "outputs/c1/report.csv", "mime": "text/csv", "bytes": 10},
-            {"path": "outputs/c1/my chart.png", "mime": "image/png", "bytes": 99}]}, "error": null})
-        .to_string();
-        assert_eq!(
-            saved_line(&content).as_deref(),
-            Some("_Files:_ [report.csv](/api/files/outputs/c1/report.csv), [my chart.png](/api/files/outputs/c1/my%20chart.png)")
-        );
-        assert_eq!(saved_line(r#"{"success":true,"data":{"x":1}}"#), None);
-        assert_eq!(saved_line("not json"), None);
     }
 }

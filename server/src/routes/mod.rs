@@ -8,6 +8,7 @@ pub mod auth;
 pub mod collection_files;
 pub mod collections;
 pub mod conversation_export;
+mod conversation_files;
 mod conversation_markdown;
 pub mod conversation_read;
 pub mod conversations;

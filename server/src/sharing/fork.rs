@@ -5,10 +5,11 @@
 //! tokens were spent and charged in the original), no budget, no workspace file. Messages
 //! are copied a chunk at a time ([`COPY_CHUNK`]): a long conversation is never held whole.
 //!
-//! Files: a copy of one's own conversation keeps its attachments (they name files of the same
-//! workspace). A copy from a link does not: the files are in the sharer's workspace, and an
-//! attachment names a path in the *reader's* — where the model would read a different file,
-//! or none. Such a message names the files in its text instead, as not copied.
+//! Files: a copy of one's own conversation keeps its attachments and the files its tool
+//! results saved (they name files of the same workspace). A copy from another user's link
+//! does not ([`super::fork_files`]): the files are in the sharer's workspace, and a reference
+//! names a path in the *reader's* — where the model would read, and the chat show, a
+//! different file or none. Such a message names the files instead, as not copied.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -24,7 +25,7 @@ use super::SharingError;
 use crate::db::models::conversation::{self, Conversation};
 use crate::db::models::message::{self, Message, NewMessage};
 use crate::db::schema::messages::dsl;
-use crate::domain::{Attachment, MessageRole};
+use crate::domain::MessageRole;
 
 /// Longest title a conversation may have, in characters (as `PATCH` allows).
 const MAX_TITLE_CHARS: usize = 200;
@@ -208,24 +209,8 @@ fn copied(mut m: Message, into: Uuid, from: &Origin) -> NewMessage {
     if from.redact {
         read::hide(&mut m);
     }
-    let mut attachments = m.attachments.take();
     if from.foreign_files {
-        let files: Vec<Attachment> = attachments
-            .take()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default();
-        if !files.is_empty() {
-            let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-            let note = format!(
-                "[Files attached in the shared conversation, not copied: {}]",
-                names.join(", ")
-            );
-            m.content = if m.content.is_empty() {
-                note
-            } else {
-                format!("{}\n\n{note}", m.content)
-            };
-        }
+        super::fork_files::drop_foreign_files(&mut m);
     }
     NewMessage {
         id: Uuid::new_v4(),
@@ -234,7 +219,7 @@ fn copied(mut m: Message, into: Uuid, from: &Origin) -> NewMessage {
         content: m.content,
         tool_calls: m.tool_calls,
         tool_call_id: m.tool_call_id,
-        attachments,
+        attachments: m.attachments,
         citations: m.citations,
         status: m.status,
         status_reason: m.status_reason,

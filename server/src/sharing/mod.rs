@@ -13,13 +13,15 @@
 //!
 //! One job per file: `create`, `manage` (list, change, revoke), `read` (the checks every
 //! reading passes, a page of the snapshot), `views` (the counted audit), `gate` (the rate of
-//! readings), `files` (attached files through a link), `fork`, `redact`, `policy` (who may
-//! share publicly), `model` (the rows and their API shape).
+//! readings), `files` (attached files through a link), `fork` (and `fork_files`: what a
+//! copy from another user keeps of the files), `redact`, `policy` (who may share publicly),
+//! `model` (the rows and their API shape).
 
 pub mod create;
 pub mod error;
 pub mod files;
 pub mod fork;
+mod fork_files;
 pub mod gate;
 pub mod manage;
 pub mod model;

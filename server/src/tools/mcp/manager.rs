@@ -4,7 +4,7 @@
 //! registry, so a server that is down simply has no tools to offer.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::McpServerConfig;
 use super::identity::IdentityContext;
+use super::images::ImageKeeper;
 use super::limits::McpLimits;
 use super::server_state::{Live, ServerShared, Source, State};
 use super::tool::McpTool;
@@ -29,6 +30,8 @@ struct Inner {
     identity: Option<Arc<IdentityContext>>,
     output_cap: usize,
     limits: McpLimits,
+    /// Where tools' image content is saved (set once at startup).
+    images: OnceLock<ImageKeeper>,
 }
 
 /// All MCP servers of this process. Cheap to clone.
@@ -58,6 +61,7 @@ impl McpManager {
                 identity: identity.map(Arc::new),
                 output_cap,
                 limits,
+                images: OnceLock::new(),
             }),
         }
     }
@@ -69,6 +73,15 @@ impl McpManager {
             .read()
             .map(|r| r.clone())
             .unwrap_or_default()
+    }
+
+    /// Saves the image content of tool results to the callers' workspaces in `store` (so
+    /// the chat shows them and a model that reads images sees them); without it images are
+    /// only summarised. Set once; the tools already offered are rebuilt to use it.
+    pub fn keep_images_in(&self, store: Arc<crate::files::WorkspaceStore>) {
+        if self.inner.images.set(ImageKeeper { store }).is_ok() {
+            self.publish();
+        }
     }
 
     /// How much of a tool list is read and offered.
@@ -201,6 +214,7 @@ impl McpManager {
                     input_schema: info.parameters.clone(),
                     server: Arc::clone(&shared),
                     identity: self.inner.identity.clone(),
+                    images: self.inner.images.get().cloned(),
                 };
                 match registry.register(Arc::new(tool)) {
                     Ok(()) => {

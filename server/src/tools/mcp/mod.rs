@@ -6,7 +6,8 @@
 //! - [`manager`]: the servers and the snapshot of offered tools; [`server_state`]: one
 //!   server's state; [`supervisor`]: a task per server (reconnect with backoff, tool list
 //!   refreshes), which reads lists within [`limits`] (`listing`);
-//! - [`tool`]: an MCP tool as a [`crate::tools::Tool`], mapped by [`result`];
+//! - [`tool`]: an MCP tool as a [`crate::tools::Tool`], mapped by [`result`], its image
+//!   content kept as workspace files by [`images`];
 //! - [`identity`]: the signed per-user tokens and their JWKS;
 //! - [`sync`]: admin-API changes reaching every process.
 
@@ -14,6 +15,7 @@ pub mod config;
 pub mod connection;
 pub mod http_client;
 pub mod identity;
+pub mod images;
 pub mod limits;
 mod listing;
 pub mod manager;

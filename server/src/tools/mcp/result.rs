@@ -1,6 +1,7 @@
 //! A `tools/call` result in our `{success, data, error}` envelope. Text is kept as text,
 //! `structuredContent` as JSON; images, audio and embedded resources are summarised (their
-//! bytes would only burn the model's context), resource links keep their URI.
+//! bytes would only burn the model's context; an image kept as a file by [`super::images`]
+//! is summarised by what was kept), resource links keep their URI.
 
 use serde_json::{json, Map, Value};
 
@@ -16,10 +17,24 @@ const MAX_ERROR_CHARS: usize = 1_500;
 /// `data` is the text when the result is one text block and nothing else; otherwise an object
 /// with `structured` (the `structuredContent`) and/or `content` (the blocks, summarised).
 pub fn map_result(result: &Value) -> Result<Value, ToolError> {
+    map_result_with(result, &[])
+}
+
+/// [`map_result`] where the n-th image block is summarised by `images[n]` (what
+/// [`super::images`] made of it) when there is one.
+pub fn map_result_with(result: &Value, images: &[Value]) -> Result<Value, ToolError> {
+    let mut images = images.iter();
     let blocks: Vec<Value> = result
         .get("content")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(summarise_block).collect())
+        .map(|a| {
+            a.iter()
+                .map(|b| match b.get("type").and_then(Value::as_str) {
+                    Some("image") => images.next().cloned().unwrap_or_else(|| summarise_block(b)),
+                    _ => summarise_block(b),
+                })
+                .collect()
+        })
         .unwrap_or_default();
     let structured = result.get("structuredContent").filter(|v| !v.is_null());
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
@@ -115,6 +130,29 @@ mod tests {
         assert_eq!(content[0]["type"], "image");
         assert_eq!(content[0]["bytes"], 3);
         assert!(content[0].get("data").is_none());
+    }
+
+    #[test]
+    fn kept_images_stand_for_their_blocks_in_order() {
+        let r = json!({"content": [
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "text", "text": "between"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/gif"}
+        ]});
+        let kept = [
+            json!({"type": "image", "path": "a.png"}),
+            json!({"type": "image", "note": "no"}),
+        ];
+        let d = map_result_with(&r, &kept).unwrap();
+        let c = d["content"].as_array().unwrap();
+        assert_eq!(
+            (&c[0], &c[1], &c[2]),
+            (&kept[0], &json!("between"), &kept[1])
+        );
+        // A block nothing was kept for is summarised, its bytes left out.
+        assert_eq!(c[3]["mime_type"], "image/gif");
+        assert!(c[3].get("data").is_none());
     }
 
     #[test]

@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 use super::http_client::{IDENTITY_META_KEY, TRACEPARENT_META_KEY};
 use super::identity::IdentityContext;
-use super::result::map_result;
+use super::images::{ImageKeeper, Kept};
+use super::result::map_result_with;
 use super::server_state::ServerShared;
 use crate::tools::{Tool, ToolContext, ToolError};
 
@@ -29,6 +30,8 @@ pub struct McpTool {
     pub input_schema: Value,
     pub server: Arc<ServerShared>,
     pub identity: Option<Arc<IdentityContext>>,
+    /// Where image content is saved; without it images are only summarised.
+    pub images: Option<ImageKeeper>,
 }
 
 #[async_trait]
@@ -84,7 +87,15 @@ impl Tool for McpTool {
             Ok(result) => {
                 let wire = serde_json::to_value(&result)
                     .map_err(|e| ToolError::Failed(format!("unreadable MCP result: {e}")))?;
-                map_result(&wire)
+                drop(result);
+                let failed = wire.get("isError").and_then(Value::as_bool) == Some(true);
+                let kept = match &self.images {
+                    Some(keeper) if !failed => keeper.keep(ctx, &self.full_name, &wire).await,
+                    _ => Kept::default(),
+                };
+                let mut data = map_result_with(&wire, &kept.blocks)?;
+                kept.list_in(&mut data);
+                Ok(data)
             }
             Err(ServiceError::McpError(e)) => Err(ToolError::Failed(format!(
                 "the MCP server `{server}` answered with an error: {}",
