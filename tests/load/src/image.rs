@@ -9,11 +9,13 @@
 //! the first fake upstream whose `input` includes `image`; the direct baseline sends the
 //! stored photo's data URL to the fake too, so "added" is the server's own work.
 //!
-//! Resizing once per upload is checked by counting: the fake upstream digests every image
-//! part it is sent (`crate::fake_images`), and every one must be the stored file the kit
-//! downloads after its upload; and the server CPU an image turn adds over a plain turn is
-//! set against the CPU of one upload (decode, resize, encode), so a decode per turn would
-//! show as about one upload's worth per turn.
+//! Resizing once per upload is checked by counting: the server is sampled with `perf`
+//! during the uploads and during a few seconds of image turns, and the samples in the image
+//! codecs and the resizer are counted (`crate::image_probe`: many in the uploads, none in
+//! the turns); the fake upstream digests every image part it is sent (`crate::fake_images`),
+//! and every one must be the stored file the kit downloads after its upload; and the server
+//! CPU an image turn adds over a plain turn is set against the CPU of one upload (decode,
+//! resize, encode), so a decode per turn would show as about one upload's worth per turn.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +26,7 @@ use serde_json::{json, Value};
 
 use crate::bench::{Ctx, Phase, ScenarioResult};
 use crate::client::Api;
+use crate::image_probe::{self, Samples};
 use crate::sys;
 
 /// `--scenarios` key.
@@ -106,10 +109,18 @@ pub struct Prepared {
     pub paths: Vec<String>,
     pub data_url: Arc<String>,
     pub upload: Upload,
+    /// The server's CPU samples during the uploads ([`crate::image_probe`]).
+    pub upload_samples: Option<Samples>,
 }
 
-/// Each user (token) uploads the photo once; the stored file is read back once.
-pub async fn prepare(api: &Api, tokens: &[String], server_pid: u32) -> anyhow::Result<Prepared> {
+/// Each user (token) uploads the photo once, the server sampled meanwhile (files in
+/// `out_dir`); the stored file is read back once.
+pub async fn prepare(
+    api: &Api,
+    tokens: &[String],
+    server_pid: u32,
+    out_dir: &std::path::Path,
+) -> anyhow::Result<Prepared> {
     let bytes = photo()?;
     let mut upload = Upload {
         photo_bytes: bytes.len(),
@@ -118,6 +129,9 @@ pub async fn prepare(api: &Api, tokens: &[String], server_pid: u32) -> anyhow::R
         ..Default::default()
     };
     let mut paths = Vec::new();
+    let recording = image_probe::start(server_pid, out_dir.join("perf-uploads.data"));
+    // `perf` attaches before the first upload.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let ticks0 = sys::cpu_ticks(server_pid);
     let t0 = tokio::time::Instant::now();
     for token in tokens {
@@ -149,6 +163,10 @@ pub async fn prepare(api: &Api, tokens: &[String], server_pid: u32) -> anyhow::R
     upload.server_cpu_ms_per_upload = ticks0
         .zip(sys::cpu_ticks(server_pid))
         .map(|(a, b)| b.saturating_sub(a) as f64 * 1000.0 / sys::CLK_TCK / n);
+    let upload_samples = match recording {
+        Some(r) => r.finish().await,
+        None => None,
+    };
     upload.stored_path = paths.first().cloned().unwrap_or_default();
     let stored = api
         .http
@@ -182,6 +200,7 @@ pub async fn prepare(api: &Api, tokens: &[String], server_pid: u32) -> anyhow::R
         paths,
         data_url: Arc::new(data_url),
         upload,
+        upload_samples,
     })
 }
 
@@ -250,13 +269,24 @@ pub struct ImageResult {
     /// decode-resize-encode a turn repeats, at most (~0 if nothing is decoded per turn;
     /// ≥ ~1 if it is). From the half-load phases (or the last closed level).
     pub uploads_worth_per_turn: Option<f64>,
+    /// The server's CPU samples in the image codecs: during the uploads (the positive
+    /// control) and during `probe_secs` of image turns ([`image_probe::during_turns`]).
+    pub upload_samples: Option<Samples>,
+    pub turn_samples: Option<Samples>,
+    pub probe_turns: usize,
+    pub probe_secs: f64,
 }
 
 /// The image scenario against the plain one of the same run, and what reached the fake.
 pub async fn result(ctx: &Ctx, prepared: &Prepared, scenarios: &[ScenarioResult]) -> ImageResult {
     let find = |name: &str| scenarios.iter().find(|s| s.name == name);
+    let (turn_samples, probe_turns, probe_secs) = image_probe::during_turns(ctx).await;
     let mut r = ImageResult {
         upload: prepared.upload.clone(),
+        upload_samples: prepared.upload_samples.clone(),
+        turn_samples,
+        probe_turns,
+        probe_secs,
         ..Default::default()
     };
     if let (Some(plain), Some(image)) = (find(crate::scenarios::SCENARIOS[0].name), find(NAME)) {
@@ -314,6 +344,17 @@ pub fn failures(r: &crate::bench::Report) -> Vec<String> {
             i.upstream.parts - i.upstream.parts_of_the_stored_file,
             i.upstream.parts
         ));
+    }
+    // Decoding per turn: codec samples during image turns (more than noise: 1 %), where the
+    // uploads show the probe sees them.
+    if let (Some(u), Some(t)) = (&i.upload_samples, &i.turn_samples) {
+        if u.codec > 0 && t.codec * 100 > t.total {
+            out.push(format!(
+                "image: the server ran image codecs during image turns ({} of {} samples, \
+                 top {:?}): a turn decodes or resizes",
+                t.codec, t.total, t.top_codec
+            ));
+        }
     }
     out
 }

@@ -14,6 +14,7 @@ mod fake;
 mod fake_images;
 mod held;
 mod image;
+mod image_probe;
 mod interp;
 mod knowledge;
 mod mcp;

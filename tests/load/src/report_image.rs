@@ -41,6 +41,21 @@ pub fn markdown(r: &Report, s: &mut String) {
     let up = &i.upstream;
     let _ = writeln!(s, "\nAt the fake upstream: {} image parts ({} bytes of data URLs), {} of them the stored photo (distinct images: {}) — the turns send the file the upload stored, as it is.",
         up.parts, up.bytes, up.parts_of_the_stored_file, up.distinct);
+    let samples = |x: &Option<crate::image_probe::Samples>| match x {
+        Some(x) => format!(
+            "{} of {} samples (and {} in header reads){}",
+            x.codec,
+            x.total,
+            x.header,
+            x.top_codec
+                .as_ref()
+                .map(|t| format!(" (busiest: `{t}`)"))
+                .unwrap_or_default()
+        ),
+        None => "not measured (no `perf`)".to_owned(),
+    };
+    let _ = writeln!(s, "\nDecodes counted with `perf` (the server's CPU samples in the image codecs and the resizer): during the {} uploads {}; during {} image turns ({} s, two closed loops) {}.",
+        u.uploads, samples(&i.upload_samples), i.probe_turns, i.probe_secs, samples(&i.turn_samples));
     let verdict = match i.uploads_worth_per_turn {
         Some(x) if x < 0.5 => "well under one decode per turn: the turn does not decode or resize",
         Some(_) => "**as much as a decode per turn: look (a turn may be decoding or resizing)**",

@@ -115,7 +115,7 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
     } = seed::seed(&cfg, &api, &db).await?;
     // Each user uploads the photo once, before anything is measured.
     let image = match cfg.images() {
-        true => Some(crate::image::prepare(&api, &tokens, server_pid).await?),
+        true => Some(crate::image::prepare(&api, &tokens, server_pid, &cfg.out_dir).await?),
         false => None,
     };
     report.checkpoint_before = seed::checkpoint(&cfg);

@@ -134,7 +134,9 @@ pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Se
     }
     let mut image_convs = Vec::new();
     if cfg.images() {
-        let n = (cfg.levels.iter().max().copied().unwrap_or(1) * 2 + 64).max(256);
+        // As many as the closed-model sweep can keep busy (twice the highest level), and more.
+        let n = cfg.levels.iter().max().copied().unwrap_or(1) * 2 + 64;
+        let n = if cfg.smoke { n } else { n.max(256) };
         log(format!(
             "creating {n} image conversations ({})",
             crate::image::MODEL
