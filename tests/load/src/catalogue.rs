@@ -6,8 +6,10 @@
 //! the scenario runs the catalogue also holds `fake` on a provider `default` pointing at the
 //! first fake upstream, with the `[llm]` limits and no price: what the legacy `[llm]`
 //! settings make of themselves (a one-entry catalogue). The other scenarios' conversations
-//! name no model and get that default, so they run as before. Without the scenario (and in
-//! held, soak and search runs) the server gets the legacy `[llm]` settings only.
+//! name no model and get that default, so they run as before. The image scenario uses the
+//! same catalogue (`fake`, plus its model that reads images; `crate::image`). Without
+//! either (and in held, soak and search runs) the server gets the legacy `[llm]` settings
+//! only.
 //!
 //! Per phase the kit reads both fake upstreams' counters by requested model id, so the
 //! report shows that `fast-a` reached the first upstream as `fake-a` and `fast-b` the second
@@ -35,27 +37,40 @@ pub const MODELS: [(&str, &str, &str); 2] = [("fast-a", "a", "fake-a"), ("fast-b
 /// The default model (what the legacy `[llm]` settings name), on the `default` provider.
 pub const DEFAULT_MODEL: &str = "fake";
 
-/// `AGENTCHAT_PROVIDERS`: `default` and `a` on the first fake upstream, `b` on the second.
+/// `AGENTCHAT_PROVIDERS`: `default` and `a` on the first fake upstream, `b` on the second
+/// (when it runs: `fake_b` is empty otherwise).
 pub fn providers_env(fake_a: &str, fake_b: &str) -> String {
     let p = |name: &str, base: &str| json!({"name": name, "kind": "openai", "base_url": format!("{base}/v1"), "api_key": format!("load-kit-{name}")});
-    json!([p("default", fake_a), p("a", fake_a), p("b", fake_b)]).to_string()
+    let mut providers = vec![p("default", fake_a)];
+    if !fake_b.is_empty() {
+        providers.extend([p("a", fake_a), p("b", fake_b)]);
+    }
+    Value::Array(providers).to_string()
 }
 
 /// `AGENTCHAT_MODELS`: `fake` as the `[llm]` settings would make it (no limits of its own, no
 /// price), then the two priced models, `fast-a` falling back to `fast-b`. No context window
 /// or output cap of their own either: the `[llm]` ones, so a turn start reads as much
 /// history as before (it reads up to the widest window in the catalogue).
-pub fn models_env() -> String {
+///
+/// With `catalogue` off only `fake` is there; with `images`, also the image scenario's model
+/// ([`crate::image::model_entry`]).
+pub fn models_env(catalogue: bool, images: bool) -> String {
     let [(a, pa, ua), (b, pb, ub)] = MODELS;
-    json!([
-        {"name": DEFAULT_MODEL, "provider": "default"},
-        {"name": a, "provider": pa, "upstream_model": ua,
-         "prices": [{"currency": "USD", "input": "0.15", "output": "0.60", "cache_read": "0.075"}],
-         "fallbacks": [b]},
-        {"name": b, "provider": pb, "upstream_model": ub,
-         "prices": [{"currency": "USD", "input": "0.25", "output": "1.25"}]},
-    ])
-    .to_string()
+    let mut models = vec![json!({"name": DEFAULT_MODEL, "provider": "default"})];
+    if catalogue {
+        models.extend([
+            json!({"name": a, "provider": pa, "upstream_model": ua,
+             "prices": [{"currency": "USD", "input": "0.15", "output": "0.60", "cache_read": "0.075"}],
+             "fallbacks": [b]}),
+            json!({"name": b, "provider": pb, "upstream_model": ub,
+             "prices": [{"currency": "USD", "input": "0.25", "output": "1.25"}]}),
+        ]);
+    }
+    if images {
+        models.push(crate::image::model_entry());
+    }
+    Value::Array(models).to_string()
 }
 
 /// The model of the `i`-th catalogue conversation (alternating).

@@ -266,7 +266,27 @@ impl Api {
         timeout: Duration,
         opened: Option<Arc<AtomicU64>>,
     ) -> Outcome {
+        self.turn_attaching(token, conversation, content, &[], start, timeout, opened)
+            .await
+    }
+
+    /// [`Api::turn`] with a message attaching `files` (workspace paths).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn turn_attaching(
+        &self,
+        token: &str,
+        conversation: &str,
+        content: &str,
+        files: &[&str],
+        start: Instant,
+        timeout: Duration,
+        opened: Option<Arc<AtomicU64>>,
+    ) -> Outcome {
         let deadline = start + timeout;
+        let body = match files {
+            [] => json!({"content": content}),
+            files => json!({"content": content, "attachments": files}),
+        };
         let req = self
             .http
             .post(format!(
@@ -275,7 +295,7 @@ impl Api {
             ))
             .bearer_auth(token)
             .header("accept", "text/event-stream")
-            .json(&json!({"content": content}))
+            .json(&body)
             .send();
         let resp = match tokio::time::timeout_at(deadline, req).await {
             Err(_) => return Outcome::fail(start, "timeout"),
@@ -386,20 +406,27 @@ impl Api {
 /// Direct request(s) to the fake upstream (the baseline for "added" latency). With `tool`, it
 /// makes the same two calls the server makes: the first answers a tool call (TTFT is measured
 /// to it), the second, carrying the tool result, answers the text (gaps are measured there).
+/// With `image` (a data URL), the user message carries it as an `image_url` part, as the
+/// server sends an attached image.
 pub async fn direct_turn(
     http: &reqwest::Client,
     fake_base: &str,
     content: &str,
     tool: bool,
+    image: Option<&str>,
     start: Instant,
     timeout: Duration,
 ) -> Outcome {
     let deadline = start + timeout;
     let url = format!("{fake_base}/v1/chat/completions");
-    let mut messages = vec![
-        json!({"role": "system", "content": "baseline"}),
-        json!({"role": "user", "content": content}),
-    ];
+    let user = match image {
+        None => json!({"role": "user", "content": content}),
+        Some(data_url) => json!({"role": "user", "content": [
+            {"type": "text", "text": content},
+            {"type": "image_url", "image_url": {"url": data_url}},
+        ]}),
+    };
+    let mut messages = vec![json!({"role": "system", "content": "baseline"}), user];
     let mut out = Outcome::default();
     let calls = if tool { 2 } else { 1 };
     for call in 0..calls {

@@ -18,10 +18,16 @@
 //!   until `POST /control/release` or `hold` seconds have passed, then finish
 //! * `size`  characters per delta
 //!
+//! A user message's `content` may be a string or OpenAI's array of parts (what a server
+//! sends with images): the directive is read from its text parts, and every `image_url`
+//! part is counted, with a digest of its URL ([`crate::fake_images`]), so the kit can tell that every
+//! image that reached the model was the very file it uploaded once.
+//!
 //! Control: `POST /control/release` finishes all held streams; `GET /control/stats` reports
-//! `{active, served, models, embeddings}` (`models`: requests served by the `model` they
-//! named, so a kit running two instances behind two catalogue providers can tell which model
-//! reached which; `embeddings`: `/v1/embeddings` requests and inputs).
+//! `{active, served, models, embeddings, images}` (`models`: requests served by the `model`
+//! they named, so a kit running two instances behind two catalogue providers can tell which
+//! model reached which; `embeddings`: `/v1/embeddings` requests and inputs; `images`:
+//! `{parts, bytes, digests: {digest: parts}}`).
 //!
 //! `POST /v1/embeddings` (OpenAI's shape) answers every input with its `demo-embed` vector
 //! (the server's built-in embedder, `crate::knowledge::corpus::demo_embed`), so a collection
@@ -43,6 +49,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
+
+use crate::fake_images::text_of;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Directive {
@@ -128,6 +136,7 @@ struct Shared {
     by_model: Mutex<BTreeMap<String, u64>>,
     embed_requests: AtomicU64,
     embed_inputs: AtomicU64,
+    images: crate::fake_images::Counter,
 }
 
 /// Most distinct model names `by_model` keeps.
@@ -162,6 +171,7 @@ pub async fn serve(addr: std::net::SocketAddr) -> anyhow::Result<()> {
         by_model: Mutex::new(BTreeMap::new()),
         embed_requests: AtomicU64::new(0),
         embed_inputs: AtomicU64::new(0),
+        images: Default::default(),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -221,6 +231,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                     "requests": shared.embed_requests.load(Ordering::Relaxed),
                     "inputs": shared.embed_inputs.load(Ordering::Relaxed),
                 },
+                "images": shared.images.stats(),
             });
             return Ok(full(StatusCode::OK, "application/json", body.to_string()));
         }
@@ -260,9 +271,10 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         .iter()
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .and_then(|m| m.get("content").and_then(Value::as_str))
-        .map(Directive::parse)
+        .and_then(|m| m.get("content"))
+        .map(|c| Directive::parse(&text_of(c)))
         .unwrap_or_default();
+    shared.images.count(&messages);
     let answer_tool = directive.tool && last_role != "tool";
     let prompt_tokens = (bytes.len() / 4) as u64;
 

@@ -11,7 +11,10 @@ mod burst;
 mod catalogue;
 mod client;
 mod fake;
+mod fake_images;
 mod held;
+mod image;
+mod image_probe;
 mod interp;
 mod knowledge;
 mod mcp;
@@ -20,6 +23,7 @@ mod report;
 mod report_catalogue;
 mod report_extra;
 mod report_held;
+mod report_image;
 mod report_v1;
 mod scenarios;
 mod search;
@@ -35,7 +39,7 @@ fn usage() -> ! {
         "usage:\n  agentchat-load run [--smoke] [--out DIR] [--server-bin PATH] [--results-md PATH]\n\
          \x20     [--users N] [--levels 8,32,128] [--step-secs S] [--open-secs S] [--streams 1000,5000]\n\
          \x20     [--stream-cycles N] [--p99-bound-ms MS] [--ttft-ms MS] [--deltas N] [--gap-ms MS]\n\
-         \x20     [--stats-wait-secs S] [--history N] [--command TEXT] [--scenarios plain,tool,mcp,v1,catalogue]\n\
+         \x20     [--stats-wait-secs S] [--history N] [--command TEXT] [--scenarios plain,tool,mcp,v1,image,catalogue]\n\
          \x20     [--burst N] [--soak SECS] [--soak-streams N]\n\
          \x20     [--held N] [--held-rate R] [--demo-delay-ms MS]\n\
          \x20     [--search] [--search-own N] [--search-others N] [--search-secs S]\n\

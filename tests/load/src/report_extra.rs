@@ -15,7 +15,7 @@ pub(crate) fn verdict(ok: Option<bool>) -> &'static str {
 
 /// What makes the kit itself fail (not a missed target): a new phase that produced nothing.
 pub fn failures(r: &Report) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = crate::image::failures(r);
     for sc in r.scenarios.iter().filter(|s| s.name.contains("MCP")) {
         let calls: u64 = sc
             .sweep
@@ -61,6 +61,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     commits(r, s);
     crate::report_v1::markdown(r, s);
     crate::report_catalogue::markdown(r, s);
+    crate::report_image::markdown(r, s);
     burst(r, s);
     crate::report_held::markdown(r, s);
     soak(r, s);

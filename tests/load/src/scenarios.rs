@@ -43,6 +43,10 @@ pub enum Route {
     /// `fast-b` (provider `b`, the second), so the server routes turns to both providers
     /// ([`crate::catalogue`]).
     Catalogue,
+    /// As `Native`, on the kit's image conversations (model [`crate::image::MODEL`], which
+    /// reads images), every message attaching the photo its user uploaded once
+    /// ([`crate::image`]).
+    Image,
 }
 
 /// Every scenario, in report order.
@@ -74,6 +78,12 @@ pub const SCENARIOS: &[ScenarioDef] = &[
         name: V1_NAME,
         directive: |d| d,
         route: Route::V1,
+    },
+    ScenarioDef {
+        key: crate::image::KEY,
+        name: crate::image::NAME,
+        directive: |d| d,
+        route: Route::Image,
     },
     ScenarioDef {
         key: crate::catalogue::KEY,

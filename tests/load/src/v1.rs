@@ -210,6 +210,25 @@ impl crate::bench::Ctx {
                     )
                     .await
             }
+            crate::scenarios::Route::Image => {
+                let path = self
+                    .image
+                    .as_ref()
+                    .and_then(|i| i.paths.get(conv.user))
+                    .map(String::as_str)
+                    .unwrap_or_default();
+                self.api
+                    .turn_attaching(
+                        &self.tokens[conv.user],
+                        &conv.id,
+                        content,
+                        &[path],
+                        start,
+                        timeout,
+                        opened,
+                    )
+                    .await
+            }
             crate::scenarios::Route::V1 => {
                 self.api
                     .v1_turn(&self.keys[conv.user], content, start, timeout, opened)

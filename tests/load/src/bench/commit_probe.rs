@@ -161,7 +161,7 @@ pub(super) async fn commit_probes(ctx: &Arc<Ctx>, report: &mut Report) {
             (true, Route::Native) => report.commit_probe_tool = Some(cp),
             (false, Route::V1) => report.commit_probe_v1 = Some(cp),
             (true, Route::V1) => report.commit_probe_v1_tool = Some(cp),
-            (_, Route::Catalogue) => {}
+            (_, Route::Catalogue | Route::Image) => {}
         }
     }
 }

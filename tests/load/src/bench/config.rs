@@ -105,6 +105,17 @@ impl Config {
                 || self.scenarios.iter().any(|k| k == crate::catalogue::KEY))
     }
 
+    /// Whether the image scenario runs: then the server's catalogue also has a model that
+    /// reads images ([`crate::image`]), and every user uploads the photo once.
+    pub fn images(&self) -> bool {
+        self.held == 0
+            && self.soak_secs.is_none()
+            && !self.search
+            && !self.interp
+            && !self.knowledge
+            && (self.scenarios.is_empty() || self.scenarios.iter().any(|k| k == crate::image::KEY))
+    }
+
     pub fn from_args(args: &[String]) -> anyhow::Result<Self> {
         let smoke = args.iter().any(|a| a == "--smoke");
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -253,6 +264,12 @@ impl Config {
         c.stream_cycles = c.stream_cycles.clamp(1, 5);
         anyhow::ensure!(c.history <= 10_000, "at most 10000 history messages");
         crate::scenarios::select(&c.scenarios)?;
+        // The image scenario is reported against the plain turn of the same run.
+        if c.scenarios.iter().any(|k| k == crate::image::KEY)
+            && !c.scenarios.iter().any(|k| k == "plain")
+        {
+            c.scenarios.insert(0, "plain".into());
+        }
         anyhow::ensure!(c.burst <= 20_000, "at most 20000 starts in a burst");
         anyhow::ensure!(
             c.soak_secs.is_none_or(|s| (1..=86_400).contains(&s)),

@@ -41,6 +41,10 @@ pub(crate) struct Ctx {
     /// The catalogue scenario's conversations, alternating `fast-a` and `fast-b` (empty
     /// unless that scenario runs).
     pub(crate) catalogue_pool: Pool,
+    /// The image scenario's conversations, on the model that reads images (empty unless
+    /// that scenario runs), and the photo each user uploaded once ([`crate::image`]).
+    pub(crate) image_pool: Pool,
+    pub(crate) image: Option<crate::image::Prepared>,
     pub(crate) server_pid: u32,
     pub(crate) db: String,
 }
@@ -53,6 +57,7 @@ impl Ctx {
     pub(crate) fn pool_for(&self, route: Route) -> &Pool {
         match route {
             Route::Catalogue => &self.catalogue_pool,
+            Route::Image => &self.image_pool,
             Route::Native | Route::V1 => &self.pool,
         }
     }
@@ -63,7 +68,15 @@ impl Ctx {
     pub(crate) fn fake_bases_for(&self, route: Route) -> Vec<String> {
         match route {
             Route::Catalogue => vec![self.fake_base.clone(), self.fake_b_base.clone()],
-            Route::Native | Route::V1 => vec![self.fake_base.clone()],
+            Route::Native | Route::V1 | Route::Image => vec![self.fake_base.clone()],
+        }
+    }
+    /// The image a direct baseline of `route` sends with its request (the data URL of the
+    /// stored photo, for the image scenario), so that "added" is the server's own work.
+    pub(crate) fn direct_image_for(&self, route: Route) -> Option<std::sync::Arc<String>> {
+        match route {
+            Route::Image => self.image.as_ref().map(|i| i.data_url.clone()),
+            _ => None,
         }
     }
     pub(crate) fn give(pool: &Pool, c: Conv) {

@@ -140,6 +140,7 @@ pub(super) fn spawn_direct(
 ) -> JoinHandle<Vec<Outcome>> {
     let http = ctx.direct_http.clone();
     let bases = ctx.fake_bases_for(route);
+    let image = ctx.direct_image_for(route);
     let content = format!("baseline {}", d.render());
     tokio::spawn(async move {
         let mut handles = Vec::new();
@@ -155,10 +156,19 @@ pub(super) fn spawn_direct(
             }
             tokio::time::sleep_until(at).await;
             let base = bases[i as usize % bases.len()].clone();
-            let (http, content) = (http.clone(), content.clone());
+            let (http, content, image) = (http.clone(), content.clone(), image.clone());
             handles.push(tokio::spawn(async move {
-                client::direct_turn(&http, &base, &content, d.tool, at, Duration::from_secs(60))
-                    .await
+                let image = image.as_deref().map(String::as_str);
+                client::direct_turn(
+                    &http,
+                    &base,
+                    &content,
+                    d.tool,
+                    image,
+                    at,
+                    Duration::from_secs(60),
+                )
+                .await
             }));
         }
         let mut out = Vec::new();

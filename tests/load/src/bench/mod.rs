@@ -111,7 +111,13 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
         keys,
         convs,
         catalogue_convs,
+        image_convs,
     } = seed::seed(&cfg, &api, &db).await?;
+    // Each user uploads the photo once, before anything is measured.
+    let image = match cfg.images() {
+        true => Some(crate::image::prepare(&api, &tokens, server_pid, &cfg.out_dir).await?),
+        false => None,
+    };
     report.checkpoint_before = seed::checkpoint(&cfg);
     report.setup_secs = t_start.elapsed().as_secs_f64();
     log(format!(
@@ -134,6 +140,8 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
         keys: Arc::new(keys),
         pool: Arc::new(Mutex::new(convs.into_iter().collect())),
         catalogue_pool: Arc::new(Mutex::new(catalogue_convs.into_iter().collect())),
+        image_pool: Arc::new(Mutex::new(image_convs.into_iter().collect())),
+        image,
         server_pid,
         db,
     });
@@ -159,6 +167,9 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
             report
                 .scenarios
                 .push(scenario::scenario(&ctx, def.name, def.route, d).await);
+        }
+        if let Some(prepared) = &ctx.image {
+            report.image = Some(crate::image::result(&ctx, prepared, &report.scenarios).await);
         }
         if cfg.burst > 0 {
             report.burst = Some(crate::burst::burst(&ctx, cfg.burst).await);

@@ -179,7 +179,7 @@ pub(super) async fn open(
 async fn upstream_calls(ctx: &Ctx, route: Route) -> Option<BTreeMap<String, u64>> {
     match route {
         Route::Catalogue => Some(crate::catalogue::upstream_calls(ctx).await),
-        Route::Native | Route::V1 => None,
+        Route::Native | Route::V1 | Route::Image => None,
     }
 }
 
@@ -196,15 +196,18 @@ async fn upstream_calls_since(
 /// one word a delay: no warm-up there. The catalogue's conversations warm up too when that
 /// scenario runs (its providers have connection pools of their own).
 pub(super) async fn warm_up(ctx: &Arc<Ctx>) {
-    let warm_routes: &[Route] = match (ctx.cfg.held == 0, ctx.cfg.catalogue()) {
-        (false, _) => &[],
-        (true, false) => &[Route::Native, Route::V1],
-        (true, true) => &[Route::Native, Route::V1, Route::Catalogue],
+    let mut warm_routes: Vec<Route> = match (ctx.cfg.held == 0, ctx.cfg.catalogue()) {
+        (false, _) => vec![],
+        (true, false) => vec![Route::Native, Route::V1],
+        (true, true) => vec![Route::Native, Route::V1, Route::Catalogue],
     };
+    if ctx.cfg.images() {
+        warm_routes.push(Route::Image);
+    }
     if !warm_routes.is_empty() {
         log("warm-up");
     }
-    for &route in warm_routes {
+    for route in warm_routes {
         let _ = closed(
             ctx,
             "warmup",

@@ -46,6 +46,8 @@ pub struct Report {
     pub knowledge: Option<crate::knowledge::KnowledgeResult>,
     /// The catalogue scenario: the usage ledger per model and the roles' budgets at the end.
     pub catalogue_usage: Option<crate::catalogue::CatalogueUsage>,
+    /// The image scenario against the plain turn of the same run, and the photo's uploads.
+    pub image: Option<crate::image::ImageResult>,
     pub mcp_server_cpu_ms: Option<f64>,
     pub fake_upstream_cpu_ms: Option<f64>,
     pub generator_cpu_ms: Option<f64>,

@@ -32,6 +32,8 @@ pub(super) struct Seeded {
     pub(super) convs: Vec<Conv>,
     /// The catalogue scenario's, alternating its two models (none unless it runs).
     pub(super) catalogue_convs: Vec<Conv>,
+    /// The image scenario's, on its model that reads images (none unless it runs).
+    pub(super) image_convs: Vec<Conv>,
 }
 
 pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Seeded> {
@@ -130,6 +132,34 @@ pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Se
             catalogue_convs.push(h.await??);
         }
     }
+    let mut image_convs = Vec::new();
+    if cfg.images() {
+        // As many as the closed-model sweep can keep busy (twice the highest level), and more.
+        let n = cfg.levels.iter().max().copied().unwrap_or(1) * 2 + 64;
+        let n = if cfg.smoke { n } else { n.max(256) };
+        log(format!(
+            "creating {n} image conversations ({})",
+            crate::image::MODEL
+        ));
+        let mut hs = Vec::new();
+        for i in 0..n {
+            let (api, tokens, sem) = (api.clone(), tokens.clone(), sem.clone());
+            hs.push(tokio::spawn(async move {
+                let _p = sem.acquire().await;
+                let user = i % tokens.len();
+                api.create_conversation_on(
+                    &tokens[user],
+                    &format!("load image {i}"),
+                    Some(crate::image::MODEL),
+                )
+                .await
+                .map(|id| Conv { user, id })
+            }));
+        }
+        for h in hs {
+            image_convs.push(h.await??);
+        }
+    }
     if cfg.history > 0 {
         let t = Instant::now();
         sys::psql_in(&cfg.pg_host, &cfg.pg_port, db, &history_sql(cfg.history))?;
@@ -145,6 +175,7 @@ pub(super) async fn seed(cfg: &Config, api: &Api, db: &str) -> anyhow::Result<Se
         keys,
         convs: all,
         catalogue_convs,
+        image_convs,
     })
 }
 

@@ -214,15 +214,19 @@ pub(crate) async fn start_on(cfg: &Config, target: Target) -> anyhow::Result<Sta
     let log_path = cfg.out_dir.join(&target.log_name);
     let server_log = std::fs::File::create(&log_path)?;
     let mut command = Command::new(&cfg.server_bin);
-    if catalogue {
+    if catalogue || cfg.images() {
         // `[[providers]]` + `[[models]]` (the `[llm]` provider is then not used; its limits
-        // and `llm.model`, the default, still are). See `crate::catalogue`.
+        // and `llm.model`, the default, still are). See `crate::catalogue`; the image
+        // scenario adds its model that reads images (`crate::image`).
         command
             .env(
                 "AGENTCHAT_PROVIDERS",
                 crate::catalogue::providers_env(&fake_base, &fake_b_base),
             )
-            .env("AGENTCHAT_MODELS", crate::catalogue::models_env());
+            .env(
+                "AGENTCHAT_MODELS",
+                crate::catalogue::models_env(catalogue, cfg.images()),
+            );
     }
     let server = command
         .env(
