@@ -62,6 +62,7 @@ mod memory;
 mod model_catalogue;
 mod model_fallback;
 mod money_budget;
+mod money_budget_images;
 mod observability;
 mod openai_api;
 mod openai_keys;

@@ -39,7 +39,7 @@ fn metered(fake: &FakeUpstream) -> AppBuilder<'_> {
 /// What each fake turn reports: 40 in, 20 out = 0.00004 + 0.0002 USD.
 const TURN_COST: &str = "0.00024";
 
-fn dec(s: &str) -> Decimal {
+pub(crate) fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
 }
 
@@ -51,7 +51,12 @@ fn answer(delay_ms: u64) -> agentchat_tests::fake_upstream::Scripted {
     .delay_first_byte(Duration::from_millis(delay_ms))
 }
 
-async fn set_money(app: &TestApp, admin: &str, role: &str, amount: Value) -> (u16, Value) {
+pub(crate) async fn set_money(
+    app: &TestApp,
+    admin: &str,
+    role: &str,
+    amount: Value,
+) -> (u16, Value) {
     let r = app
         .put_role(
             admin,
@@ -63,18 +68,18 @@ async fn set_money(app: &TestApp, admin: &str, role: &str, amount: Value) -> (u1
 }
 
 #[derive(diesel::QueryableByName, Debug)]
-struct MoneyTotals {
+pub(crate) struct MoneyTotals {
     #[diesel(sql_type = diesel::sql_types::Numeric)]
-    spent: Decimal,
+    pub spent: Decimal,
     #[diesel(sql_type = diesel::sql_types::Numeric)]
-    reserved: Decimal,
+    pub reserved: Decimal,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    holds: i64,
+    pub holds: i64,
     #[diesel(sql_type = diesel::sql_types::Numeric)]
-    ledger: Decimal,
+    pub ledger: Decimal,
 }
 
-async fn money_totals(app: &TestApp, user: uuid::Uuid) -> MoneyTotals {
+pub(crate) async fn money_totals(app: &TestApp, user: uuid::Uuid) -> MoneyTotals {
     let mut db = app.db().await;
     diesel::sql_query(
         "SELECT COALESCE((SELECT sum(spent) FROM money_periods WHERE user_id = $1), 0) AS spent, \
