@@ -56,7 +56,8 @@ impl Application {
                         "opening the workspace directory {}",
                         settings.tools.workspace_dir.display()
                     )
-                })?,
+                })?
+                .with_image_limits(settings.images),
         );
         let metrics = Arc::new(Metrics::new().context("registering metrics")?);
         // The series of the database's and the titles' fixed label sets, shown from the

@@ -41,6 +41,7 @@ mod hostile_ssrf;
 mod hostile_text;
 mod images;
 mod images_export;
+mod images_limits;
 mod images_mcp;
 mod images_tools;
 mod images_upload;

@@ -1,14 +1,15 @@
 //! Typed settings in one place: built-in defaults, overridden by an optional TOML file,
 //! overridden by environment variables (figment layers them). Each section lives in its own
-//! file; `env.rs` names the variable of every setting; `report.rs` shows where each value
-//! came from (`agentchat config check`). Secrets are wrapped so that neither `Debug` nor the
-//! report shows them.
+//! file; `env.rs` names the variable of every setting (the optional features' in
+//! `env_features.rs`); `report.rs` shows where each value came from (`agentchat config
+//! check`). Secrets are wrapped so that neither `Debug` nor the report shows them.
 
 mod auth;
 pub mod catalogue;
 mod database;
 mod durable;
 pub mod env;
+mod env_features;
 mod knowledge;
 mod llm;
 mod memory;
@@ -106,6 +107,9 @@ pub struct Settings {
     pub search: SearchSettings,
     /// Web search providers (`[[search_providers]]`); keys are shown hidden.
     pub search_providers: Vec<SearchProviderConfig>,
+    /// How large an uploaded image may be, the long edge it is stored at, and the decoder's
+    /// memory and concurrency.
+    pub images: crate::files::ImageLimits,
 }
 
 impl Default for Settings {
@@ -136,6 +140,7 @@ impl Default for Settings {
             sandbox: SandboxSettings::default(),
             search: SearchSettings::default(),
             search_providers: Vec::new(),
+            images: crate::files::ImageLimits::default(),
         }
     }
 }
@@ -249,6 +254,9 @@ impl Settings {
         self.memory.validate()?;
         self.sharing.validate()?;
         self.sandbox.validate()?;
+        if let Some((key, reason)) = self.images.invalid() {
+            return Err(ConfigError::invalid(key, reason));
+        }
         let providers: Vec<&str> = if self.providers.is_empty() {
             vec!["default"]
         } else {

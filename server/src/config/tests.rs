@@ -232,7 +232,7 @@ fn every_setting_has_an_environment_variable_and_every_variable_a_setting() {
             "no environment variable sets `{key}`"
         );
     }
-    for v in env::ENV_VARS {
+    for v in env::all() {
         assert!(
             keys.iter().any(|k| k == v.key),
             "{} names unknown key {}",

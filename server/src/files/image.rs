@@ -2,28 +2,20 @@
 //! JPEG, WebP, GIF; never SVG, which can carry script), the header's dimensions are checked
 //! before a pixel is decoded (a 40,000 × 40,000 PNG is a few hundred bytes and 6 GB decoded),
 //! the decoder runs under allocation limits, a GIF gives its first frame, the EXIF
-//! orientation is applied, the long edge is brought down to [`LONG_EDGE`] and the result is
-//! re-encoded (PNG for transparency and for PNG/GIF sources, JPEG q85 otherwise). Turns then
-//! send the stored bytes as they are: no image is decoded per turn.
+//! orientation is applied, the long edge is brought down to [`ImageLimits::resize_to_px`]
+//! and the result is re-encoded (PNG for transparency and for PNG/GIF sources, JPEG q85
+//! otherwise). Turns then send the stored bytes as they are: no image is decoded per turn.
+//! The limits are settings (`[images]`, [`ImageLimits`]); the process's [`ImageDecoders`]
+//! hold them with the permits that bound decodes at once, and the workspace store hands
+//! them to every caller.
 
 use std::io::Cursor;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 use serde::Serialize;
-use tokio::sync::Semaphore;
 
-/// Largest image accepted, in pixels (40 MP: a high-end phone photo, with room).
-pub const MAX_PIXELS: u64 = 40_000_000;
-/// Longest side accepted, in pixels.
-pub const MAX_SIDE: u32 = 16_384;
-/// Longest side of a stored image: what providers look at anyway (OpenAI scales to fit 2048).
-pub const LONG_EDGE: u32 = 2048;
-/// Most memory one decode may allocate.
-const MAX_DECODE_ALLOC: u64 = 256 * 1024 * 1024;
-/// Images decoded at once across the process: decoding is CPU work and must not starve the
-/// blocking pool that file and database work share.
-static DECODES: Semaphore = Semaphore::const_new(2);
+pub use super::image_limits::{ImageDecoders, ImageLimits};
 
 /// Why an upload was not accepted as an image.
 #[derive(Debug, thiserror::Error)]
@@ -98,16 +90,49 @@ pub fn stored_path(path: &str, claimed: ImageFormat, extension: &str) -> String 
     }
 }
 
-/// Normalises `bytes` claimed to be `format`, off the async workers and at most two at a
-/// time.
-pub async fn normalise(bytes: Vec<u8>, format: ImageFormat) -> Result<Normalised, ImageError> {
-    let _permit = DECODES
-        .acquire()
-        .await
-        .map_err(|_| ImageError::Invalid("the image decoder is shutting down".into()))?;
-    tokio::task::spawn_blocking(move || normalise_now(&bytes, format))
-        .await
-        .map_err(|_| ImageError::Invalid("the image could not be decoded".into()))?
+impl ImageDecoders {
+    /// Normalises `bytes` claimed to be `format`, off the async workers and at most
+    /// [`ImageLimits::concurrent_decodes`] at a time.
+    pub async fn normalise(
+        &self,
+        bytes: Vec<u8>,
+        format: ImageFormat,
+    ) -> Result<Normalised, ImageError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| ImageError::Invalid("the image decoder is shutting down".into()))?;
+        let limits = self.limits;
+        tokio::task::spawn_blocking(move || normalise_now(&bytes, format, &limits))
+            .await
+            .map_err(|_| ImageError::Invalid("the image could not be decoded".into()))?
+    }
+}
+
+/// Why an image of `width` × `height` is refused under `limits`, before it is decoded.
+pub fn too_large(width: u32, height: u32, limits: &ImageLimits) -> Option<String> {
+    let side = limits.max_side_px;
+    let pixels = u64::from(width) * u64::from(height);
+    (width > side || height > side || pixels > limits.max_pixels).then(|| {
+        format!(
+            "the image is {width} × {height} pixels; at most {} and {side} pixels a side \
+             are accepted",
+            megapixels(limits.max_pixels)
+        )
+    })
+}
+
+/// `40 megapixels` (`1 megapixel`), or `1500000 pixels` for a limit that is not a whole
+/// number of them.
+fn megapixels(pixels: u64) -> String {
+    if pixels == 1_000_000 {
+        "1 megapixel".to_owned()
+    } else if pixels.is_multiple_of(1_000_000) {
+        format!("{} megapixels", pixels / 1_000_000)
+    } else {
+        format!("{pixels} pixels")
+    }
 }
 
 fn name(format: ImageFormat) -> &'static str {
@@ -120,8 +145,12 @@ fn name(format: ImageFormat) -> &'static str {
     }
 }
 
-/// The work of [`normalise`], on the calling thread.
-pub fn normalise_now(bytes: &[u8], format: ImageFormat) -> Result<Normalised, ImageError> {
+/// The work of [`ImageDecoders::normalise`], on the calling thread.
+pub fn normalise_now(
+    bytes: &[u8],
+    format: ImageFormat,
+    limits: &ImageLimits,
+) -> Result<Normalised, ImageError> {
     let magic = image::guess_format(bytes).ok();
     if magic != Some(format) {
         return Err(ImageError::Unsupported(format!(
@@ -132,10 +161,11 @@ pub fn normalise_now(bytes: &[u8], format: ImageFormat) -> Result<Normalised, Im
     }
     let corrupt = |e: image::ImageError| match e {
         image::ImageError::Limits(_) => ImageError::TooLarge(format!(
-            "the image is too large: at most {} megapixels, {MAX_SIDE} pixels a side and {} \
-             MiB decoded are accepted",
-            MAX_PIXELS / 1_000_000,
-            MAX_DECODE_ALLOC / (1024 * 1024)
+            "the image is too large: at most {}, {} pixels a side and {} MiB decoded are \
+             accepted",
+            megapixels(limits.max_pixels),
+            limits.max_side_px,
+            limits.decode_memory_mb
         )),
         image::ImageError::Unsupported(u) => {
             ImageError::Unsupported(format!("this {} is not supported: {u}", name(format)))
@@ -146,30 +176,27 @@ pub fn normalise_now(bytes: &[u8], format: ImageFormat) -> Result<Normalised, Im
         )),
     };
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_ALLOC);
-    reader.limits(limits);
+    let mut decoding = Limits::default();
+    decoding.max_image_width = Some(limits.max_side_px);
+    decoding.max_image_height = Some(limits.max_side_px);
+    decoding.max_alloc = Some(limits.decode_memory_bytes());
+    reader.limits(decoding);
     // Reads the header only: the dimensions are refused before any pixel is decoded.
     let mut decoder = reader.into_decoder().map_err(corrupt)?;
     let (width, height) = decoder.dimensions();
     if width == 0 || height == 0 {
         return Err(ImageError::Invalid("the image has no pixels".into()));
     }
-    if width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
-        return Err(ImageError::TooLarge(format!(
-            "the image is {width} × {height} pixels; at most {} megapixels and {MAX_SIDE} \
-             pixels a side are accepted",
-            MAX_PIXELS / 1_000_000
-        )));
+    if let Some(why) = too_large(width, height, limits) {
+        return Err(ImageError::TooLarge(why));
     }
     let orientation = decoder.orientation().map_err(corrupt)?;
     // A GIF's decoder yields its first frame.
     let mut img = DynamicImage::from_decoder(decoder).map_err(corrupt)?;
     img.apply_orientation(orientation);
-    if img.width().max(img.height()) > LONG_EDGE {
-        img = img.resize(LONG_EDGE, LONG_EDGE, image::imageops::FilterType::Triangle);
+    let edge = limits.resize_to_px;
+    if img.width().max(img.height()) > edge {
+        img = img.resize(edge, edge, image::imageops::FilterType::Triangle);
     }
     let png = img.color().has_alpha() || matches!(format, ImageFormat::Png | ImageFormat::Gif);
     let mut out = Cursor::new(Vec::new());

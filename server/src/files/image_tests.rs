@@ -11,7 +11,7 @@ fn png(w: u32, h: u32) -> Vec<u8> {
 
 #[test]
 fn a_large_png_is_brought_down_to_the_long_edge() {
-    let n = normalise_now(&png(3000, 1500), ImageFormat::Png).unwrap();
+    let n = normalise_now(&png(3000, 1500), ImageFormat::Png, &ImageLimits::default()).unwrap();
     assert_eq!((n.info.width, n.info.height), (2048, 1024));
     assert_eq!(
         (n.info.original.width, n.info.original.height),
@@ -39,8 +39,31 @@ fn names_claims_and_stored_paths() {
     assert!(matches!(
         normalise_now(
             b"<svg xmlns='http://www.w3.org/2000/svg'/>",
-            ImageFormat::Png
+            ImageFormat::Png,
+            &ImageLimits::default()
         ),
         Err(ImageError::Unsupported(_))
     ));
+}
+
+#[test]
+fn the_configured_limits_are_the_ones_applied() {
+    let limits = ImageLimits {
+        max_pixels: 1_500_000,
+        resize_to_px: 512,
+        ..ImageLimits::default()
+    };
+    let n = normalise_now(&png(1200, 800), ImageFormat::Png, &limits).unwrap();
+    assert_eq!((n.info.width, n.info.height), (512, 341));
+    match normalise_now(&png(1500, 1100), ImageFormat::Png, &limits) {
+        Err(ImageError::TooLarge(why)) => {
+            assert!(
+                why.contains("1500 × 1100") && why.contains("1500000 pixels"),
+                "{why}"
+            )
+        }
+        other => panic!("expected TooLarge, got {:?}", other.map(|n| n.info)),
+    }
+    assert_eq!(too_large(1000, 1000, &ImageLimits::default()), None);
+    assert!(too_large(16_385, 10, &ImageLimits::default()).is_some());
 }

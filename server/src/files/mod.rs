@@ -10,6 +10,7 @@
 //! in through [`WorkspaceStore::with_storage`] without touching the store's users.
 
 pub mod image;
+mod image_limits;
 mod local;
 mod local_fs;
 mod outputs;
@@ -24,6 +25,7 @@ mod uploads;
 #[cfg(test)]
 mod tests;
 
+pub use image_limits::{ImageDecoders, ImageLimits};
 pub use local::LocalDir;
 pub use outputs::{output_path, OUTPUTS_DIR};
 pub use path::{quote, WorkspacePath};

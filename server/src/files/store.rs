@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
+use super::image::{ImageDecoders, ImageLimits};
 use super::text::{text_chunk, TextChunk};
 use super::uploads::InFlight;
 use super::{FileEntry, Held, LocalDir, Quota, Storage, WorkspaceError, WorkspacePath, Written};
@@ -21,12 +22,15 @@ pub struct WorkspaceStore {
     locks: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>,
     /// Uploads being received ([`super::uploads`]).
     pub(super) uploads: InFlight,
+    /// The limits and permits every image stored here is normalised under.
+    images: ImageDecoders,
 }
 
 impl std::fmt::Debug for WorkspaceStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkspaceStore")
             .field("quota", &self.quota)
+            .field("images", self.images.limits())
             .finish_non_exhaustive()
     }
 }
@@ -44,12 +48,25 @@ impl WorkspaceStore {
             quota,
             locks: Mutex::new(HashMap::new()),
             uploads: InFlight::default(),
+            images: ImageDecoders::default(),
         }
+    }
+
+    /// The same store, normalising images under `limits` (`[images]`) instead of the
+    /// defaults.
+    pub fn with_image_limits(mut self, limits: ImageLimits) -> Self {
+        self.images = ImageDecoders::new(limits);
+        self
     }
 
     /// The limits applied to each workspace.
     pub fn quota(&self) -> Quota {
         self.quota
+    }
+
+    /// The image decoders: uploads and images from tools are normalised through them.
+    pub fn images(&self) -> &ImageDecoders {
+        &self.images
     }
 
     /// All files in `user`'s workspace, sorted by path. Symlinks and special

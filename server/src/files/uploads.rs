@@ -90,7 +90,7 @@ pub enum UploadError {
 
 impl UploadTicket<'_> {
     /// Stores the received body: an image (by its name) normalised first
-    /// ([`image::normalise`]), under a name whose extension matches what is stored; any
+    /// ([`image::ImageDecoders::normalise`]), under a name whose extension matches what is stored; any
     /// other file as it came.
     pub async fn store(&self, bytes: Vec<u8>) -> Result<Uploaded, UploadError> {
         let Some(claim) = image::claimed(self.path.as_str()) else {
@@ -101,7 +101,7 @@ impl UploadTicket<'_> {
             });
         };
         let format = claim?;
-        let normalised = image::normalise(bytes, format).await?;
+        let normalised = self.store.images().normalise(bytes, format).await?;
         let target = image::stored_path(self.path.as_str(), format, normalised.extension);
         let path = parse(&target)?;
         let written = self.write_at(path, normalised.bytes).await?;

@@ -112,8 +112,9 @@ async fn download(
 
 /// Upload the raw request body; replaces an existing file. An image (`.png`, `.jpg`,
 /// `.jpeg`, `.webp`, `.gif`) is normalised once: checked against its name, its size in
-/// pixels refused before decoding, EXIF-rotated, its long edge brought to 2048 px and
-/// re-encoded (PNG or JPEG; the answer's `path` names where it was stored).
+/// pixels refused before decoding, EXIF-rotated, its long edge brought to
+/// `images.resize_to_px` (2048 px by default) and re-encoded (PNG or JPEG; the answer's
+/// `path` names where it was stored).
 #[utoipa::path(put, path = "/api/files/{path}", tag = "files", params(("path" = String, Path, description = "`/`-separated, relative to the workspace")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"), responses(
     (status = 201, description = "Created", body = crate::files::Uploaded),

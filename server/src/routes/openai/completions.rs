@@ -87,15 +87,19 @@ async fn chat_completions(
                     if let Some(a) = &assistant {
                         body.model = super::assistant::model_of(&state, a);
                     }
-                    request::translate(body, &state.settings.llm, &state.catalogue.now()).map(
-                        |(mut turn, mut answer)| {
-                            if let Some(a) = assistant {
-                                turn.assistant_id = Some(a.id);
-                                answer.model = asked;
-                            }
-                            (turn, answer)
-                        },
+                    request::translate(
+                        body,
+                        &state.settings.llm,
+                        &state.catalogue.now(),
+                        &state.settings.images,
                     )
+                    .map(|(mut turn, mut answer)| {
+                        if let Some(a) = assistant {
+                            turn.assistant_id = Some(a.id);
+                            answer.model = asked;
+                        }
+                        (turn, answer)
+                    })
                 }
                 Err(e) => Err(e),
             }

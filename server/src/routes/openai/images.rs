@@ -7,13 +7,15 @@ use base64::Engine;
 
 use super::error::OpenAiError;
 use crate::catalogue::CatalogueModel;
-use crate::files::image::{MAX_PIXELS, MAX_SIDE};
+use crate::files::image::{too_large, ImageLimits};
 use crate::llm::ImagePart;
 
-/// The images `urls` (the message's `image_url` parts, in order) carry, for `model`.
+/// The images `urls` (the message's `image_url` parts, in order) carry, for `model`, each
+/// within the upload's pixel `limits`.
 pub fn images_of(
     urls: Vec<String>,
     model: &CatalogueModel,
+    limits: &ImageLimits,
     param: &str,
     already: usize,
 ) -> Result<Vec<ImagePart>, OpenAiError> {
@@ -40,11 +42,16 @@ pub fn images_of(
     }
     urls.iter()
         .enumerate()
-        .map(|(i, url)| image_of(url, model, &format!("{at}[{i}].image_url.url")))
+        .map(|(i, url)| image_of(url, model, limits, &format!("{at}[{i}].image_url.url")))
         .collect()
 }
 
-fn image_of(url: &str, model: &CatalogueModel, param: &str) -> Result<ImagePart, OpenAiError> {
+fn image_of(
+    url: &str,
+    model: &CatalogueModel,
+    limits: &ImageLimits,
+    param: &str,
+) -> Result<ImagePart, OpenAiError> {
     let bad = |code: &str, message: String| OpenAiError::invalid(param, code, message);
     let Some(rest) = url.strip_prefix("data:") else {
         return Err(bad(
@@ -79,18 +86,8 @@ fn image_of(url: &str, model: &CatalogueModel, param: &str) -> Result<ImagePart,
             "the image is not a readable PNG, JPEG, WebP or GIF".into(),
         )
     })?;
-    let pixels = u64::from(image.width) * u64::from(image.height);
-    if image.width > MAX_SIDE || image.height > MAX_SIDE || pixels > MAX_PIXELS {
-        return Err(bad(
-            "image_too_large",
-            format!(
-                "the image is {} × {} pixels; at most {} megapixels and {MAX_SIDE} pixels a \
-                 side are accepted",
-                image.width,
-                image.height,
-                MAX_PIXELS / 1_000_000
-            ),
-        ));
+    if let Some(why) = too_large(image.width, image.height, limits) {
+        return Err(bad("image_too_large", why));
     }
     Ok(image.for_provider(model.kind))
 }

@@ -36,6 +36,7 @@ pub fn translate(
     req: wire::ChatCompletionRequest,
     settings: &LlmSettings,
     catalogue: &crate::catalogue::Snapshot,
+    images: &crate::files::ImageLimits,
 ) -> Result<(ApiTurn, Answer), OpenAiError> {
     if req.n.is_some_and(|n| n != 1) {
         return Err(OpenAiError::invalid(
@@ -74,7 +75,7 @@ pub fn translate(
         let (chat, row) = match m.role {
             MessageRole::System | MessageRole::Developer => (ChatMessage::system(text), None),
             MessageRole::User => {
-                let images = super::images::images_of(urls, model, &param, image_count)?;
+                let images = super::images::images_of(urls, model, images, &param, image_count)?;
                 image_count += images.len();
                 let row = NewMessage::complete(uuid::Uuid::nil(), StoredRole::User, &text);
                 (ChatMessage::user(text).with_images(images), Some(row))

@@ -2,7 +2,7 @@
 //! not control, so they are treated like an upload: the declared type must be PNG, JPEG,
 //! WebP or GIF, the base64 is measured before it is decoded, the decoded bytes must be the
 //! declared format (magic bytes) and go through the upload's normalisation
-//! ([`crate::files::image::normalise`]: dimensions checked before decoding, decoder limits,
+//! ([`crate::files::image::ImageDecoders::normalise`]: dimensions checked before decoding, decoder limits,
 //! re-encoded). What passes is saved to `outputs/<conversation>/mcp/…` in the caller's
 //! workspace under its quota, and listed in the tool output's `data.files` (path, type,
 //! size, SHA-256), so the chat shows it after a reload and the turn gives it to a model that
@@ -17,7 +17,6 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::files::image::normalise;
 use crate::files::{output_path, WorkspaceError, WorkspaceStore};
 use crate::tools::{truncate_chars, ToolContext};
 
@@ -123,7 +122,12 @@ impl ImageKeeper {
         let data = block.get("data").and_then(Value::as_str).unwrap_or("");
         let max = self.max_bytes();
         let bytes = decode(data, max)?;
-        let normalised = normalise(bytes, format).await.map_err(|e| e.to_string())?;
+        let normalised = self
+            .store
+            .images()
+            .normalise(bytes, format)
+            .await
+            .map_err(|e| e.to_string())?;
         let name = format!(
             "mcp/{}-{}.{}",
             tool,
