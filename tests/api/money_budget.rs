@@ -93,6 +93,30 @@ pub(crate) async fn money_totals(app: &TestApp, user: uuid::Uuid) -> MoneyTotals
     .unwrap()
 }
 
+/// Waits for a storm's turns: how many were admitted. Each must have ended with `stop` or
+/// been refused cleanly by the budget (429 `budget_exhausted` or `budget_in_use`).
+pub(crate) async fn count_admitted(handles: Vec<tokio::task::JoinHandle<(u16, Value)>>) -> usize {
+    let mut admitted = 0usize;
+    for h in handles {
+        let (status, body) = h.await.unwrap();
+        match status {
+            200 => {
+                admitted += 1;
+                assert_eq!(body["finish_reason"], "stop", "{body}");
+            }
+            429 => {
+                let code = body["error"]["code"].as_str().unwrap_or_default();
+                assert!(
+                    code == "budget_exhausted" || code == "budget_in_use",
+                    "{body}"
+                );
+            }
+            other => panic!("unexpected status {other}: {body}"),
+        }
+    }
+    admitted
+}
+
 async fn send(url: &str, client: &reqwest::Client, token: &str, conv: &str) -> (u16, Value) {
     let r = client
         .post(format!("{url}/api/conversations/{conv}/messages"))
@@ -132,24 +156,7 @@ async fn storm(
             tokio::spawn(async move { send(&url, &client, &token, &conv).await })
         })
         .collect();
-    let mut admitted = 0usize;
-    for h in handles {
-        let (status, body) = h.await.unwrap();
-        match status {
-            200 => {
-                admitted += 1;
-                assert_eq!(body["finish_reason"], "stop", "{body}");
-            }
-            429 => {
-                let code = body["error"]["code"].as_str().unwrap_or_default();
-                assert!(
-                    code == "budget_exhausted" || code == "budget_in_use",
-                    "{body}"
-                );
-            }
-            other => panic!("unexpected status {other}: {body}"),
-        }
-    }
+    let admitted = count_admitted(handles).await;
     let t = money_totals(home, s.user_id).await;
     assert_eq!(
         fake.request_count() - calls_before,

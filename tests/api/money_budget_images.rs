@@ -14,7 +14,7 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::images::{b64, upload_png};
-use crate::money_budget::{dec, money_totals, set_money, MoneyTotals};
+use crate::money_budget::{count_admitted, dec, money_totals, set_money, MoneyTotals};
 
 /// The money each member may spend: a dozen image turns' worst case.
 const LIMIT: &str = "0.05";
@@ -148,25 +148,7 @@ async fn fire(app: &TestApp, token: &str, convs: Vec<String>) -> usize {
             tokio::spawn(async move { send_image(&url, &client, &token, &conv).await })
         })
         .collect();
-    let mut admitted = 0usize;
-    for h in handles {
-        let (status, body) = h.await.unwrap();
-        match status {
-            200 => {
-                admitted += 1;
-                assert_eq!(body["finish_reason"], "stop", "{body}");
-            }
-            429 => {
-                let code = body["error"]["code"].as_str().unwrap_or_default();
-                assert!(
-                    code == "budget_exhausted" || code == "budget_in_use",
-                    "{body}"
-                );
-            }
-            other => panic!("unexpected status {other}: {body}"),
-        }
-    }
-    admitted
+    count_admitted(handles).await
 }
 
 /// A new member uploads the image, [`probe_estimate`]s an image turn on `model`, then fires
