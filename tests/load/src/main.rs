@@ -21,6 +21,7 @@ mod mcp;
 mod probe;
 mod report;
 mod report_catalogue;
+mod report_compare;
 mod report_extra;
 mod report_held;
 mod report_image;

@@ -57,6 +57,7 @@ pub fn failures(r: &Report) -> Vec<String> {
 }
 
 pub fn markdown(r: &Report, s: &mut String) {
+    crate::report_compare::markdown(r, s);
     mcp(r, s);
     commits(r, s);
     crate::report_v1::markdown(r, s);

@@ -84,6 +84,9 @@ pub struct Config {
     pub pgvector_url: Option<String>,
     /// `--keep-db`: do not drop the test databases (to look at plans afterwards).
     pub keep_db: bool,
+    /// `--compare PATH`: the stored result to report this run beside (`none`: no comparison).
+    /// Unset, a full run compares with the results file it is about to replace.
+    pub compare: Option<PathBuf>,
 }
 
 fn list(v: &str) -> anyhow::Result<Vec<usize>> {
@@ -93,6 +96,20 @@ fn list(v: &str) -> anyhow::Result<Vec<usize>> {
 }
 
 impl Config {
+    /// The stored result this run is reported beside, if any (see [`Config::compare`]).
+    pub fn compare_with(&self) -> Option<PathBuf> {
+        match &self.compare {
+            Some(p) if p.as_os_str() == "none" => None,
+            Some(p) => Some(p.clone()),
+            None if self.smoke => None,
+            None => self
+                .results_md
+                .as_ref()
+                .map(|md| md.with_extension("json"))
+                .filter(|json| json.exists()),
+        }
+    }
+
     /// Whether the catalogue scenario runs (a benchmark run that selects it): only then does
     /// the server get a model catalogue instead of the legacy `[llm]` settings.
     pub fn catalogue(&self) -> bool {
@@ -189,6 +206,7 @@ impl Config {
                 .map(|u| u.trim().to_owned())
                 .filter(|u| !u.is_empty()),
             keep_db: false,
+            compare: None,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -242,6 +260,7 @@ impl Config {
                 "--embed-delay-ms" => c.embed_delay_ms = val()?.parse()?,
                 "--pgvector-url" => c.pgvector_url = Some(val()?),
                 "--keep-db" => c.keep_db = true,
+                "--compare" => c.compare = Some(val()?.into()),
                 // Another Postgres on 127.0.0.1 (one with pg_stat_statements, for a profile).
                 "--pg-port" => c.pg_port = val()?,
                 other => bail!("unknown option {other}"),
