@@ -99,6 +99,40 @@ fn is_connection_failure(message: &str) -> bool {
     m.contains("connection") || m.contains("terminating") || m.contains("shutting down")
 }
 
+/// A diesel error as Postgres would report it (`kind`, `message`), for the tests of how
+/// failures are classified, here and in the rooms that retry them.
+#[cfg(test)]
+pub fn database_error(
+    kind: diesel::result::DatabaseErrorKind,
+    message: &'static str,
+) -> diesel::result::Error {
+    struct Info(&'static str);
+    impl diesel::result::DatabaseErrorInformation for Info {
+        fn message(&self) -> &str {
+            self.0
+        }
+        fn details(&self) -> Option<&str> {
+            None
+        }
+        fn hint(&self) -> Option<&str> {
+            None
+        }
+        fn table_name(&self) -> Option<&str> {
+            None
+        }
+        fn column_name(&self) -> Option<&str> {
+            None
+        }
+        fn constraint_name(&self) -> Option<&str> {
+            None
+        }
+        fn statement_position(&self) -> Option<i32> {
+            None
+        }
+    }
+    diesel::result::Error::DatabaseError(kind, Box::new(Info(message)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,32 +169,8 @@ mod tests {
 
     #[test]
     fn deadlocks_and_serialization_failures_are_conflicts_not_bugs() {
-        use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind as K, Error};
-        struct Info(&'static str);
-        impl DatabaseErrorInformation for Info {
-            fn message(&self) -> &str {
-                self.0
-            }
-            fn details(&self) -> Option<&str> {
-                None
-            }
-            fn hint(&self) -> Option<&str> {
-                None
-            }
-            fn table_name(&self) -> Option<&str> {
-                None
-            }
-            fn column_name(&self) -> Option<&str> {
-                None
-            }
-            fn constraint_name(&self) -> Option<&str> {
-                None
-            }
-            fn statement_position(&self) -> Option<i32> {
-                None
-            }
-        }
-        let db = |kind, message| Error::DatabaseError(kind, Box::new(Info(message)));
+        use diesel::result::DatabaseErrorKind as K;
+        let db = super::database_error;
         assert!(matches!(
             DbError::from(db(K::Unknown, "deadlock detected")),
             DbError::Conflict(_)

@@ -26,6 +26,8 @@ use futures_util::FutureExt;
 use crate::config::DatabaseSettings;
 use crate::shard::{self, Sharded};
 
+#[cfg(test)]
+pub use error::database_error;
 pub use error::{connect_cause, DbError};
 
 /// The migrations in `migrations/`, compiled into the binary (touch this file when adding one).

@@ -19,7 +19,8 @@ use nix::sys::memfd::{memfd_create, MFdFlags};
 use super::capture::{read_bounded, read_head_tail};
 use super::fonts::{self, FontCache};
 use super::jail::{self, Ended, Fds};
-use super::outputs::{self, Report};
+use super::outputs;
+use super::run_end::{classify, exit_code};
 use super::{seccomp, Backend, Isolation, Job, JobLimits, LimitHit, RunResult, SandboxError};
 
 /// The preamble every run starts with.
@@ -396,40 +397,6 @@ fn runner_settings(l: &JobLimits) -> String {
         .map(|(key, value)| format!("{key}={value}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// The exit code: bwrap passes the jail's on, and a signal that ended the jail's first
-/// process as 128 + the signal.
-fn exit_code(end: &Ended, report: &Report) -> Option<i32> {
-    let status = end.status?;
-    let code = status.code()?;
-    match &report.end {
-        Some(said) if said.exit == code => Some(code),
-        None if code > 128 => None,
-        _ => Some(code),
-    }
-}
-
-/// Which of the memory, CPU and process limits ended the run, if one did.
-fn classify(end: &Ended, report: &Report, limits: &JobLimits, stderr: &str) -> Option<LimitHit> {
-    if let Some(named) = report.limit_named() {
-        return Some(named);
-    }
-    let signal = end
-        .status
-        .and_then(|s| s.code())
-        .filter(|&c| c > 128 && report.end.is_none())
-        .map(|c| c - 128);
-    if signal == Some(libc::SIGXCPU) || end.cpu >= limits.cpu {
-        return Some(LimitHit::Cpu);
-    }
-    if stderr.contains("MemoryError") || stderr.contains("Cannot allocate memory") {
-        return Some(LimitHit::Memory);
-    }
-    if stderr.contains("BlockingIOError") || stderr.contains("Resource temporarily unavailable") {
-        return Some(LimitHit::Processes);
-    }
-    None
 }
 
 /// Input names are plain relative paths below `/mnt/data`, never `outputs`.

@@ -5,7 +5,7 @@
 //! it at the wall deadline or when the caller gives up, and says how it ended. Document
 //! extraction is the first user. The code interpreter's jail is `backend` (the trait every
 //! backend implements) and `bubblewrap` (the local one), with `seccomp` its filters, `jail`
-//! the host process, `capture` and `outputs` what comes back.
+//! the host process, `capture` and `outputs` what comes back, `run_end` what its end means.
 
 pub mod backend;
 pub mod bubblewrap;
@@ -16,6 +16,7 @@ pub mod limits;
 pub mod metrics;
 mod outputs;
 pub mod run;
+mod run_end;
 mod seccomp;
 #[cfg(test)]
 mod tests;

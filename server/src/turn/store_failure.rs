@@ -85,34 +85,8 @@ mod tests {
     use super::*;
     use diesel::result::{DatabaseErrorKind, Error};
 
-    struct Info(&'static str);
-
-    impl diesel::result::DatabaseErrorInformation for Info {
-        fn message(&self) -> &str {
-            self.0
-        }
-        fn details(&self) -> Option<&str> {
-            None
-        }
-        fn hint(&self) -> Option<&str> {
-            None
-        }
-        fn table_name(&self) -> Option<&str> {
-            None
-        }
-        fn column_name(&self) -> Option<&str> {
-            None
-        }
-        fn constraint_name(&self) -> Option<&str> {
-            None
-        }
-        fn statement_position(&self) -> Option<i32> {
-            None
-        }
-    }
-
     fn db(kind: DatabaseErrorKind, message: &'static str) -> Error {
-        Error::DatabaseError(kind, Box::new(Info(message)))
+        crate::db::database_error(kind, message)
     }
 
     #[test]
