@@ -30,6 +30,20 @@ pub mod users;
 
 use actix_web::web;
 
+use crate::db::{self, models::role};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// 404 unless the role exists: the per-role settings routes (sandbox limits, search rules)
+/// answer for real roles only.
+async fn role_exists(state: &AppState, name: &str) -> Result<(), ApiError> {
+    let mut conn = db::conn(&state.pool).await?;
+    if !role::exists(&mut conn, name).await? {
+        return Err(ApiError::not_found("role"));
+    }
+    Ok(())
+}
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")

@@ -8,12 +8,14 @@ use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 
 use crate::auth::AdminUser;
+use crate::db;
 use crate::db::models::admin_change::{self, AdminWrite, NewChange};
-use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
 use crate::tools::interpreter::role_limits::{self, RoleSandbox};
+
+use super::role_exists;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -33,14 +35,6 @@ pub struct RoleSandboxBody {
     max_output_bytes: Option<i64>,
     max_files: Option<i64>,
     max_file_bytes: Option<i64>,
-}
-
-async fn role_exists(state: &AppState, name: &str) -> Result<(), ApiError> {
-    let mut conn = db::conn(&state.pool).await?;
-    if !role::exists(&mut conn, name).await? {
-        return Err(ApiError::not_found("role"));
-    }
-    Ok(())
 }
 
 #[utoipa::path(get, path = "/api/admin/roles/{name}/sandbox", tag = "admin",

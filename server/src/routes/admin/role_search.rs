@@ -7,13 +7,14 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use crate::auth::AdminUser;
+use crate::db;
 use crate::db::models::admin_change::{self, NewChange};
-use crate::db::{self, models::role};
 use crate::error::ApiError;
 use crate::extract::Json;
 use crate::state::AppState;
 use crate::websearch::rules::{self, SearchRules, MAX_LIST};
 
+use super::role_exists;
 use super::search_write::{Op, SearchWrite};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -35,14 +36,6 @@ pub struct SearchRulesBody {
     #[serde(default)]
     deny_domains: Vec<String>,
     queries_per_day: Option<i32>,
-}
-
-async fn role_exists(state: &AppState, name: &str) -> Result<(), ApiError> {
-    let mut conn = db::conn(&state.pool).await?;
-    if !role::exists(&mut conn, name).await? {
-        return Err(ApiError::not_found("role"));
-    }
-    Ok(())
 }
 
 #[utoipa::path(get, path = "/api/admin/roles/{name}/search", tag = "admin",
