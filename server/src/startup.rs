@@ -129,6 +129,7 @@ impl Application {
             clock: clock.clone(),
             http: settings.tools.http.clone(),
             tool_set: Default::default(),
+            history: Default::default(),
             workspaces: workspaces.clone(),
         };
         let mut state = AppState {

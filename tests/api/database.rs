@@ -483,6 +483,7 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
         new_conversation: None,
         api_key: None,
         max_messages: 5_000,
+        known_history: None,
     }
 }
 
@@ -785,9 +786,13 @@ async fn reading_only_the_recent_history_builds_the_same_model_input() {
         let opening = context::Opening::system_only(system);
         for window in (0..3_500).chain([u64::MAX / 2]) {
             let room = context::history_room(system, new_message, window, reserve);
-            let recent = message::list_recent(&mut db, conversation, room)
-                .await
-                .unwrap();
+            let recent =
+                agentchat::db::models::message_recent::list_recent(&mut db, conversation, room)
+                    .await
+                    .unwrap();
+            // The same statement counts the whole conversation, kept or not.
+            assert_eq!(recent.total, all.len() as i64, "window {window}");
+            let recent = recent.messages;
             assert!(
                 all.ends_with_ids(&recent),
                 "not a suffix at window {window}"

@@ -33,6 +33,7 @@ mod database;
 mod durable;
 mod fake_embeddings;
 mod health;
+mod history_cache;
 mod hostile_access;
 mod hostile_jwt;
 mod hostile_paths;

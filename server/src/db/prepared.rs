@@ -141,6 +141,42 @@ impl<B> Query for Sql<B> {
 
 impl<B, Conn> diesel::RunQueryDsl<Conn> for Sql<B> {}
 
+/// A fixed statement whose rows are read by position into a `Queryable` type of SQL type
+/// `ST` ([`Sql::returns`]): a row read by column name (`QueryableByName`) looks every
+/// column up by comparing names, which for a turn's history is most of the decoding.
+#[must_use = "a statement does nothing until it is run"]
+pub struct Typed<B, ST> {
+    statement: Sql<B>,
+    sql_type: PhantomData<fn() -> ST>,
+}
+
+impl<B: BindList> Sql<B> {
+    /// Reads the rows by position, as `ST` (the select list must be in that order).
+    pub fn returns<ST>(self) -> Typed<B, ST> {
+        Typed {
+            statement: self,
+            sql_type: PhantomData,
+        }
+    }
+}
+
+impl<B: BindList, ST> QueryFragment<Pg> for Typed<B, ST> {
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.statement.walk_ast(out)
+    }
+}
+
+impl<B, ST> QueryId for Typed<B, ST> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<B, ST: diesel::sql_types::SqlType> Query for Typed<B, ST> {
+    type SqlType = ST;
+}
+
+impl<B, ST, Conn> diesel::RunQueryDsl<Conn> for Typed<B, ST> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

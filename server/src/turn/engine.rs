@@ -51,6 +51,8 @@ pub struct TurnEngine {
     pub(crate) mcp: crate::tools::mcp::McpManager,
     /// The merged registry of the last turn start, reused while its parts are unchanged.
     pub(crate) tool_set: crate::turn::tool_set::ToolSetCache,
+    /// The history of conversations whose turns started here, for the next start.
+    pub(crate) history: Arc<crate::turn::history_cache::HistoryCache>,
     /// Users' workspace files (a message's attachments are checked against them).
     pub(crate) workspaces: Arc<crate::files::WorkspaceStore>,
 }

@@ -74,6 +74,7 @@ fn agent(scripts: Vec<Vec<Option<StreamEvent>>>) -> std::io::Result<TurnEngine> 
             crate::tools::mcp::McpLimits::default(),
         ),
         tool_set: Default::default(),
+        history: Default::default(),
         workspaces: Arc::new(workspaces),
     })
 }

@@ -213,7 +213,7 @@ impl TurnEngine {
             hold_ttl: self.hold_ttl(),
         };
         let mut conn = self.pool.get_for_start(self.settings.turn_timeout).await?;
-        let claim = turn_db::Claim {
+        let mut claim = turn_db::Claim {
             user_id: token.user_id,
             token_version: token.token_version,
             turn_id,
@@ -223,7 +223,11 @@ impl TurnEngine {
             new_conversation: origin.new_conversation,
             api_key: origin.api_key,
             max_messages: i64::from(self.settings.max_conversation_messages),
+            known_history: None,
         };
+        if claim.new_conversation.is_none() {
+            claim.known_history = self.history.get(conversation_id);
+        }
         // The first round trip takes the start's locks (the claim, then the early
         // reservation); a conflict lost there was rolled back whole and is sent again.
         let mut retry = Retry::new(Transaction::TurnStart, &self.metrics.db_conflicts);
@@ -246,6 +250,9 @@ impl TurnEngine {
         let mut model_name = String::new();
         let started = match opened {
             Ok(mut opened) => {
+                if let Some(known) = opened.known.take() {
+                    self.history.put(conversation_id, known);
+                }
                 let preset = std::mem::take(&mut opened.preset);
                 if let Some(a) = &preset.assistant {
                     if !a.usable {
@@ -284,7 +291,7 @@ impl TurnEngine {
                 let (built, estimate) = build(
                     &opened.conversation,
                     &model,
-                    &opened.history,
+                    &opened.history.messages,
                     &opened.role.tools,
                     &opened.custom_tools,
                     &preset,

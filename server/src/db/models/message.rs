@@ -185,37 +185,6 @@ diesel::define_sql_function!(
     fn left(x: Text, n: Integer) -> Text
 );
 
-/// The newest messages that could fit in `room` estimated tokens, oldest first: every
-/// message the context assembly (`turn::context`) could keep, and no more than a window's
-/// worth of the rest. A long conversation would otherwise be read whole on every turn, only
-/// for most of it to be dropped.
-///
-/// Each message stores the least it can cost there ([`history_cost_floor`]); a message stays
-/// when it and everything newer add up to at most `room`. The cut is found from the index on
-/// (conversation, seq) that carries those costs; only the messages after it are read whole.
-/// Pipelinable like [`list`].
-pub fn list_recent(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    room: u64,
-) -> BoxFuture<'static, QueryResult<Vec<Message>>> {
-    // Raw SQL: a window function (running sum) in a CTE.
-    sql("WITH newer AS ( \
-             SELECT seq, sum(COALESCE(history_cost, 0)) OVER (ORDER BY seq DESC) AS cost \
-             FROM messages WHERE conversation_id = $1) \
-         SELECT id, seq, conversation_id, role, content, tool_calls, tool_call_id, status, \
-                status_reason, model, input_tokens, output_tokens, duration_ms, created_at, \
-                attachments, citations \
-         FROM messages WHERE conversation_id = $1 \
-           AND seq >= (SELECT COALESCE(min(seq), 9223372036854775807) FROM newer \
-                       WHERE cost <= $2) \
-         ORDER BY seq")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<BigInt, _>(i64::try_from(room).unwrap_or(i64::MAX))
-    .load(conn)
-    .boxed()
-}
-
 /// The least `content` stored with `role` can cost in the model's context window: the
 /// assembly must never lose a message to the cut, so this never exceeds what it counts. A
 /// user message costs its text and overhead; an assistant message at least that (its tool

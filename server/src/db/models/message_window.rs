@@ -1,15 +1,13 @@
 //! Reading a conversation a part at a time: the browser's window of latest messages (and
-//! earlier ones on demand), the export's chunks, and the size bound a turn's start checks.
-//! Nothing here loads a whole conversation, whatever its length.
+//! earlier ones on demand) and the export's chunks. Nothing here loads a whole conversation,
+//! whatever its length (a turn's history and the size bound it checks come from
+//! `message::list_recent`).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
 use super::message::Message;
-use crate::db::prepared::sql;
 use crate::db::schema::messages::dsl;
 use crate::domain::MessageRole;
 
@@ -99,29 +97,4 @@ pub async fn chunk_after(
         .select(Message::as_select())
         .load(conn)
         .await
-}
-
-#[derive(QueryableByName)]
-struct Full {
-    #[diesel(sql_type = Bool)]
-    full: bool,
-}
-
-/// Whether the conversation holds `max` messages or more (an index range of at most `max`
-/// entries: a short conversation costs little), pipelined into a turn's first round trip.
-pub fn is_full(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    max: i64,
-) -> BoxFuture<'static, QueryResult<bool>> {
-    // Raw SQL: EXISTS over an OFFSET computed from a bind, prepared once per connection and pipelined on the turn's path (see db::prepared).
-    sql(
-        "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
-                        ORDER BY seq OFFSET $2 - 1 LIMIT 1) AS full",
-    )
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<BigInt, _>(max)
-    .get_result::<Full>(conn)
-    .map(|r| r.map(|f| f.full))
-    .boxed()
 }

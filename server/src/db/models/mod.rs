@@ -16,6 +16,7 @@ pub mod identity;
 pub mod mcp_server;
 pub mod message;
 pub mod message_fallback;
+pub mod message_recent;
 pub mod message_window;
 pub mod preferences;
 pub mod refresh_token;

@@ -10,7 +10,7 @@ use crate::cluster::control::TurnControl;
 use crate::db;
 use crate::db::models::audit::ApprovalAudit;
 use crate::db::models::budget::Hold;
-use crate::db::models::message::{self, Message, NewMessage};
+use crate::db::models::message::{Message, NewMessage};
 use crate::db::models::{conversation, custom_tool, role, user};
 use crate::domain::ApprovalState;
 use crate::llm;
@@ -215,7 +215,10 @@ async fn load(
         window,
         u64::from(max_output),
     );
-    let history = message::list_recent(&mut conn, resume.conversation_id, room).await?;
+    let history =
+        crate::db::models::message_recent::list_recent(&mut conn, resume.conversation_id, room)
+            .await?
+            .messages;
     // The turn goes on in the step that paused: its ids continue the stored ones.
     let stored = crate::turn::replay::load(
         &mut conn,

@@ -11,10 +11,11 @@ use crate::db::models::budget::{self, Reserve, ReserveAsk};
 use crate::db::models::budget_early::{self, EarlyAsk};
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::{self, CustomToolRow};
-use crate::db::models::message::{self, Message, NewMessage};
-use crate::db::models::message_window;
+use crate::db::models::message::{self, NewMessage};
+use crate::db::models::message_recent::{self, After, Recent};
 use crate::db::models::user::{AuthState, Rejection};
 use crate::db::pipelined::Pipelined;
+use crate::turn::history_cache::{History, Known};
 use crate::turn::sql::access::access;
 use crate::turn::sql::access::RoleNow;
 use crate::turn::sql::claim::{attached_paths, claim_conversation, create_claimed, created};
@@ -31,7 +32,9 @@ pub struct Opened<'c> {
     /// The conversation's assistant and the user's memory notes.
     pub preset: TurnPreset,
     /// As much of the history as fits in the `history_room` given to [`open`].
-    pub history: Vec<Message>,
+    pub history: History,
+    /// What to keep of the history for the conversation's next turn.
+    pub known: Option<Known>,
     /// The user's role right now: its tools and approval policy.
     pub role: RoleNow,
     /// Admin-defined tools as they are now.
@@ -43,6 +46,12 @@ pub struct Opened<'c> {
     user_message: NewMessage,
     ask: BudgetAsk,
     claim: Claim,
+}
+
+/// How the start reads the history: whole, or what was stored after what is known.
+enum Read {
+    Whole(Recent),
+    After(After),
 }
 
 /// Checks the account and claims the conversation, reading its history (as much as could
@@ -74,7 +83,7 @@ pub async fn open(
 
     let account_read = access(tx.conn(), user_id);
     // Sent in this order: the earlier messages need their conversation.
-    let (claimed, history, full) = match &claim.new_conversation {
+    let (claimed, history) = match &claim.new_conversation {
         None => (
             claim_conversation(
                 tx.conn(),
@@ -88,15 +97,23 @@ pub async fn open(
                     attached_paths(user_message.attachments.as_ref()),
                 ),
             ),
-            message::list_recent(tx.conn(), conversation_id, history_room),
-            message_window::is_full(tx.conn(), conversation_id, claim.max_messages),
+            // The history also counts the conversation's messages (the size bound).
+            match &claim.known_history {
+                Some(known) => {
+                    message_recent::list_after(tx.conn(), conversation_id, known.last_seq())
+                        .map(|r| r.map(Read::After))
+                        .boxed()
+                }
+                None => message_recent::list_recent(tx.conn(), conversation_id, history_room)
+                    .map(|r| r.map(Read::Whole))
+                    .boxed(),
+            },
         ),
         // Inserted with the COMMIT, in `reserve`.
         Some(new) => (
             futures_util::future::ready(Ok(Some(created(conversation_id, user_id, new, ask.now))))
                 .boxed(),
-            futures_util::future::ready(Ok(Vec::new())).boxed(),
-            futures_util::future::ready(Ok(false)).boxed(),
+            futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
         ),
     };
     let custom = custom_tool::list(tx.conn());
@@ -126,13 +143,12 @@ pub async fn open(
         claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
         claim.new_conversation.is_none(),
     );
-    let reads = futures_util::future::try_join4(
+    let reads = futures_util::future::try_join3(
         futures_util::future::try_join5(account_read, claimed, history, custom, key_state),
         early,
-        full,
         preset,
     );
-    let ((access, claimed, history, custom_tools, key_state), early, full, preset) =
+    let ((access, claimed, history, custom_tools, key_state), early, preset) =
         match tx.begin_with(reads).await {
             Ok(read) => read,
             Err(e) => return abort_with(tx, Err(e)).await,
@@ -162,7 +178,29 @@ pub async fn open(
         });
         return abort_with(tx, found).await;
     };
-    if full {
+    let (history, known) = match history {
+        Read::Whole(recent) => Known::from_whole(recent),
+        Read::After(after) => {
+            let extended = claim
+                .known_history
+                .as_ref()
+                .and_then(|k| k.extend(after, history_room));
+            match extended {
+                Some((history, known)) => (history, Some(known)),
+                // Something known here was removed (an edit), or more than is known may
+                // fit: read it whole, in this transaction.
+                None => {
+                    match message_recent::list_recent(tx.conn(), conversation_id, history_room)
+                        .await
+                    {
+                        Ok(recent) => Known::from_whole(recent),
+                        Err(e) => return abort_with(tx, Err(e)).await,
+                    }
+                }
+            }
+        }
+    };
+    if history.total >= claim.max_messages {
         return abort_with(tx, Ok(Err(Refusal::Full))).await;
     }
     let limit = access.limit();
@@ -170,6 +208,9 @@ pub async fn open(
         conversation,
         preset,
         history,
+        known: (claim.new_conversation.is_none())
+            .then_some(known)
+            .flatten(),
         role: access.role_now(),
         custom_tools,
         limit,
@@ -212,6 +253,7 @@ impl Opened<'_> {
             conversation,
             preset: _,
             history: _,
+            known: _,
             role,
             custom_tools,
             mut tx,
