@@ -44,6 +44,7 @@ mod engine;
 pub mod error;
 mod events;
 mod follow;
+mod history_images;
 #[cfg(test)]
 mod loop_tests;
 mod pending_start;
