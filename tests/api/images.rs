@@ -230,7 +230,7 @@ pub(crate) fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-async fn send_with(
+pub(crate) async fn send_with(
     app: &TestApp,
     token: &str,
     conv: &str,
@@ -245,7 +245,7 @@ async fn send_with(
 }
 
 /// The last user message of the `n`th model request.
-fn last_user(fake: &FakeUpstream, n: usize) -> Value {
+pub(crate) fn last_user(fake: &FakeUpstream, n: usize) -> Value {
     let body = &fake.requests()[n]["body"];
     body["messages"]
         .as_array()
@@ -257,7 +257,7 @@ fn last_user(fake: &FakeUpstream, n: usize) -> Value {
         .unwrap()
 }
 
-const NOTE: &str = "Attached files in your workspace (read them with your file tools):";
+pub(crate) const NOTE: &str = "Attached files in your workspace (read them with your file tools):";
 
 #[tokio::test]
 async fn an_attached_image_goes_to_each_provider_as_its_native_part() {

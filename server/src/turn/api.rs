@@ -109,6 +109,7 @@ impl TurnEngine {
         &[String],
         &[CustomToolRow],
         &crate::turn::sql::preset::TurnPreset,
+        &crate::turn::start::Earlier,
     ) -> (crate::turn::start::Built, i64)
            + Send
            + 'static {
@@ -121,7 +122,7 @@ impl TurnEngine {
                     + llm::estimate_tokens(&t.parameters.to_string())
             })
             .sum();
-        move |_conversation, _model, _history, allowed, custom, preset| {
+        move |_conversation, _model, _history, allowed, custom, preset, _earlier| {
             // The server's rules, and an assistant's instructions when the call named one.
             let mut all =
                 crate::turn::context::opening_with(&agent.settings.system_prompt, preset, None)

@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::db::models::message::Message;
 use crate::domain::MessageRole;
 use crate::llm::{estimate_tokens, ChatMessage, Role, ToolCall};
+use crate::turn::history_images::Earlier;
 
 /// Per-message overhead of chat formatting, in tokens.
 const MESSAGE_OVERHEAD: u64 = crate::llm::MESSAGE_OVERHEAD_TOKENS;
@@ -135,11 +136,32 @@ pub fn assemble(
     window_tokens: u64,
     reserve_output: u64,
 ) -> Vec<ChatMessage> {
+    assemble_seeing(
+        opening,
+        history,
+        &Earlier::default(),
+        user,
+        window_tokens,
+        reserve_output,
+    )
+}
+
+/// [`assemble`] with the images the history's messages carry again ([`Earlier`]): they go
+/// with their messages and count against the window with them, so a unit too large with
+/// its images is cut whole.
+pub fn assemble_seeing(
+    opening: &Opening,
+    history: &[Message],
+    earlier: &Earlier,
+    user: ChatMessage,
+    window_tokens: u64,
+    reserve_output: u64,
+) -> Vec<ChatMessage> {
     let mut room = window_tokens
         .saturating_sub(reserve_output)
         .saturating_sub(opening.cost() + cost(&user));
 
-    let units = units(history);
+    let units = units(history, earlier);
     let mut kept: Vec<Vec<ChatMessage>> = Vec::new();
     for unit in units.into_iter().rev() {
         let c: u64 = unit.iter().map(cost).sum();
@@ -173,7 +195,10 @@ pub fn assemble_resumed(
         ),
         None => (&[][..], String::new(), history),
     };
-    let steps: Vec<ChatMessage> = units(after).into_iter().flatten().collect();
+    let steps: Vec<ChatMessage> = units(after, &Earlier::default())
+        .into_iter()
+        .flatten()
+        .collect();
     let steps_cost: u64 = steps.iter().map(cost).sum();
     let mut out = assemble(
         opening,
@@ -200,17 +225,20 @@ pub fn cost(m: &ChatMessage) -> u64 {
 /// Groups history into units that are kept or dropped whole: a user message, or an assistant
 /// message together with the results of its tool calls. Tool calls whose results are missing
 /// (a turn cut short) are dropped from the assistant message, and results whose call is
-/// unknown are dropped, so the model never sees half a pair.
-fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
+/// unknown are dropped, so the model never sees half a pair. User messages and tool
+/// results get the images `earlier` carries again for them.
+fn units(history: &[Message], earlier: &Earlier) -> Vec<Vec<ChatMessage>> {
     let mut out: Vec<Vec<ChatMessage>> = Vec::new();
     let mut i = 0;
     while i < history.len() {
         let m = &history[i];
         i += 1;
         match m.role {
-            MessageRole::User => out.push(vec![ChatMessage::user(
-                crate::turn::attachments::stored_model_text(m),
-            )]),
+            MessageRole::User => {
+                let mut user = ChatMessage::user(crate::turn::attachments::stored_model_text(m));
+                earlier.give(m.id, &mut user);
+                out.push(vec![user]);
+            }
             MessageRole::Assistant => {
                 let calls: Vec<StoredToolCall> = m
                     .tool_calls
@@ -242,13 +270,15 @@ fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
                             .iter()
                             .find(|r| r.tool_call_id.as_deref() == Some(c.id.as_str()))
                         {
-                            unit.push(ChatMessage {
+                            let mut result = ChatMessage {
                                 role: Role::Tool,
                                 content: r.content.clone(),
                                 tool_calls: Vec::new(),
                                 tool_call_id: Some(c.id.clone()),
                                 images: Vec::new(),
-                            });
+                            };
+                            earlier.give(r.id, &mut result);
+                            unit.push(result);
                         }
                     }
                 } else if !m.content.is_empty() {
@@ -266,133 +296,5 @@ fn units(history: &[Message]) -> Vec<Vec<ChatMessage>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::MessageStatus;
-    use serde_json::json;
-
-    fn sys() -> Opening {
-        Opening::system_only("sys")
-    }
-
-    fn msg(role: &str, content: &str, calls: Option<Value>, call_id: Option<&str>) -> Message {
-        let role = match role {
-            "user" => MessageRole::User,
-            "assistant" => MessageRole::Assistant,
-            _ => MessageRole::Tool,
-        };
-        Message {
-            id: uuid::Uuid::new_v4(),
-            seq: 0,
-            conversation_id: uuid::Uuid::nil(),
-            role,
-            content: content.into(),
-            tool_calls: calls,
-            tool_call_id: call_id.map(Into::into),
-            attachments: None,
-            citations: None,
-            status: MessageStatus::Complete,
-            status_reason: None,
-            model: None,
-            input_tokens: None,
-            output_tokens: None,
-            duration_ms: None,
-            created_at: chrono::Utc::now(),
-        }
-    }
-
-    #[test]
-    fn keeps_pairs_and_drops_orphans() {
-        let history = vec![
-            msg("user", "hi", None, None),
-            msg(
-                "assistant",
-                "",
-                Some(json!([{"id":"a","name":"calculator","arguments":{"expression":"1+1"}}])),
-                None,
-            ),
-            msg("tool", "{\"success\":true}", None, Some("a")),
-            // Cut short: call without result.
-            msg(
-                "assistant",
-                "partial",
-                Some(json!([{"id":"b","name":"calculator","arguments":{}}])),
-                None,
-            ),
-            msg("tool", "orphan", None, Some("zzz")),
-        ];
-        let out = assemble(&sys(), &history, ChatMessage::user("next"), 100_000, 100);
-        let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [
-                Role::System,
-                Role::User,
-                Role::Assistant,
-                Role::Tool,
-                Role::Assistant,
-                Role::User
-            ]
-        );
-        assert_eq!(out[2].tool_calls[0].arguments, r#"{"expression":"1+1"}"#);
-        assert_eq!(out[3].tool_call_id.as_deref(), Some("a"));
-        assert!(out[4].tool_calls.is_empty());
-        assert_eq!(out[4].content, "partial");
-    }
-
-    #[test]
-    fn attached_files_are_named_to_the_model_and_survive_a_resume() {
-        let mut asked = msg("user", "summarise", None, None);
-        asked.attachments = Some(json!([{"path": "notes.txt", "bytes": 1229}]));
-        let note = "summarise\n\nAttached files in your workspace (read them with your file \
-                    tools):\n- notes.txt (1.2 KB)";
-        let out = assemble(
-            &sys(),
-            std::slice::from_ref(&asked),
-            ChatMessage::user("next"),
-            100_000,
-            100,
-        );
-        assert_eq!(out[1].content, note);
-        let resumed = assemble_resumed(&sys(), &[asked], 100_000, 100);
-        assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
-    }
-
-    #[test]
-    fn trims_oldest_whole_units_first() {
-        let big = "x".repeat(8000);
-        let history = vec![
-            msg("user", &big, None, None),
-            msg(
-                "assistant",
-                "",
-                Some(json!([{"id":"a","name":"t","arguments":{}}])),
-                None,
-            ),
-            msg("tool", &big, None, Some("a")),
-            msg("user", "recent", None, None),
-        ];
-        let out = assemble(&sys(), &history, ChatMessage::user("now"), 1500, 100);
-        let contents: Vec<&str> = out.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(contents, ["sys", "recent", "now"]);
-    }
-
-    #[test]
-    fn notes_follow_the_system_prompt_as_the_users_message_and_are_kept() {
-        let opening = Opening {
-            system: "sys".into(),
-            notes: Some("My saved notes: likes tea".into()),
-        };
-        let history = vec![msg("user", &"x".repeat(8000), None, None)];
-        let out = assemble(&opening, &history, ChatMessage::user("now"), 1500, 100);
-        let got: Vec<(Role, &str)> = out.iter().map(|m| (m.role, m.content.as_str())).collect();
-        assert_eq!(
-            got,
-            [
-                (Role::System, "sys"),
-                (Role::User, "My saved notes: likes tea"),
-                (Role::User, "now")
-            ]
-        );
-    }
-}
+#[path = "context_tests.rs"]
+mod tests;

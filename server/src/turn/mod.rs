@@ -45,6 +45,7 @@ pub mod error;
 mod events;
 mod follow;
 mod history_cache;
+mod history_images;
 #[cfg(test)]
 mod loop_tests;
 mod pending_start;

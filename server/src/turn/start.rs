@@ -37,6 +37,9 @@ pub struct NewTurn<'a> {
 
 pub(crate) type Built = (Vec<crate::llm::ChatMessage>, Registry);
 
+/// The images of the history a turn's input carries again ([`super::history_images`]).
+pub(crate) type Earlier = super::history_images::Earlier;
+
 /// What a turn's start records beside its new message.
 #[derive(Debug, Default)]
 pub(crate) struct Origin {
@@ -48,6 +51,9 @@ pub(crate) struct Origin {
     pub api_key: Option<Uuid>,
     /// The new message's images (their bytes left out), checked against the model.
     pub images: Vec<crate::llm::ImagePart>,
+    /// Whether the stored history's images are shown to the model again (a chat turn; an
+    /// API turn's input is the request's own messages).
+    pub earlier_images: bool,
 }
 
 /// Longest accepted user message, in characters.
@@ -135,7 +141,8 @@ impl TurnEngine {
                   history: &[crate::db::models::message::Message],
                   allowed: &[String],
                   custom: &[CustomToolRow],
-                  preset: &TurnPreset| {
+                  preset: &TurnPreset,
+                  earlier: &Earlier| {
                 let opening = context::opening_with(
                     &agent.settings.system_prompt,
                     preset,
@@ -147,9 +154,10 @@ impl TurnEngine {
                     .map(|i| i.for_provider(model.kind))
                     .collect();
                 let user = crate::llm::ChatMessage::user(content).with_images(images);
-                let input = context::assemble(
+                let input = context::assemble_seeing(
                     &opening,
                     history,
+                    earlier,
                     user,
                     model.context_window,
                     u64::from(model.max_output),
@@ -165,6 +173,7 @@ impl TurnEngine {
             Origin {
                 idempotency,
                 images: image_refs,
+                earlier_images: true,
                 ..Default::default()
             },
             history_room,
@@ -195,10 +204,12 @@ impl TurnEngine {
             &[String],
             &[CustomToolRow],
             &TurnPreset,
+            &Earlier,
         ) -> (Built, i64),
     {
         let conversation_id = new_message.conversation_id;
         let images = origin.images;
+        let earlier_images = origin.earlier_images;
         let user_message = new_message;
         let user_message_id = user_message.id;
         // A turn is named by the message that started it: any process finds it from its id.
@@ -288,6 +299,19 @@ impl TurnEngine {
                     }
                 };
                 opened.price_calls_at(price);
+                // Only a history with images is read from (and only for a model that sees).
+                let earlier = if earlier_images {
+                    super::history_images::read(
+                        &self.workspaces,
+                        token.user_id,
+                        &model,
+                        &opened.history.messages,
+                        images.len(),
+                    )
+                    .await
+                } else {
+                    Earlier::default()
+                };
                 let (built, estimate) = build(
                     &opened.conversation,
                     &model,
@@ -295,6 +319,7 @@ impl TurnEngine {
                     &opened.role.tools,
                     &opened.custom_tools,
                     &preset,
+                    &earlier,
                 );
                 opened
                     .reserve(estimate)

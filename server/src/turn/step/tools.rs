@@ -80,6 +80,7 @@ impl Step<'_> {
             crate::turn::tool_images::attach(
                 &self.engine.workspaces,
                 self.who.user_id,
+                self.who.conversation_id,
                 model,
                 &result.output,
                 &mut message,
