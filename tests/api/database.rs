@@ -483,7 +483,6 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
         new_conversation: None,
         api_key: None,
         max_messages: 5_000,
-        known_history: None,
     }
 }
 
@@ -507,7 +506,7 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, MessageRole::User, content);
-    match sql::open(conn, claim.clone(), message, ask, u64::MAX).await? {
+    match sql::open(conn, claim.clone(), message, ask, u64::MAX, None).await? {
         Ok(opened) => opened.reserve(50).await,
         Err(refusal) => Ok(Err(refusal)),
     }

@@ -75,8 +75,24 @@ async fn done_means_stored_across_a_database_outage() {
             })
         })
         .collect();
-    // The starts commit, then the database goes away while every turn finishes.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The starts commit (each stores its user message), then the database goes away while
+    // every turn finishes: waited for, not timed, since a loaded machine starts slowly.
+    let mut watch = app.db().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while count(
+        &mut watch,
+        "SELECT count(*) AS n FROM messages WHERE role = 'user'",
+    )
+    .await
+        < 8
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the starts never committed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(watch);
     cluster.down();
     tokio::time::sleep(Duration::from_secs(3)).await;
     cluster.up();

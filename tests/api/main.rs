@@ -45,6 +45,7 @@ mod images_export;
 mod images_history;
 mod images_limits;
 mod images_mcp;
+mod images_resumed;
 mod images_tools;
 mod images_upload;
 mod images_usage;

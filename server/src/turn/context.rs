@@ -183,27 +183,27 @@ pub fn assemble_seeing(
 pub fn assemble_resumed(
     opening: &Opening,
     history: &[Message],
+    earlier: &Earlier,
     window_tokens: u64,
     reserve_output: u64,
 ) -> Vec<ChatMessage> {
     let split = history.iter().rposition(|m| m.role == MessageRole::User);
     let (before, user, after) = match split {
-        Some(i) => (
-            &history[..i],
-            crate::turn::attachments::stored_model_text(&history[i]),
-            &history[i + 1..],
-        ),
-        None => (&[][..], String::new(), history),
+        Some(i) => {
+            let mut user =
+                ChatMessage::user(crate::turn::attachments::stored_model_text(&history[i]));
+            earlier.give(history[i].id, &mut user);
+            (&history[..i], user, &history[i + 1..])
+        }
+        None => (&[][..], ChatMessage::user(String::new()), history),
     };
-    let steps: Vec<ChatMessage> = units(after, &Earlier::default())
-        .into_iter()
-        .flatten()
-        .collect();
+    let steps: Vec<ChatMessage> = units(after, earlier).into_iter().flatten().collect();
     let steps_cost: u64 = steps.iter().map(cost).sum();
-    let mut out = assemble(
+    let mut out = assemble_seeing(
         opening,
         before,
-        ChatMessage::user(user),
+        earlier,
+        user,
         window_tokens,
         reserve_output.saturating_add(steps_cost),
     );

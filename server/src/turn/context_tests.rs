@@ -87,7 +87,7 @@ fn attached_files_are_named_to_the_model_and_survive_a_resume() {
         100,
     );
     assert_eq!(out[1].content, note);
-    let resumed = assemble_resumed(&sys(), &[asked], 100_000, 100);
+    let resumed = assemble_resumed(&sys(), &[asked], &Earlier::default(), 100_000, 100);
     assert_eq!(resumed.last().map(|m| m.content.as_str()), Some(note));
 }
 

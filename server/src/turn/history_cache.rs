@@ -81,42 +81,52 @@ impl Known {
     /// The history as a whole read with `room` would return it now, from these messages and
     /// `after` (what was stored since), with what to keep for the next turn; `None` when these
     /// cannot tell: a message known here was removed, or everything known fits and older
-    /// messages not kept here might fit too.
-    pub fn extend(&self, after: After, room: u64) -> Option<(History, Known)> {
+    /// messages not kept here might fit too. The messages are moved, not copied, when nothing
+    /// else holds them (the cache hands them out with [`HistoryCache::take`]).
+    pub fn extend(self, after: After, room: u64) -> Option<(History, Known)> {
         if !after.intact {
             return None;
         }
         let added = i64::try_from(after.messages.len()).ok()?;
         let total = self.total.checked_add(added)?;
         let last_seq = after.messages.last().map_or(self.last_seq, |m| m.seq);
-        let mut costs: Vec<i64> = self.costs.iter().chain(&after.costs).copied().collect();
+        let mut costs = self.costs;
+        costs.extend_from_slice(&after.costs);
         let first = first_kept(&costs, room);
         let holds_the_start = i64::try_from(self.messages.len()).ok() == Some(self.total);
         if first == 0 && !holds_the_start {
             return None;
         }
-        let history = if first == 0 && after.messages.is_empty() {
-            // Nothing new, nothing dropped: the same history, shared.
-            History {
-                messages: self.messages.clone(),
-                total,
-            }
-        } else {
-            let known_kept = self.messages.get(first..).unwrap_or_default();
-            let skip_after = first.saturating_sub(self.messages.len());
-            History {
-                messages: Arc::new(
-                    known_kept
-                        .iter()
-                        .cloned()
-                        .chain(after.messages.into_iter().skip(skip_after))
-                        .collect(),
-                ),
-                total,
-            }
-        };
+        let known_len = self.messages.len();
+        let mut messages =
+            Arc::try_unwrap(self.messages).unwrap_or_else(|shared| (*shared).clone());
+        let mut bytes = self.bytes;
+        let dropped_known = first.min(known_len);
+        bytes -= messages[..dropped_known]
+            .iter()
+            .map(message_bytes)
+            .sum::<usize>();
+        messages.drain(..dropped_known);
+        let new = after
+            .messages
+            .into_iter()
+            .skip(first.saturating_sub(known_len));
+        for m in new {
+            bytes += message_bytes(&m);
+            messages.push(m);
+        }
         costs.drain(..first);
-        let known = Known::new(&history, costs, last_seq);
+        let history = History {
+            messages: Arc::new(messages),
+            total,
+        };
+        let known = Known {
+            messages: history.messages.clone(),
+            costs,
+            last_seq,
+            total,
+            bytes,
+        };
         Some((history, known))
     }
 }
@@ -170,23 +180,20 @@ pub struct HistoryCache {
 
 #[derive(Default)]
 struct Entries {
-    by_conversation: HashMap<Uuid, (Arc<Known>, u64)>,
+    by_conversation: HashMap<Uuid, (Known, u64)>,
     bytes: usize,
     clock: u64,
 }
 
 impl HistoryCache {
-    /// What is known of the conversation, if anything.
-    pub fn get(&self, conversation: Uuid) -> Option<Arc<Known>> {
+    /// What is known of the conversation, if anything, taken out: the start that extends it
+    /// puts the new state back ([`HistoryCache::put`]), and its messages move rather than
+    /// being copied. A start that fails leaves nothing, and the next one reads whole.
+    pub fn take(&self, conversation: Uuid) -> Option<Known> {
         let mut e = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        e.clock += 1;
-        let now = e.clock;
-        e.by_conversation
-            .get_mut(&conversation)
-            .map(|(known, used)| {
-                *used = now;
-                known.clone()
-            })
+        let (known, _) = e.by_conversation.remove(&conversation)?;
+        e.bytes -= known.bytes;
+        Some(known)
     }
 
     /// Keeps `known` as the conversation's history (replacing what was), within the bounds.
@@ -199,10 +206,7 @@ impl HistoryCache {
         e.clock += 1;
         let now = e.clock;
         e.bytes += known.bytes;
-        if let Some((old, _)) = e
-            .by_conversation
-            .insert(conversation, (Arc::new(known), now))
-        {
+        if let Some((old, _)) = e.by_conversation.insert(conversation, (known, now)) {
             e.bytes -= old.bytes;
         }
         if e.by_conversation.len() > MAX_CONVERSATIONS || e.bytes > MAX_BYTES {

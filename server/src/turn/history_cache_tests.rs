@@ -76,11 +76,14 @@ fn what_is_known_plus_what_came_after_is_what_a_whole_read_returns() {
         for known_at in 1..all.len() {
             let first = whole_read(&all, known_at, room);
             let first_len = first.messages.len();
-            let (_, Some(known)) = Known::from_whole(first) else {
+            if Known::from_whole(first).1.is_none() {
                 continue;
-            };
+            }
             for now in known_at..=all.len() {
                 let want = whole_read(&all, now, room);
+                let known = Known::from_whole(whole_read(&all, known_at, room))
+                    .1
+                    .unwrap();
                 match known.extend(after(&all, known_at, now), room) {
                     Some((got, next)) => {
                         answered += 1;
@@ -139,14 +142,18 @@ fn the_cache_stays_within_its_bounds_and_drops_the_least_recently_used() {
     };
     cache.put(ids[0], one(1));
     for (i, id) in ids.iter().enumerate().skip(1) {
-        // The first conversation stays in use.
-        assert!(cache.get(ids[0]).is_some(), "at {i}");
+        // The first conversation stays in use: taken by each start, put back after it.
+        let known = cache
+            .take(ids[0])
+            .unwrap_or_else(|| panic!("dropped at {i}"));
+        cache.put(ids[0], known);
         cache.put(*id, one(i as i64));
     }
     assert!(cache.len() <= MAX_CONVERSATIONS);
-    assert!(cache.get(ids[0]).is_some(), "in use, kept");
-    assert!(cache.get(ids[1]).is_none(), "least recently used, dropped");
-    assert!(cache.get(ids[ids.len() - 1]).is_some());
+    assert!(cache.take(ids[1]).is_none(), "least recently used, dropped");
+    assert!(cache.take(ids[ids.len() - 1]).is_some());
+    assert!(cache.take(ids[0]).is_some(), "in use, kept");
+    assert!(cache.take(ids[0]).is_none(), "taken out");
 
     // Bytes too: a history larger than an eighth of the bound is not kept at all.
     let big = Known::from_whole(Recent {
@@ -157,7 +164,24 @@ fn the_cache_stays_within_its_bounds_and_drops_the_least_recently_used() {
     .1
     .unwrap();
     cache.put(ids[0], big);
-    assert!(cache.get(ids[0]).is_none());
+    assert!(cache.take(ids[0]).is_none());
     let bytes = cache.inner.lock().unwrap().bytes;
     assert!(bytes <= MAX_BYTES, "{bytes}");
+}
+
+#[test]
+fn a_history_nothing_else_holds_is_moved_not_copied() {
+    let all: Vec<(Message, i64)> = (0..6).map(|i| (message(i, "some text"), 1)).collect();
+    let (history, known) = Known::from_whole(whole_read(&all, 4, 3));
+    let known = known.unwrap();
+    assert_eq!(ids(&known.messages), [1, 2, 3]);
+    let kept_text = known.messages[2].content.as_ptr();
+    drop(history);
+    let (history, next) = known.extend(after(&all, 4, 6), 3).unwrap();
+    assert_eq!(ids(&history.messages), [3, 4, 5]);
+    // The message kept from before is the same one, not a copy of it.
+    assert_eq!(history.messages[0].content.as_ptr(), kept_text);
+    // What is counted is kept up to date as messages come and go.
+    let counted: usize = history.messages.iter().map(message_bytes).sum();
+    assert_eq!(next.bytes, counted);
 }

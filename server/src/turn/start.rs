@@ -224,7 +224,7 @@ impl TurnEngine {
             hold_ttl: self.hold_ttl(),
         };
         let mut conn = self.pool.get_for_start(self.settings.turn_timeout).await?;
-        let mut claim = turn_db::Claim {
+        let claim = turn_db::Claim {
             user_id: token.user_id,
             token_version: token.token_version,
             turn_id,
@@ -234,11 +234,12 @@ impl TurnEngine {
             new_conversation: origin.new_conversation,
             api_key: origin.api_key,
             max_messages: i64::from(self.settings.max_conversation_messages),
-            known_history: None,
         };
-        if claim.new_conversation.is_none() {
-            claim.known_history = self.history.get(conversation_id);
-        }
+        // What this process knows of the history (taken out; the start puts the new back).
+        let mut known = match claim.new_conversation {
+            None => self.history.take(conversation_id),
+            Some(_) => None,
+        };
         // The first round trip takes the start's locks (the claim, then the early
         // reservation); a conflict lost there was rolled back whole and is sent again.
         let mut retry = Retry::new(Transaction::TurnStart, &self.metrics.db_conflicts);
@@ -250,6 +251,8 @@ impl TurnEngine {
                 user_message.clone(),
                 ask.clone(),
                 history_room,
+                // A retry reads the history whole.
+                known.take(),
             )
             .await;
             match attempt {

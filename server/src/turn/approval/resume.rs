@@ -122,7 +122,23 @@ pub(in crate::turn) async fn run(
     history.extend(record.messages.iter().map(as_stored));
     let (window, max_output) =
         limits_of(&engine.catalogue.now(), &engine.settings, &turn.plan.model);
-    turn.input = context::assemble_resumed(&system, &history, window, u64::from(max_output));
+    // The turn's own images and earlier ones, for a model that sees, as at its start.
+    let seeing = engine.catalogue.now().get(&turn.plan.model).cloned();
+    let earlier = match seeing {
+        Some(model) => {
+            crate::turn::history_images::read(
+                &engine.workspaces,
+                turn.who.user_id,
+                &model,
+                &history,
+                0,
+            )
+            .await
+        }
+        None => Default::default(),
+    };
+    turn.input =
+        context::assemble_resumed(&system, &history, &earlier, window, u64::from(max_output));
     // The decided calls' results are stored as any step's are: the paused step is whole in
     // Postgres once this commits.
     let next = step.commit(&turn.plan, &turn.input, &mut record).await;

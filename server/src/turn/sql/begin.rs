@@ -57,7 +57,9 @@ enum Read {
 /// Checks the account and claims the conversation, reading its history (as much as could
 /// fit in `history_room` estimated tokens) and the allowed tools, in the transaction's
 /// first round trip; the start goes on with [`Opened::reserve`]. A refusal has rolled the
-/// transaction back and kept nothing.
+/// transaction back and kept nothing. With the history this process `known` from the
+/// conversation's last start, only what was stored since is read ([`Known::extend`]); when
+/// that cannot tell, the history is read whole in one more round trip.
 ///
 /// With [`Claim::new_conversation`] there is nothing to claim or read: the conversation and
 /// its earlier messages are inserted just before the user message, with the COMMIT.
@@ -74,6 +76,7 @@ pub async fn open(
     user_message: NewMessage,
     ask: BudgetAsk,
     history_room: u64,
+    known: Option<Known>,
 ) -> QueryResult<Result<Opened<'_>, Refusal>> {
     let stale = ask.now
         - chrono::Duration::from_std(claim.stale_after).unwrap_or(chrono::Duration::minutes(10));
@@ -98,7 +101,7 @@ pub async fn open(
                 ),
             ),
             // The history also counts the conversation's messages (the size bound).
-            match &claim.known_history {
+            match &known {
                 Some(known) => {
                     message_recent::list_after(tx.conn(), conversation_id, known.last_seq())
                         .map(|r| r.map(Read::After))
@@ -181,10 +184,7 @@ pub async fn open(
     let (history, known) = match history {
         Read::Whole(recent) => Known::from_whole(recent),
         Read::After(after) => {
-            let extended = claim
-                .known_history
-                .as_ref()
-                .and_then(|k| k.extend(after, history_room));
+            let extended = known.and_then(|k| k.extend(after, history_room));
             match extended {
                 Some((history, known)) => (history, Some(known)),
                 // Something known here was removed (an edit), or more than is known may

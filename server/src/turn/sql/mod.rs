@@ -89,9 +89,6 @@ pub struct Claim {
     /// The API key a `/v1` caller used: it must still exist (not revoked) and be unexpired,
     /// and the account is checked as it is now rather than against `token_version`.
     pub api_key: Option<Uuid>,
-    /// The conversation's history as this process last read it: the start then reads only
-    /// what was stored since ([`crate::turn::history_cache`]).
-    pub known_history: Option<std::sync::Arc<crate::turn::history_cache::Known>>,
 }
 
 /// A conversation created by its first turn (a call of the OpenAI-compatible API): inserted
