@@ -4,6 +4,7 @@
 //! no round trip of its own.
 
 use diesel::prelude::*;
+use diesel::sql_types::{Array, Bool, Int4, Int8, Jsonb, Nullable, Numeric, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
@@ -46,20 +47,33 @@ impl RoleNow {
 }
 
 /// The account as the database has it now, its role's tools, approval policy and budget
-/// rule: one indexed join.
-#[derive(Debug, Queryable)]
+/// rule: one indexed join. Read by position here ([`access`]) and by name where a start
+/// reads it with its other inputs ([`crate::turn::sql::inputs`]).
+#[derive(Debug, Queryable, QueryableByName)]
 pub(super) struct Access {
+    #[diesel(sql_type = Text)]
     username: String,
+    #[diesel(sql_type = Text)]
     role: String,
+    #[diesel(sql_type = Bool)]
     disabled: bool,
+    #[diesel(sql_type = Int4)]
     pub(super) token_version: i32,
+    #[diesel(sql_type = Array<Text>)]
     tools: Vec<String>,
+    #[diesel(sql_type = Array<Text>)]
     models: Vec<String>,
+    #[diesel(sql_type = Jsonb)]
     approvals: serde_json::Value,
+    #[diesel(sql_type = Nullable<Int8>)]
     user_budget: Option<i64>,
+    #[diesel(sql_type = Nullable<Int8>)]
     role_budget: Option<i64>,
+    #[diesel(sql_type = Text)]
     budget_period: String,
+    #[diesel(sql_type = Nullable<Numeric>)]
     budget_amount: Option<rust_decimal::Decimal>,
+    #[diesel(sql_type = Nullable<Text>)]
     budget_currency: Option<String>,
 }
 

@@ -10,16 +10,16 @@ use crate::db::models::api_key::KeyState;
 use crate::db::models::budget::{self, Reserve, ReserveAsk};
 use crate::db::models::budget_early::{self, EarlyAsk};
 use crate::db::models::conversation::Conversation;
-use crate::db::models::custom_tool::{self, CustomToolRow};
+use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::models::message::{self, NewMessage};
 use crate::db::models::message_recent::{self, After, Recent};
 use crate::db::models::user::{AuthState, Rejection};
 use crate::db::pipelined::Pipelined;
 use crate::turn::history_cache::{History, Known};
-use crate::turn::sql::access::access;
 use crate::turn::sql::access::RoleNow;
 use crate::turn::sql::claim::{attached_paths, claim_conversation, create_claimed, created};
-use crate::turn::sql::preset::{self, TurnPreset};
+use crate::turn::sql::inputs::{self, StartInputs};
+use crate::turn::sql::preset::TurnPreset;
 use crate::turn::sql::{abort_with, ready_ok, BudgetAsk, Claim, Refusal, Started};
 
 /// The start's first round trip, answered: the conversation claimed, its history, the
@@ -84,7 +84,15 @@ pub async fn open(
     let conversation_id = user_message.conversation_id;
     let mut tx = Pipelined::open(conn);
 
-    let account_read = access(tx.conn(), user_id);
+    // The account, its role, the custom tools, the assistant and the memory notes (memory is
+    // for chats, not `/v1` calls).
+    let inputs = inputs::read(
+        tx.conn(),
+        conversation_id,
+        user_id,
+        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
+        claim.new_conversation.is_none(),
+    );
     // Sent in this order: the earlier messages need their conversation.
     let (claimed, history) = match &claim.new_conversation {
         None => (
@@ -119,7 +127,6 @@ pub async fn open(
             futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
         ),
     };
-    let custom = custom_tool::list(tx.conn());
     let key_state = match claim.api_key {
         Some(id) => crate::db::models::api_key::state(tx.conn(), id),
         None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
@@ -138,25 +145,17 @@ pub async fn open(
             turn_id,
         },
     );
-    // The assistant and the memory notes; memory is for chats, not `/v1` calls.
-    let preset = preset::read(
-        tx.conn(),
-        conversation_id,
-        user_id,
-        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
-        claim.new_conversation.is_none(),
-    );
-    let reads = futures_util::future::try_join3(
-        futures_util::future::try_join5(account_read, claimed, history, custom, key_state),
-        early,
+    let reads = futures_util::future::try_join5(inputs, claimed, history, key_state, early);
+    let (inputs, claimed, history, key_state, early) = match tx.begin_with(reads).await {
+        Ok(read) => read,
+        Err(e) => return abort_with(tx, Err(e)).await,
+    };
+    let Some(StartInputs {
+        access,
         preset,
-    );
-    let ((access, claimed, history, custom_tools, key_state), early, preset) =
-        match tx.begin_with(reads).await {
-            Ok(read) => read,
-            Err(e) => return abort_with(tx, Err(e)).await,
-        };
-    let Some(access) = access else {
+        custom_tools,
+    }) = inputs
+    else {
         return abort_with(tx, Ok(Err(Refusal::Rejected(Rejection::NoAccount)))).await;
     };
     let account = access.account();

@@ -3,9 +3,9 @@
 //! call, store the user message: [`open`] then [`Opened::reserve`]), one per tool step (store the step,
 //! settle and reserve, read the role again: [`step`]) and one after the turn
 //! (settle the last reservation, store what the turn produced and its usage, release the
-//! claim: [`release`]). The role is read in the first round trip of each
-//! ([`access`]), so no step reads it on a pooled connection of its
-//! own. This file holds the types they share.
+//! claim: [`release`]). The role is read in the first round trip of each (a start reads it
+//! with its other inputs in one statement, [`inputs`]; a step with [`access`]), so no step
+//! reads it on a pooled connection of its own. This file holds the types they share.
 //!
 //! Statements that do not depend on each other are pipelined: sent together and answered
 //! together, and BEGIN and COMMIT travel with them ([`crate::db::pipelined`]). Before the
@@ -56,6 +56,7 @@ mod access;
 mod begin;
 mod claim;
 pub mod end;
+mod inputs;
 pub mod preset;
 pub mod release;
 mod step;

@@ -42,8 +42,9 @@ pub fn output_cap(assistant: Option<&AssistantPreset>, model_max: u32) -> u32 {
         .map_or(model_max, |cap| cap.min(model_max))
 }
 
+/// The preset's columns, as [`read`] and [`crate::turn::sql::inputs`] select them.
 #[derive(QueryableByName)]
-struct Row {
+pub(super) struct Row {
     #[diesel(sql_type = Nullable<SqlUuid>)]
     assistant_id: Option<Uuid>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -55,6 +56,7 @@ struct Row {
     #[diesel(sql_type = Nullable<Text>)]
     model: Option<String>,
     #[diesel(sql_type = Nullable<Array<Text>>)]
+    #[diesel(column_name = assistant_tools)]
     tools: Option<Vec<String>>,
     #[diesel(sql_type = Nullable<Jsonb>)]
     params: Option<serde_json::Value>,
@@ -65,7 +67,7 @@ struct Row {
 }
 
 impl Row {
-    fn preset(self) -> TurnPreset {
+    pub(super) fn preset(self) -> TurnPreset {
         let assistant = match (self.assistant_id, self.version) {
             (Some(id), Some(version)) => Some(AssistantPreset {
                 id,
@@ -102,7 +104,8 @@ pub fn read(
         "WITH u AS (SELECT id, role, memory_enabled FROM users WHERE id = $2), \
               c AS (SELECT assistant_id, memory_enabled FROM conversations \
                      WHERE id = $1 AND user_id = $2) \
-         SELECT a.id AS assistant_id, v.name, a.version, v.instructions, v.model, v.tools, \
+         SELECT a.id AS assistant_id, v.name, a.version, v.instructions, v.model, \
+                v.tools AS assistant_tools, \
                 v.params, \
                 (a.id IS NOT NULL AND a.retired_at IS NULL \
                  AND (cardinality(v.visible_to_roles) = 0 OR u.role = ANY(v.visible_to_roles))) \

@@ -2,7 +2,7 @@
 //! cannot be stored (or panicked), and whether a conversation has a turn running.
 
 use diesel::prelude::*;
-use diesel::sql_types::Uuid as SqlUuid;
+use diesel::sql_types::{Jsonb, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
@@ -35,7 +35,8 @@ pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> 
     // taking them in opposite orders could deadlock. A turn that no longer holds its claim
     // (it was ended as interrupted while this process could not reach the database) stores
     // nothing: the release fails the transaction ([`is_claim_lost`]).
-    let released = release_own(c, f.conversation_id, f.turn_id);
+    // The final event is recorded by the same statement.
+    let released = release_own(c, f.conversation_id, f.turn_id, f.end);
     let settled = match &f.settle {
         Some((hold, actual)) => budget::settle(c, hold, *actual),
         None => futures_util::future::ready(Ok(0)).boxed(),
@@ -45,10 +46,7 @@ pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> 
         settled,
         message::insert_many(c, &f.rows),
         usage::insert_many(c, &f.usage_rows),
-        futures_util::future::try_join(
-            audit::insert_many(c, &f.audit_rows),
-            crate::turn::sql::end::record(c, f.conversation_id, f.turn_id, f.end),
-        ),
+        audit::insert_many(c, &f.audit_rows),
     );
     tx.run(work).await.map(|_| ())
 }
@@ -60,20 +58,27 @@ struct One {
     n: i64,
 }
 
-/// Releases the claim of `turn_id`, failing the transaction (division by zero) when the
-/// conversation is not claimed by it.
+/// Releases the claim of `turn_id` and records the turn's final event `end` (for clients
+/// re-attaching after the end; a retried commit whose first answer was lost finds it there
+/// already), failing the transaction (division by zero) when the conversation is not
+/// claimed by it. One statement: a turn's end pays for each one it sends.
 fn release_own(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
     turn_id: Uuid,
+    end: serde_json::Value,
 ) -> BoxFuture<'static, QueryResult<usize>> {
     sql("WITH r AS (UPDATE conversations \
             SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
                 updated_at = now() \
-          WHERE id = $1 AND active_turn_id = $2 RETURNING 1) \
+          WHERE id = $1 AND active_turn_id = $2 RETURNING 1), \
+              e AS (INSERT INTO turn_ends (turn_id, conversation_id, event) \
+                    SELECT $2, $1, $3 FROM r \
+                    ON CONFLICT (turn_id) DO NOTHING) \
          SELECT (1 / count(*))::BIGINT AS n FROM r")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(turn_id)
+    .bind::<Jsonb, _>(end)
     .get_result::<One>(conn)
     .map(|r| r.map(|_| 1))
     .boxed()
