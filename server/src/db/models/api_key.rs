@@ -209,12 +209,6 @@ pub async fn touch(
     .map(|_| ())
 }
 
-#[derive(QueryableByName)]
-struct KeyRow {
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    expired: bool,
-}
-
 /// A key as a turn's start finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyState {
@@ -224,25 +218,14 @@ pub enum KeyState {
     Gone,
 }
 
-/// The key's state now: a statement of fixed text, pipelined into a turn's first round trip.
-pub fn state(
-    conn: &mut AsyncPgConnection,
-    id: Uuid,
-) -> futures_util::future::BoxFuture<'static, QueryResult<KeyState>> {
-    use futures_util::FutureExt;
-    // Raw SQL: a computed column (`expires_at <= now()`), prepared once per connection and pipelined on the turn's path (see db::prepared).
-    crate::db::prepared::sql(
-        "SELECT (expires_at IS NOT NULL AND expires_at <= now()) AS expired \
-         FROM api_keys WHERE id = $1",
-    )
-    .bind::<diesel::sql_types::Uuid, _>(id)
-    .get_result::<KeyRow>(conn)
-    .map(|r| {
-        r.optional().map(|row| match row {
-            None => KeyState::Gone,
-            Some(k) if k.expired => KeyState::Expired,
-            Some(_) => KeyState::Valid,
-        })
-    })
-    .boxed()
+impl KeyState {
+    /// The state of a key from whether it is expired, as a turn's start reads it (`None`:
+    /// no such key).
+    pub fn from_expired(expired: Option<bool>) -> Self {
+        match expired {
+            None => Self::Gone,
+            Some(true) => Self::Expired,
+            Some(false) => Self::Valid,
+        }
+    }
 }

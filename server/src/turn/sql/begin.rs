@@ -84,14 +84,15 @@ pub async fn open(
     let conversation_id = user_message.conversation_id;
     let mut tx = Pipelined::open(conn);
 
-    // The account, its role, the custom tools, the assistant and the memory notes (memory is
-    // for chats, not `/v1` calls).
+    // The account, its role, the key of a `/v1` call, the custom tools, the assistant and the
+    // memory notes (memory is for chats, not `/v1` calls).
     let inputs = inputs::read(
         tx.conn(),
         conversation_id,
         user_id,
         claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
         claim.new_conversation.is_none(),
+        claim.api_key,
     );
     // Sent in this order: the earlier messages need their conversation.
     let (claimed, history) = match &claim.new_conversation {
@@ -127,10 +128,6 @@ pub async fn open(
             futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
         ),
     };
-    let key_state = match claim.api_key {
-        Some(id) => crate::db::models::api_key::state(tx.conn(), id),
-        None => futures_util::future::ready(Ok(KeyState::Valid)).boxed(),
-    };
     // Reserved before the call's size is known, fitted in `reserve` ([`budget_early`]): the
     // call then waits for one round trip, not two.
     let early = budget_early::reserve_early(
@@ -145,13 +142,14 @@ pub async fn open(
             turn_id,
         },
     );
-    let reads = futures_util::future::try_join5(inputs, claimed, history, key_state, early);
-    let (inputs, claimed, history, key_state, early) = match tx.begin_with(reads).await {
+    let reads = futures_util::future::try_join4(inputs, claimed, history, early);
+    let (inputs, claimed, history, early) = match tx.begin_with(reads).await {
         Ok(read) => read,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
     let Some(StartInputs {
         access,
+        key: key_state,
         preset,
         custom_tools,
     }) = inputs

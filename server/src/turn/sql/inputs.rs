@@ -1,7 +1,7 @@
 //! What a turn's start reads about its user, in one statement of its first round trip: the
-//! account and its role (as [`super::access::access`] reads them for a step), the admin's
-//! custom tools, the conversation's assistant and the user's memory notes
-//! ([`super::preset`]). One statement, not three: each costs the server its building, binding
+//! account and its role (as [`super::access::access`] reads them for a step), the personal
+//! key a `/v1` call came with, the admin's custom tools, the conversation's assistant and
+//! the user's memory notes ([`super::preset`]). One statement, not three: each costs the server its building, binding
 //! and decoding and Postgres its executor start-up, on every turn (issue 43).
 
 use diesel::sql_types::{Bool, Jsonb, Nullable, Uuid as SqlUuid};
@@ -10,6 +10,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
+use crate::db::models::api_key::KeyState;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::prepared::sql;
 use crate::turn::sql::access::Access;
@@ -18,6 +19,8 @@ use crate::turn::sql::preset::{self, TurnPreset};
 /// The start's inputs; `None` from [`read`] when the account is gone.
 pub(super) struct StartInputs {
     pub(super) access: Access,
+    /// The personal key the turn was started with, as it is now (`Valid` without one).
+    pub(super) key: KeyState,
     pub(super) preset: TurnPreset,
     /// Every custom tool, by name (the registry is built from all of them and kept:
     /// [`crate::turn::tool_set`]).
@@ -32,16 +35,21 @@ struct Row {
     preset: preset::Row,
     #[diesel(sql_type = Jsonb)]
     custom_tools: serde_json::Value,
+    /// Whether the key is expired; NULL when there is no such key (or none was asked for).
+    #[diesel(sql_type = Nullable<Bool>)]
+    key_expired: Option<bool>,
 }
 
 /// The inputs of `user`'s turn in `conversation` (or, for a conversation the start creates,
-/// with `assistant`); memory notes only when `with_memory`. Pipelinable.
+/// with `assistant`); memory notes only when `with_memory`; the state of `api_key` when the
+/// turn came with one. Pipelinable.
 pub(super) fn read(
     conn: &mut AsyncPgConnection,
     conversation: Uuid,
     user: Uuid,
     assistant: Option<Uuid>,
     with_memory: bool,
+    api_key: Option<Uuid>,
 ) -> BoxFuture<'static, QueryResult<Option<StartInputs>>> {
     sql(
         "WITH u AS (SELECT id, username, role, disabled, token_version, token_budget, \
@@ -63,7 +71,9 @@ pub(super) fn read(
                           AND coalesce((SELECT memory_enabled FROM c), true) \
                      THEN coalesce((SELECT array_agg(m.text ORDER BY m.created_at, m.id) \
                                       FROM memory_notes m WHERE m.user_id = $2), '{}') \
-                     ELSE '{}'::text[] END AS memory \
+                     ELSE '{}'::text[] END AS memory, \
+                (SELECT (k.expires_at IS NOT NULL AND k.expires_at <= now()) \
+                   FROM api_keys k WHERE k.id = $5) AS key_expired \
            FROM u \
            JOIN roles r ON r.name = u.role \
            LEFT JOIN assistants a ON a.id = coalesce($3, (SELECT assistant_id FROM c)) \
@@ -73,8 +83,9 @@ pub(super) fn read(
     .bind::<SqlUuid, _>(user)
     .bind::<Nullable<SqlUuid>, _>(assistant)
     .bind::<Bool, _>(with_memory)
+    .bind::<Nullable<SqlUuid>, _>(api_key)
     .load::<Row>(conn)
-    .map(|rows| {
+    .map(move |rows| {
         let Some(row) = rows?.into_iter().next() else {
             return Ok(None);
         };
@@ -84,6 +95,10 @@ pub(super) fn read(
             .map_err(|e| diesel::result::Error::DeserializationError(Box::new(e)))?;
         Ok(Some(StartInputs {
             access: row.access,
+            key: match api_key {
+                Some(_) => KeyState::from_expired(row.key_expired),
+                None => KeyState::Valid,
+            },
             preset: row.preset.preset(),
             custom_tools,
         }))
