@@ -1,8 +1,9 @@
 //! What a turn's start reads about its user, in one statement of its first round trip: the
 //! account and its role (as [`super::access::access`] reads them for a step), the personal
 //! key a `/v1` call came with, the admin's custom tools, the conversation's assistant and
-//! the user's memory notes ([`super::preset`]). One statement, not three: each costs the server its building, binding
-//! and decoding and Postgres its executor start-up, on every turn (issue 43).
+//! the user's memory notes ([`super::preset`]). One statement where there were four: each
+//! costs the server its building, binding and decoding, and Postgres its executor start-up,
+//! on every turn (issue 43).
 
 use diesel::sql_types::{Bool, Jsonb, Nullable, Uuid as SqlUuid};
 use diesel::{QueryResult, QueryableByName};

@@ -58,10 +58,9 @@ struct One {
     n: i64,
 }
 
-/// Releases the claim of `turn_id` and records the turn's final event `end` (for clients
-/// re-attaching after the end; a retried commit whose first answer was lost finds it there
-/// already), failing the transaction (division by zero) when the conversation is not
-/// claimed by it. One statement: a turn's end pays for each one it sends.
+/// Releases the claim of `turn_id` and records the turn's final event `end` (what a client
+/// re-attaching after the end is given), failing the transaction (division by zero) when the
+/// conversation is not claimed by it. One statement: a turn's end pays for each one it sends.
 fn release_own(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,
