@@ -10,8 +10,8 @@ use crate::cluster::control::TurnControl;
 use crate::db;
 use crate::db::models::audit::ApprovalAudit;
 use crate::db::models::budget::Hold;
+use crate::db::models::conversation;
 use crate::db::models::message::{Message, NewMessage};
-use crate::db::models::{conversation, custom_tool, role, user};
 use crate::domain::ApprovalState;
 use crate::llm;
 use crate::turn::approval::sql::Approval;
@@ -21,7 +21,6 @@ use crate::turn::engine::{PreparedTurn, TurnEngine, Who};
 use crate::turn::events::{ErrorEvent, FinishReason, TurnEvent};
 use crate::turn::plan::{limits_of, within_scopes, Plan};
 use crate::turn::sql as turn_db;
-use crate::turn::sql::RoleNow;
 use crate::turn::step::commit::TurnRecord;
 use crate::turn::step::tools::{audit_row, result_event, result_row};
 use crate::turn::step::Step;
@@ -185,34 +184,30 @@ async fn load(
     let mut conn = db::conn(&engine.pool)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let Some(account) = user::auth_state(&mut conn, resume.user_id).await? else {
-        return Ok(None);
-    };
-    if account.disabled {
-        return Ok(None);
-    }
-    let role_now = role::find(&mut conn, &account.role)
-        .await?
-        .map(|r| RoleNow {
-            approvals: crate::tools::approval::from_json(&r.approvals),
-            tools: r.tools,
-            models: r.models,
-            name: r.name,
-        })
-        .unwrap_or_default();
-    let conversation =
-        conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
-    let custom = custom_tool::list(&mut conn).await?;
     let key_scopes = conversation::key_scopes(&mut conn, resume.conversation_id).await?;
-    // Memory is for chats, not a key's `/v1` calls (as at the turn's start).
-    let mut preset = crate::turn::sql::preset::read(
+    // The account, its role, the custom tools, the assistant and the memory notes, as a
+    // start reads them; memory is for chats, not a key's `/v1` calls (as at the start).
+    let Some(inputs) = turn_db::inputs::read_for_resume(
         &mut conn,
         resume.conversation_id,
         resume.user_id,
-        None,
         key_scopes.is_none(),
     )
-    .await?;
+    .await?
+    else {
+        return Ok(None);
+    };
+    let turn_db::inputs::ResumeInputs {
+        account,
+        role: role_now,
+        mut preset,
+        custom_tools: custom,
+    } = inputs;
+    if account.disabled {
+        return Ok(None);
+    }
+    let conversation =
+        conversation::find_owned(&mut conn, resume.conversation_id, resume.user_id).await?;
     if let Some(a) = preset.assistant.as_mut().filter(|a| !a.usable) {
         // Retired (or hidden from the role) while the turn waited: nothing more runs.
         a.tools.clear();

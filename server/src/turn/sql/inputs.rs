@@ -13,8 +13,9 @@ use uuid::Uuid;
 
 use crate::db::models::api_key::KeyState;
 use crate::db::models::custom_tool::CustomToolRow;
+use crate::db::models::user::AuthState;
 use crate::db::prepared::sql;
-use crate::turn::sql::access::Access;
+use crate::turn::sql::access::{Access, RoleNow};
 use crate::turn::sql::preset::{self, TurnPreset};
 
 /// The start's inputs; `None` from [`read`] when the account is gone.
@@ -105,4 +106,29 @@ pub(super) fn read(
         }))
     })
     .boxed()
+}
+
+/// What a turn resumed after its approvals applies, read as a start reads it ([`read`]).
+pub struct ResumeInputs {
+    pub account: AuthState,
+    pub role: RoleNow,
+    pub preset: TurnPreset,
+    pub custom_tools: Vec<CustomToolRow>,
+}
+
+/// The inputs of `user`'s turn in `conversation` as it resumes (memory notes only when
+/// `with_memory`): one statement, on the resuming connection. `None`: the account is gone.
+pub async fn read_for_resume(
+    conn: &mut AsyncPgConnection,
+    conversation: Uuid,
+    user: Uuid,
+    with_memory: bool,
+) -> QueryResult<Option<ResumeInputs>> {
+    let read = read(conn, conversation, user, None, with_memory, None).await?;
+    Ok(read.map(|i| ResumeInputs {
+        account: i.access.account(),
+        role: i.access.role_now(),
+        preset: i.preset,
+        custom_tools: i.custom_tools,
+    }))
 }

@@ -56,7 +56,7 @@ mod access;
 mod begin;
 mod claim;
 pub mod end;
-mod inputs;
+pub mod inputs;
 pub mod preset;
 pub mod release;
 mod step;

@@ -1,15 +1,13 @@
-//! What a turn's start reads beside the role, in the same round trip: the conversation's
-//! assistant at its current version (and whether the user may still use it) and the user's
-//! memory notes, when memory is on for the user and the conversation.
+//! What a turn applies beside the role: the conversation's assistant at its current version
+//! (and whether the user may still use it) and the user's memory notes, when memory is on for
+//! the user and the conversation. Read with the account and the role in one statement
+//! ([`crate::turn::sql::inputs`]).
 
 use diesel::sql_types::{Array, Bool, Int4, Jsonb, Nullable, Text, Uuid as SqlUuid};
-use diesel::{QueryResult, QueryableByName};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{BoxFuture, FutureExt};
+use diesel::QueryableByName;
 use uuid::Uuid;
 
 use crate::assistants::AssistantParams;
-use crate::db::prepared::sql;
 
 /// The assistant and memory a turn applies.
 #[derive(Debug, Clone, Default)]
@@ -42,7 +40,7 @@ pub fn output_cap(assistant: Option<&AssistantPreset>, model_max: u32) -> u32 {
         .map_or(model_max, |cap| cap.min(model_max))
 }
 
-/// The preset's columns, as [`read`] and [`crate::turn::sql::inputs`] select them.
+/// The preset's columns, as [`crate::turn::sql::inputs`] selects them.
 #[derive(QueryableByName)]
 pub(super) struct Row {
     #[diesel(sql_type = Nullable<SqlUuid>)]
@@ -89,41 +87,4 @@ impl Row {
             memory: self.memory,
         }
     }
-}
-
-/// The preset of `user`'s conversation `conversation` (or, for a conversation the start
-/// creates, of `assistant`); memory only when `with_memory`.
-pub fn read(
-    conn: &mut AsyncPgConnection,
-    conversation: Uuid,
-    user: Uuid,
-    assistant: Option<Uuid>,
-    with_memory: bool,
-) -> BoxFuture<'static, QueryResult<TurnPreset>> {
-    sql(
-        "WITH u AS (SELECT id, role, memory_enabled FROM users WHERE id = $2), \
-              c AS (SELECT assistant_id, memory_enabled FROM conversations \
-                     WHERE id = $1 AND user_id = $2) \
-         SELECT a.id AS assistant_id, v.name, a.version, v.instructions, v.model, \
-                v.tools AS assistant_tools, \
-                v.params, \
-                (a.id IS NOT NULL AND a.retired_at IS NULL \
-                 AND (cardinality(v.visible_to_roles) = 0 OR u.role = ANY(v.visible_to_roles))) \
-                  AS usable, \
-                CASE WHEN $4 AND u.memory_enabled \
-                          AND coalesce((SELECT memory_enabled FROM c), true) \
-                     THEN coalesce((SELECT array_agg(m.text ORDER BY m.created_at, m.id) \
-                                      FROM memory_notes m WHERE m.user_id = $2), '{}') \
-                     ELSE '{}'::text[] END AS memory \
-           FROM u \
-           LEFT JOIN assistants a ON a.id = coalesce($3, (SELECT assistant_id FROM c)) \
-           LEFT JOIN assistant_versions v ON v.assistant_id = a.id AND v.version = a.version",
-    )
-    .bind::<SqlUuid, _>(conversation)
-    .bind::<SqlUuid, _>(user)
-    .bind::<Nullable<SqlUuid>, _>(assistant)
-    .bind::<Bool, _>(with_memory)
-    .load::<Row>(conn)
-    .map(|rows| rows.map(|r| r.into_iter().next().map(Row::preset).unwrap_or_default()))
-    .boxed()
 }
