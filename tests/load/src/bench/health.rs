@@ -36,7 +36,9 @@ pub(super) fn kit_failures(report: &Report) -> Vec<String> {
                 ));
             }
         }
-        if st.completed == 0 {
+        // With `--streams 0` no turn was held, so none can have completed.
+        let held = st.points.iter().any(|p| p.open_streams > 0);
+        if held && st.completed == 0 {
             failures.push("streams: no held turn completed after release".into());
         }
     }
@@ -55,4 +57,37 @@ pub(super) fn kit_failures(report: &Report) -> Vec<String> {
     }
     failures.extend(crate::report_extra::failures(report));
     failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::streams::{StreamPoint, StreamsResult};
+
+    fn streams(open_streams: usize, completed: usize) -> Report {
+        Report {
+            streams: Some(StreamsResult {
+                points: vec![StreamPoint {
+                    open_streams,
+                    reached: open_streams,
+                    ..StreamPoint::default()
+                }],
+                completed,
+                ..StreamsResult::default()
+            }),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn held_streams_must_complete_but_no_streams_asked_for_is_not_a_failure() {
+        let held = |r: &Report| {
+            kit_failures(r)
+                .iter()
+                .any(|f| f.contains("no held turn completed"))
+        };
+        assert!(held(&streams(100, 0)));
+        assert!(!held(&streams(100, 100)));
+        assert!(!held(&streams(0, 0)));
+    }
 }
