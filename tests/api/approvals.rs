@@ -42,6 +42,13 @@ pub(crate) fn named<'a>(events: &'a [SseEvent], name: &str) -> Vec<&'a SseEvent>
     events.iter().filter(|e| e.event == name).collect()
 }
 
+/// The id of the first approval a turn asked for.
+pub(crate) fn approval_id(events: &[SseEvent]) -> String {
+    let first = named(events, "approval_required").into_iter().next();
+    let first = first.unwrap_or_else(|| panic!("no approval asked: {events:?}"));
+    first.data["approval_id"].as_str().unwrap().to_owned()
+}
+
 pub(crate) fn finish(events: &[SseEvent]) -> String {
     let last = events.last().expect("events");
     assert_eq!(last.event, "done", "{events:?}");
@@ -310,10 +317,7 @@ async fn a_denied_call_does_not_run_and_the_model_is_told_who_denied_it_and_why(
     fake.push(Reply::text("understood"));
     let conv = app.new_conversation(&alice.access).await;
     let events = app.chat(&alice.access, &conv, "write").await;
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     let r = decide(
         &app,
         &alice.access,
@@ -374,10 +378,7 @@ async fn an_expired_call_does_not_run_and_the_turn_goes_on_by_itself() {
     fake.push(Reply::text("too late then"));
     let conv = app.new_conversation(&alice.access).await;
     let events = app.chat(&alice.access, &conv, "write").await;
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     answered(&app, &alice.access, &conv, "too late then").await;
     assert_eq!(file(&app, &alice.access, "d.txt").await, None);
     let told = tool_results(&fake, 1);
@@ -482,10 +483,7 @@ async fn the_allowlist_is_checked_again_when_an_approved_call_runs() {
     fake.push(Reply::text("ok"));
     let conv = app.new_conversation(&alice.access).await;
     let events = app.chat(&alice.access, &conv, "write").await;
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     let r = app
         .put_role(&admin.access, "member", json!({"tools": ["calculator"]}))
         .await;
@@ -571,10 +569,7 @@ async fn pause_on_one_process_and_decide_on_another() {
     fake.push(Reply::text("done elsewhere"));
     let conv = first.new_conversation(&alice.access).await;
     let events = first.chat(&alice.access, &conv, "write").await;
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     let r = decide(
         &second,
         &alice.access,
@@ -615,10 +610,7 @@ async fn a_paused_turn_survives_a_restart_and_a_new_process_runs_it_on() {
     let conv = via.new_conversation(&alice.access).await;
     let events = via.chat(&alice.access, &conv, "add").await;
     assert_eq!(finish(&events), "awaiting_approval");
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     // The process that paused it is gone (killed, not stopped).
     drop(paused_on);
     let restarted = start_child_with(&app.database_url, &fake.base_url_openai(), &env);

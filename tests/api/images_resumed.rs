@@ -5,7 +5,7 @@ use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::json;
 
-use crate::approvals::{decide, finish, named, write_call};
+use crate::approvals::{approval_id, decide, finish, write_call};
 use crate::images::{b64, seeing_catalogue, send_with, upload_png};
 use crate::images_history::image_parts;
 
@@ -36,10 +36,7 @@ async fn an_approved_call_goes_on_with_the_turns_image_in_front_of_the_model() {
     .await;
     assert_eq!(r.status(), 200);
     let events = parse_sse(&r.text().await.unwrap());
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     assert_eq!(image_parts(&fake.requests()[0]), [b64(&stored)]);
 
     let r = decide(

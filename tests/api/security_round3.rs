@@ -5,7 +5,9 @@ use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::{json, Value};
 
-use crate::approvals::{answered, approving, decide, file, finish, named, pending, write_call};
+use crate::approvals::{
+    answered, approval_id, approving, decide, file, finish, named, pending, write_call,
+};
 
 /// Finding 7: a disabled account's access token no longer replays a turn through the
 /// `Idempotency-Key` path (nor does a revoked one), though the first request's turn stands.
@@ -164,10 +166,7 @@ async fn an_admin_streaming_a_users_resumed_turn_is_recorded_as_a_reading() {
     fake.push(Reply::text("the secret answer"));
     let conv = app.new_conversation(&alice.access).await;
     let events = app.chat(&alice.access, &conv, "write").await;
-    let id = named(&events, "approval_required")[0].data["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = approval_id(&events);
     let views = |app: &TestApp| {
         let token = admin.access.clone();
         let get = app
