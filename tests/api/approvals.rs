@@ -72,6 +72,12 @@ pub(crate) async fn decide(
     req.send().await.unwrap()
 }
 
+/// Approves the approval `id` and follows the resumed turn to its end.
+pub(crate) async fn approve_and_follow(app: &TestApp, token: &str, id: &str) -> Vec<SseEvent> {
+    let r = decide(app, token, id, json!({"decision": "approve"}), true).await;
+    parse_sse(&r.text().await.unwrap())
+}
+
 pub(crate) async fn pending(app: &TestApp, token: &str, path: &str) -> Vec<Value> {
     let r: Value = app
         .get_as(token, path)
@@ -488,15 +494,7 @@ async fn the_allowlist_is_checked_again_when_an_approved_call_runs() {
         .put_role(&admin.access, "member", json!({"tools": ["calculator"]}))
         .await;
     assert_eq!(r.status(), 200);
-    let r = decide(
-        &app,
-        &alice.access,
-        &id,
-        json!({"decision": "approve"}),
-        true,
-    )
-    .await;
-    let resumed = parse_sse(&r.text().await.unwrap());
+    let resumed = approve_and_follow(&app, &alice.access, &id).await;
     let result = &named(&resumed, "tool_result")[0].data;
     assert_eq!(result["success"], false);
     assert!(result["error"].as_str().unwrap().contains("not_permitted"));
@@ -570,15 +568,7 @@ async fn pause_on_one_process_and_decide_on_another() {
     let conv = first.new_conversation(&alice.access).await;
     let events = first.chat(&alice.access, &conv, "write").await;
     let id = approval_id(&events);
-    let r = decide(
-        &second,
-        &alice.access,
-        &id,
-        json!({"decision": "approve"}),
-        true,
-    )
-    .await;
-    let resumed = parse_sse(&r.text().await.unwrap());
+    let resumed = approve_and_follow(&second, &alice.access, &id).await;
     assert_eq!(finish(&resumed), "stop");
     assert_eq!(streamed_text(&resumed), "done elsewhere");
     assert_eq!(
@@ -615,15 +605,7 @@ async fn a_paused_turn_survives_a_restart_and_a_new_process_runs_it_on() {
     drop(paused_on);
     let restarted = start_child_with(&app.database_url, &fake.base_url_openai(), &env);
     via.address = restarted.address.clone();
-    let r = decide(
-        &via,
-        &alice.access,
-        &id,
-        json!({"decision": "approve"}),
-        true,
-    )
-    .await;
-    let resumed = parse_sse(&r.text().await.unwrap());
+    let resumed = approve_and_follow(&via, &alice.access, &id).await;
     assert_eq!(finish(&resumed), "stop", "{resumed:?}");
     let result = &named(&resumed, "tool_result")[0].data;
     assert_eq!(result["data"]["result"], 42, "{result}");
@@ -750,15 +732,7 @@ async fn mcp_tools_not_annotated_read_only_wait_for_the_user_unless_the_role_say
     assert_eq!(ran.len(), 1);
     assert_eq!(ran[0].data["id"], "c2");
     let id = asked[0].data["approval_id"].as_str().unwrap();
-    let r = decide(
-        &app,
-        &alice.access,
-        id,
-        json!({"decision": "approve"}),
-        true,
-    )
-    .await;
-    let resumed = parse_sse(&r.text().await.unwrap());
+    let resumed = approve_and_follow(&app, &alice.access, id).await;
     assert_eq!(
         named(&resumed, "tool_result")[0].data["success"],
         true,

@@ -5,7 +5,7 @@ use agentchat_tests::fake_upstream::{FakeUpstream, Reply};
 use agentchat_tests::*;
 use serde_json::json;
 
-use crate::approvals::{approval_id, decide, finish, write_call};
+use crate::approvals::{approval_id, approve_and_follow, finish, write_call};
 use crate::images::{b64, seeing_catalogue, send_with, upload_png};
 use crate::images_history::image_parts;
 
@@ -39,15 +39,7 @@ async fn an_approved_call_goes_on_with_the_turns_image_in_front_of_the_model() {
     let id = approval_id(&events);
     assert_eq!(image_parts(&fake.requests()[0]), [b64(&stored)]);
 
-    let r = decide(
-        &app,
-        &alice.access,
-        &id,
-        json!({"decision": "approve"}),
-        true,
-    )
-    .await;
-    let resumed = parse_sse(&r.text().await.unwrap());
+    let resumed = approve_and_follow(&app, &alice.access, &id).await;
     assert_eq!(finish(&resumed), "stop", "{resumed:?}");
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
