@@ -615,3 +615,32 @@ async fn the_first_concurrent_turns_of_a_new_period_are_not_refused() {
         }
     }
 }
+
+/// A user without a token budget holds nothing, yet what each call used is added to the
+/// period: by the step that stores the tool call and by the turn's end, each of which
+/// settles within a larger statement of its own.
+#[tokio::test]
+async fn without_a_budget_every_calls_usage_is_still_counted() {
+    let fake = FakeUpstream::start().await;
+    fake.push(Reply::ToolCalls {
+        calls: vec![(
+            "c1".into(),
+            "calculator".into(),
+            json!({"expression": "6*7"}).to_string(),
+        )],
+        usage: usage(30, 7),
+    });
+    fake.push(Reply::Text {
+        text: "42".into(),
+        usage: usage(50, 3),
+    });
+    let (app, [_admin, s]) = budgeted(&fake).start_as(["boss", "free"]).await;
+    let conv = app.new_conversation(&s.access).await;
+    let events = app.chat(&s.access, &conv, "six times seven").await;
+    assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+    let t = app.budget_totals(s.user_id).await;
+    assert_eq!((t.spent, t.reserved, t.holds), (90, 0, 0));
+    assert_eq!(t.ledger, 90);
+    let stored = app.conversation(&s.access, &conv).await;
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 4, "{stored}");
+}

@@ -141,6 +141,80 @@ impl<B> Query for Sql<B> {
 
 impl<B, Conn> diesel::RunQueryDsl<Conn> for Sql<B> {}
 
+/// A fixed statement boxed as a part of a [`Joined`] one.
+pub type Part = Box<dyn QueryFragment<Pg> + Send + 'static>;
+
+impl<B: BindList + Send + 'static> Sql<B> {
+    /// This statement as a named part of a [`Joined`] one.
+    pub fn part(self) -> Part {
+        Box::new(self)
+    }
+}
+
+/// Fixed statements sent as one: `WITH name AS (part), … last`. Every statement costs the
+/// server its building and a protocol exchange, and Postgres its executor start-up and a
+/// reply, so statements that always travel together are cheaper as one; and a single
+/// statement is a transaction of its own, with no BEGIN or COMMIT to send. Each part keeps
+/// its own placeholders (`$1` is its own first value): diesel numbers them across the
+/// whole. Which parts are present may vary; each combination is a text of its own,
+/// prepared once per connection like any other.
+///
+/// Postgres runs the parts in no documented order; a part that must wait for another's row
+/// locks says so by reading that part (`WHERE EXISTS (SELECT 1 FROM r)`).
+#[must_use = "a statement does nothing until it is run"]
+pub struct Joined {
+    parts: Vec<(&'static str, Part)>,
+    last: Part,
+}
+
+/// Starts a [`Joined`] statement whose result is `last`'s; add its parts with [`Joined::with`].
+pub fn joined(last: Part) -> Joined {
+    Joined {
+        parts: Vec::new(),
+        last,
+    }
+}
+
+impl Joined {
+    /// Adds `part` as the CTE `name` (after the parts already added).
+    pub fn with(mut self, name: &'static str, part: Part) -> Self {
+        self.parts.push((name, part));
+        self
+    }
+
+    /// Whether any part was added.
+    pub fn has_parts(&self) -> bool {
+        !self.parts.is_empty()
+    }
+}
+
+impl QueryFragment<Pg> for Joined {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        for (i, (name, part)) in self.parts.iter().enumerate() {
+            out.push_sql(if i == 0 { "WITH " } else { ", " });
+            out.push_sql(name);
+            out.push_sql(" AS (");
+            part.walk_ast(out.reborrow())?;
+            out.push_sql(")");
+        }
+        if !self.parts.is_empty() {
+            out.push_sql(" ");
+        }
+        self.last.walk_ast(out.reborrow())
+    }
+}
+
+impl QueryId for Joined {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl Query for Joined {
+    type SqlType = Untyped;
+}
+
+impl<Conn> diesel::RunQueryDsl<Conn> for Joined {}
+
 /// A fixed statement whose rows are read by position into a `Queryable` type of SQL type
 /// `ST` ([`Sql::returns`]): a row read by column name (`QueryableByName`) looks every
 /// column up by comparing names, which for a turn's history is most of the decoding.
@@ -202,6 +276,39 @@ mod tests {
         assert!(q.is_safe_to_cache_prepared(&Pg).unwrap());
         let raw = diesel::sql_query("SELECT $1").bind::<BigInt, _>(1_i64);
         assert!(!raw.is_safe_to_cache_prepared(&Pg).unwrap());
+    }
+
+    #[test]
+    fn joined_parts_number_their_placeholders_across_the_whole() {
+        let q = joined(sql("SELECT $1 FROM r").bind::<BigInt, _>(3_i64).part())
+            .with(
+                "r",
+                sql("UPDATE t SET a = $1 WHERE b = $2 RETURNING 1")
+                    .bind::<BigInt, _>(1_i64)
+                    .bind::<Text, _>("x")
+                    .part(),
+            )
+            .with(
+                "s",
+                sql("DELETE FROM u WHERE c = $1 AND EXISTS (SELECT 1 FROM r)")
+                    .bind::<Text, _>("y")
+                    .part(),
+            );
+        let shown = diesel::debug_query::<Pg, _>(&q).to_string();
+        assert!(
+            shown.starts_with(
+                "WITH r AS (UPDATE t SET a = $1 WHERE b = $2 RETURNING 1), \
+                 s AS (DELETE FROM u WHERE c = $3 AND EXISTS (SELECT 1 FROM r)) \
+                 SELECT $4 FROM r -- binds: [1, \"x\", \"y\", 3]"
+            ),
+            "{shown}"
+        );
+        assert!(q.is_safe_to_cache_prepared(&Pg).unwrap());
+        let alone = joined(sql("SELECT 1").part());
+        assert_eq!(
+            diesel::debug_query::<Pg, _>(&alone).to_string(),
+            "SELECT 1 -- binds: []"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::prepared::{column, sql};
+use crate::db::prepared::{column, sql, BindList, Sql};
 use crate::db::schema::audit_log::{self, dsl};
 
 /// Largest argument document kept verbatim (bytes of JSON text).
@@ -110,13 +110,22 @@ pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewAudit],
 ) -> BoxFuture<'static, QueryResult<()>> {
+    if rows.is_empty() {
+        return future::ready(Ok(())).boxed();
+    }
+    insert_rows(rows)
+        .execute(conn)
+        .map(|r| r.map(|_| ()))
+        .boxed()
+}
+
+/// The statement [`insert_many`] sends, to send it as part of another
+/// ([`crate::db::prepared::Joined`]).
+pub fn insert_rows(rows: &[NewAudit]) -> Sql<impl BindList + Send + 'static> {
     use crate::db::{pg_safe_json, pg_safe_text};
     use diesel::sql_types::{
         Array, BigInt, Bool, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     };
-    if rows.is_empty() {
-        return future::ready(Ok(())).boxed();
-    }
     let text = |s: &String| pg_safe_text(s).into_owned();
     // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
     sql(
@@ -168,9 +177,6 @@ pub fn insert_many(
     .bind::<Array<Nullable<Timestamptz>>, _>(column(rows, |r| {
         r.approval.as_ref().and_then(|a| a.decided_at)
     }))
-    .execute(conn)
-    .map(|r| r.map(|_| ()))
-    .boxed()
 }
 
 /// Newest first.

@@ -16,11 +16,12 @@ use uuid::Uuid;
 
 use super::budget_money::{self, Attempt, MoneyHold, MoneyLimit, MoneyRefusal};
 pub use super::budget_tokens::unlimited_hold;
+pub use super::budget_tokens::Guard;
 use super::budget_tokens::{
-    reserve_tokens_after, settle_tokens, totals, try_reserve_tokens, Granted,
+    reserve_tokens_after, settle_tokens, settle_tokens_within, totals, try_reserve_tokens, Granted,
 };
 use crate::budget::Period;
-use crate::db::prepared::sql;
+use crate::db::prepared::{sql, Joined};
 use crate::domain::pricing::Price;
 
 /// A user's effective budget: the user's token override, else the role's; the role's money cap.
@@ -262,6 +263,20 @@ pub fn settle(
         Some(money) => future::try_join(tokens, budget_money::settle(conn, money, spend.cost))
             .map(|r| r.map(|(charged, ())| charged))
             .boxed(),
+    }
+}
+
+/// Adds [`settle`]'s work to `statement` (one statement fewer). `Err` gives the statement back
+/// when the hold has money: its two periods settle with [`settle`], in their own statements.
+pub fn settle_within(
+    statement: Joined,
+    hold: &Hold,
+    spend: Spend,
+    guard: Guard,
+) -> Result<Joined, Joined> {
+    match hold.money {
+        None => Ok(settle_tokens_within(statement, hold, spend.tokens, guard)),
+        Some(_) => Err(statement),
     }
 }
 

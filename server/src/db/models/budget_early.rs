@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::budget::{Hold, Limit, OptionalRow};
 use crate::budget::Period;
-use crate::db::prepared::sql;
+use crate::db::prepared::{joined, sql, Joined};
 
 /// What the early reservation asks: bounds only, the limit is read by the statement.
 #[derive(Debug, Clone, Copy)]
@@ -107,31 +107,47 @@ pub fn resize(
     user_id: Uuid,
     amount: i64,
 ) -> BoxFuture<'static, diesel::QueryResult<()>> {
+    match resized(early, user_id, amount) {
+        None => futures_util::future::ready(Ok(())).boxed(),
+        Some(statement) => statement.execute(conn).map(|r| r.map(drop)).boxed(),
+    }
+}
+
+/// The statement [`resize`] sends (`None`: nothing to give back), to which the start adds
+/// its user message ([`Joined::with`]): one statement fewer before its COMMIT.
+pub fn resized(early: EarlyHold, user_id: Uuid, amount: i64) -> Option<Joined> {
     let amount = amount.clamp(0, early.amount);
     let give_back = early.amount - amount;
     if give_back == 0 {
-        return futures_util::future::ready(Ok(())).boxed();
+        return None;
     }
     // One statement either way (a row must not be both updated and deleted in one).
-    let text = if amount == 0 {
-        "WITH h AS (DELETE FROM budget_holds WHERE id = $1 AND user_id = $2 \
-                    RETURNING period, period_start) \
-         UPDATE budget_periods b SET reserved = b.reserved - $3, updated_at = now() \
-         FROM h WHERE b.user_id = $2 AND b.period = h.period AND b.period_start = h.period_start"
-    } else {
-        "WITH h AS (UPDATE budget_holds SET amount = amount - $3 WHERE id = $1 AND user_id = $2 \
-                    RETURNING period, period_start) \
-         UPDATE budget_periods b SET reserved = b.reserved - $3, updated_at = now() \
-         FROM h WHERE b.user_id = $2 AND b.period = h.period AND b.period_start = h.period_start"
-    };
     // Raw SQL: UPDATE … FROM a CTE.
-    sql(text)
+    let hold = if amount == 0 {
+        sql("DELETE FROM budget_holds WHERE id = $1 AND user_id = $2 \
+             RETURNING period, period_start")
+        .bind::<SqlUuid, _>(early.id)
+        .bind::<SqlUuid, _>(user_id)
+        .part()
+    } else {
+        sql(
+            "UPDATE budget_holds SET amount = amount - $3 WHERE id = $1 AND user_id = $2 \
+             RETURNING period, period_start",
+        )
         .bind::<SqlUuid, _>(early.id)
         .bind::<SqlUuid, _>(user_id)
         .bind::<BigInt, _>(give_back)
-        .execute(conn)
-        .map(|r| r.map(drop))
-        .boxed()
+        .part()
+    };
+    let period = sql(
+        "UPDATE budget_periods b SET reserved = b.reserved - $1, updated_at = now() \
+                      FROM h WHERE b.user_id = $2 AND b.period = h.period \
+                       AND b.period_start = h.period_start",
+    )
+    .bind::<BigInt, _>(give_back)
+    .bind::<SqlUuid, _>(user_id)
+    .part();
+    Some(joined(period).with("h", hold))
 }
 
 /// The early hold as the turn's hold, once fitted to `amount`.

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::budget::{period_name, Hold, OptionalRow, Reserve, ReserveAsk};
 use crate::budget::Period;
-use crate::db::prepared::sql;
+use crate::db::prepared::{joined, sql, Joined, Part};
 
 #[derive(QueryableByName)]
 pub(super) struct Granted {
@@ -147,34 +147,97 @@ pub(super) fn settle_tokens(
 ) -> BoxFuture<'static, diesel::QueryResult<i64>> {
     let actual = actual.max(0);
     if !hold.is_limited() {
-        // Raw SQL: ON CONFLICT with an expression update, prepared once per connection and pipelined on the turn's path (see db::prepared).
-        return sql(
+        return joined(unlimited_charge(hold, actual, Guard::None))
+            .execute(conn)
+            .map(move |r| r.map(|_| actual))
+            .boxed();
+    }
+    joined(sql("SELECT amount FROM s").part())
+        .with("h", hold_release(hold, Guard::None))
+        .with("s", hold_charge(actual))
+        .get_result::<Granted>(conn)
+        .map(|r| r.optional_row().map(|c| c.map_or(0, |c| c.amount)))
+        .boxed()
+}
+
+/// Adds to `statement` the settlement [`settle_tokens`] makes, as its parts `h` and `s`.
+pub(super) fn settle_tokens_within(
+    statement: Joined,
+    hold: &Hold,
+    actual: i64,
+    guard: Guard,
+) -> Joined {
+    let actual = actual.max(0);
+    if !hold.is_limited() {
+        return statement.with("s", unlimited_charge(hold, actual, guard));
+    }
+    statement
+        .with("h", hold_release(hold, guard))
+        .with("s", hold_charge(actual))
+}
+
+/// Whether a settlement sent within a larger statement waits for another of its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Its budget rows are its statement's first locks.
+    None,
+    /// Its budget rows are locked only once the statement's part `r` (a turn's claim,
+    /// released) has returned a row: the conversation row before the budget's, as everywhere
+    /// ([`crate::turn::sql`]).
+    Released,
+}
+
+/// The hold's row deleted, returning what the period is charged from (part `h`).
+fn hold_release(hold: &Hold, guard: Guard) -> Part {
+    // Raw SQL: DELETE … RETURNING, the CTE feeding `hold_charge`.
+    let text = match guard {
+        Guard::None => {
+            "DELETE FROM budget_holds WHERE id = $1 \
+             RETURNING user_id, period, period_start, amount"
+        }
+        Guard::Released => {
+            "DELETE FROM budget_holds WHERE id = $1 AND EXISTS (SELECT 1 FROM r) \
+             RETURNING user_id, period, period_start, amount"
+        }
+    };
+    sql(text).bind::<SqlUuid, _>(hold.id).part()
+}
+
+/// The period charged at most the released hold (`h`), which it no longer reserves.
+fn hold_charge(actual: i64) -> Part {
+    sql("UPDATE budget_periods b \
+            SET spent = b.spent + LEAST($1, h.amount), reserved = b.reserved - h.amount, \
+                updated_at = now() \
+           FROM h WHERE b.user_id = h.user_id AND b.period = h.period \
+            AND b.period_start = h.period_start \
+         RETURNING LEAST($1, h.amount) AS amount")
+    .bind::<BigInt, _>(actual)
+    .part()
+}
+
+/// An unlimited user's usage added to the period row, created if needed.
+fn unlimited_charge(hold: &Hold, actual: i64, guard: Guard) -> Part {
+    // Raw SQL: ON CONFLICT with an expression update, prepared once per connection and pipelined on the turn's path (see db::prepared).
+    let text = match guard {
+        Guard::None => {
             "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
-             VALUES ($1, $2, $3, $4) \
+             SELECT $1, $2, $3, $4 \
              ON CONFLICT (user_id, period, period_start) \
-             DO UPDATE SET spent = b.spent + EXCLUDED.spent, updated_at = now()",
-        )
+             DO UPDATE SET spent = b.spent + EXCLUDED.spent, updated_at = now()"
+        }
+        Guard::Released => {
+            "INSERT INTO budget_periods AS b (user_id, period, period_start, spent) \
+             SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM r) \
+             ON CONFLICT (user_id, period, period_start) \
+             DO UPDATE SET spent = b.spent + EXCLUDED.spent, updated_at = now()"
+        }
+    };
+    sql(text)
         .bind::<SqlUuid, _>(hold.user_id)
         .bind::<Text, _>(period_name(hold.period))
         .bind::<Timestamptz, _>(hold.period_start)
         .bind::<BigInt, _>(actual)
-        .execute(conn)
-        .map(move |r| r.map(|_| actual))
-        .boxed();
-    }
-    // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
-    sql(
-        "WITH h AS (DELETE FROM budget_holds WHERE id = $1 RETURNING user_id, period, period_start, amount) \
-         UPDATE budget_periods b \
-            SET spent = b.spent + LEAST($2, h.amount), reserved = b.reserved - h.amount, updated_at = now() \
-           FROM h WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start \
-         RETURNING LEAST($2, h.amount) AS amount",
-    )
-    .bind::<SqlUuid, _>(hold.id)
-    .bind::<BigInt, _>(actual)
-    .get_result::<Granted>(conn)
-    .map(|r| r.optional_row().map(|c| c.map_or(0, |c| c.amount)))
-    .boxed()
+        .part()
 }
 
 async fn ensure_row(

@@ -9,7 +9,7 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::prepared::{column, sql};
+use crate::db::prepared::{column, sql, BindList, Sql};
 use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
 use crate::domain::{tokens, MessageRole, MessageStatus};
@@ -208,6 +208,15 @@ pub fn insert_many(
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
+    insert_rows(rows)
+        .execute(conn)
+        .map(|r| r.map(|_| ()))
+        .boxed()
+}
+
+/// The statement [`insert_many`] sends, to send it as part of another
+/// ([`crate::db::prepared::Joined`]).
+pub fn insert_rows(rows: &[NewMessage]) -> Sql<impl BindList + Send + 'static> {
     // Postgres must accept whatever the model produced (see `pg_safe_text`).
     let text = |s: &String| pg_safe_text(s).into_owned();
     let opt_text = |s: &Option<String>| s.as_deref().map(|s| pg_safe_text(s).into_owned());
@@ -244,9 +253,6 @@ pub fn insert_many(
     }))
     .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.attachments.as_ref().map(pg_safe_json)))
     .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.citations.as_ref().map(pg_safe_json)))
-    .execute(conn)
-    .map(|r| r.map(|_| ()))
-    .boxed()
 }
 
 /// Which of these message ids are stored (after a commit whose answer was lost).

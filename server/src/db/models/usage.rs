@@ -10,7 +10,7 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::prepared::{column, sql};
+use crate::db::prepared::{column, sql, BindList, Sql};
 
 #[derive(Debug, Clone)]
 pub struct NewUsage {
@@ -43,6 +43,15 @@ pub fn insert_many(
     if rows.is_empty() {
         return future::ready(Ok(())).boxed();
     }
+    insert_rows(rows)
+        .execute(conn)
+        .map(|r| r.map(|_| ()))
+        .boxed()
+}
+
+/// The statement [`insert_many`] sends, to send it as part of another
+/// ([`crate::db::prepared::Joined`]).
+pub fn insert_rows(rows: &[NewUsage]) -> Sql<impl BindList + Send + 'static> {
     // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
     sql(
         "INSERT INTO usage_records (user_id, conversation_id, message_id, model, input_tokens, \
@@ -74,9 +83,6 @@ pub fn insert_many(
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.1.clone())))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_from.clone()))
     .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_reason.clone()))
-    .execute(conn)
-    .map(|r| r.map(|_| ()))
-    .boxed()
 }
 
 /// Tokens of one user with one model.

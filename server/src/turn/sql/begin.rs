@@ -3,7 +3,7 @@
 //! and stores the user message.
 
 use diesel::QueryResult;
-use diesel_async::AsyncPgConnection;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::FutureExt;
 
 use crate::db::models::api_key::KeyState;
@@ -52,6 +52,17 @@ pub struct Opened<'c> {
 enum Read {
     Whole(Recent),
     After(After),
+}
+
+/// How the start's budget is settled before its COMMIT.
+#[derive(Clone, Copy)]
+enum Budgeted {
+    /// No token or money limit: nothing is held.
+    Unlimited,
+    /// The early reservation covers the call: cut to this amount.
+    Fitted(budget_early::EarlyHold, i64),
+    /// Reserved exactly, in a round trip of its own (the early one, if any, given back).
+    Exact(Option<budget_early::EarlyHold>),
 }
 
 /// Checks the account and claims the conversation, reading its history (as much as could
@@ -275,6 +286,16 @@ impl Opened<'_> {
             process_id,
             turn_id: Some(turn_id),
         };
+        // A money budget is reserved exactly, with the tokens, before anything is committed.
+        let money = reserve_ask.limit.money.is_some();
+        let budgeted = match early {
+            _ if !money && reserve_ask.limit.tokens.is_none() => Budgeted::Unlimited,
+            // Enough was left: keep what the exact reservation would have granted.
+            Some(early) if !money && early.amount >= reserve_ask.need => {
+                Budgeted::Fitted(early, early.amount.min(reserve_ask.want))
+            }
+            early => Budgeted::Exact(early),
+        };
         // A new conversation and its earlier messages go first: the user message needs them.
         let create = match &claim.new_conversation {
             Some(new) => create_claimed(
@@ -287,12 +308,23 @@ impl Opened<'_> {
             ),
             None => ready_ok(),
         };
-        let insert = futures_util::future::try_join(
-            create,
-            message::insert_many(tx.conn(), std::slice::from_ref(&user_message)),
-        )
-        .map(|r| r.map(drop))
-        .boxed();
+        let user_rows = std::slice::from_ref(&user_message);
+        // A fitted hold's statement stores the user message too: one statement fewer.
+        let fit = match budgeted {
+            Budgeted::Fitted(early, amount) => budget_early::resized(early, user_id, amount),
+            _ => None,
+        };
+        let stored = match fit {
+            Some(fit) => fit
+                .with("m", message::insert_rows(user_rows).part())
+                .execute(tx.conn())
+                .map(|r| r.map(drop))
+                .boxed(),
+            None => message::insert_many(tx.conn(), user_rows),
+        };
+        let insert = futures_util::future::try_join(create, stored)
+            .map(|r| r.map(drop))
+            .boxed();
         let insert = match &claim.idempotency {
             None => insert,
             Some(key) => {
@@ -309,25 +341,19 @@ impl Opened<'_> {
                     .boxed()
             }
         };
-        // A money budget is reserved exactly, with the tokens, before anything is committed.
-        let money = reserve_ask.limit.money.is_some();
-        let (hold, committing) = match early {
-            _ if !money && reserve_ask.limit.tokens.is_none() => (
+        let (hold, committing) = match budgeted {
+            Budgeted::Unlimited => (
                 budget::unlimited_hold(&reserve_ask),
                 tx.commit_later(insert),
             ),
-            // Enough was left: keep what the exact reservation would have granted.
-            Some(early) if !money && early.amount >= reserve_ask.need => {
-                let amount = early.amount.min(reserve_ask.want);
-                let fit = budget_early::resize(tx.conn(), early, user_id, amount);
+            Budgeted::Fitted(early, amount) => {
                 let hold =
                     budget_early::fitted(early, user_id, &reserve_ask.limit, ask.now, amount);
-                let store = futures_util::future::try_join(insert, fit).map(|r| r.map(drop));
-                (hold, tx.commit_later(store.boxed()))
+                (hold, tx.commit_later(insert))
             }
             // Too little left for this call (or no period row yet): reserve exactly, as a
             // second round trip, after giving back what the early reservation took.
-            early => {
+            Budgeted::Exact(early) => {
                 let give_back = match early {
                     Some(e) => budget_early::resize(tx.conn(), e, user_id, 0),
                     None => ready_ok(),

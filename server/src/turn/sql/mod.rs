@@ -13,7 +13,9 @@
 //! and the user message, and a COMMIT that overlaps the model call's opening; after the turn
 //! it is a single round trip. That holds because every statement here has fixed text and is
 //! prepared once per connection ([`crate::db::prepared`]): a statement diesel re-prepares
-//! costs a round trip of its own.
+//! costs a round trip of its own. Statements that always travel together are sent as one
+//! ([`crate::db::prepared::Joined`]): the fitted hold with the user message, and the whole
+//! of a turn's end, which is then a transaction of its own without BEGIN or COMMIT.
 //!
 //! # Lock order
 //!
@@ -33,7 +35,8 @@
 //!
 //! The transactions: a turn's start ([`open`]: claim, then the early reservation; then the
 //! user message), a step ([`next_call`]: budget only, then new rows), a turn's end
-//! ([`finish`], [`release_with`], [`abandon`]: release the claim, then settle), and a title
+//! ([`finish`], [`release_with`], [`abandon`]: release the claim, then settle; in `finish`'s
+//! single statement the settlement reads the released row first), and a title
 //! ([`title::store`]: the title, then settle, then its usage row). A transaction that may
 //! still lose a conflict (another replica's sweep, an admin's change) is retried
 //! ([`crate::db::conflict`]).
@@ -59,6 +62,7 @@ pub mod end;
 pub mod inputs;
 pub mod preset;
 pub mod release;
+mod rows;
 mod step;
 pub mod title;
 

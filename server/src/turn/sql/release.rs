@@ -7,12 +7,13 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
-use crate::db::models::audit::{self, NewAudit};
-use crate::db::models::budget::{self, Hold, Spend};
-use crate::db::models::message::{self, NewMessage};
+use crate::db::models::audit::NewAudit;
+use crate::db::models::budget::{self, Guard, Hold, Spend};
+use crate::db::models::message::NewMessage;
 use crate::db::models::usage::{self, NewUsage};
 use crate::db::pipelined::Pipelined;
-use crate::db::prepared::sql;
+use crate::db::prepared::{joined, sql, Joined};
+use crate::turn::sql::rows::Rows;
 
 /// The end of a turn, stored by [`finish`].
 pub struct Finish {
@@ -27,28 +28,48 @@ pub struct Finish {
 }
 
 /// Settles the last hold, stores what the turn produced, its usage and its final event, and
-/// releases the claim, in one commit and one round trip.
+/// releases the claim, all or nothing, in one round trip: one statement, a transaction of
+/// its own ([`crate::db::prepared::Joined`]: no BEGIN, no COMMIT, one executor start-up).
+/// A hold with money settles its two periods in statements of their own, so that end is a
+/// pipelined transaction instead.
+///
+/// The conversation row is locked before the budget rows, as in `begin`: two transactions
+/// taking them in opposite orders could deadlock. A turn that no longer holds its claim (it
+/// was ended as interrupted while this process could not reach the database) stores
+/// nothing: the release fails the statement ([`is_claim_lost`]).
 pub async fn finish(conn: &mut AsyncPgConnection, f: Finish) -> QueryResult<()> {
-    let mut tx = Pipelined::open(conn);
-    let c = tx.conn();
-    // The conversation row is locked before the budget row, as in `begin`: two transactions
-    // taking them in opposite orders could deadlock. A turn that no longer holds its claim
-    // (it was ended as interrupted while this process could not reach the database) stores
-    // nothing: the release fails the transaction ([`is_claim_lost`]).
-    // The final event is recorded by the same statement.
-    let released = release_own(c, f.conversation_id, f.turn_id, f.end);
-    let settled = match &f.settle {
-        Some((hold, actual)) => budget::settle(c, hold, *actual),
-        None => futures_util::future::ready(Ok(0)).boxed(),
+    let Finish {
+        conversation_id,
+        turn_id,
+        rows,
+        usage_rows,
+        audit_rows,
+        settle,
+        end,
+    } = f;
+    let released = release_own(conversation_id, turn_id, end);
+    let one = match &settle {
+        None => Ok(released),
+        Some((hold, spend)) => budget::settle_within(released, hold, *spend, Guard::Released),
     };
-    let work = futures_util::future::try_join5(
-        released,
-        settled,
-        message::insert_many(c, &f.rows),
-        usage::insert_many(c, &f.usage_rows),
-        audit::insert_many(c, &f.audit_rows),
-    );
-    tx.run(work).await.map(|_| ())
+    let rows = Rows {
+        messages: &rows,
+        usage: &usage_rows,
+        audit: &audit_rows,
+    };
+    match one {
+        Ok(one) => {
+            let stored = rows.within(one).get_result::<One>(conn).boxed();
+            stored.await.map(drop)
+        }
+        Err(released) => {
+            let mut tx = Pipelined::open(conn);
+            let released = released.get_result::<One>(tx.conn()).boxed();
+            let stored = rows.store_settling(tx.conn(), settle.as_ref());
+            let work = futures_util::future::try_join(released, stored);
+            tx.run(work).await.map(|_| ())
+        }
+    }
 }
 
 #[derive(QueryableByName)]
@@ -58,29 +79,30 @@ struct One {
     n: i64,
 }
 
-/// Releases the claim of `turn_id` and records the turn's final event `end` (what a client
-/// re-attaching after the end is given), failing the transaction (division by zero) when the
-/// conversation is not claimed by it. One statement: a turn's end pays for each one it sends.
-fn release_own(
-    conn: &mut AsyncPgConnection,
-    conversation_id: Uuid,
-    turn_id: Uuid,
-    end: serde_json::Value,
-) -> BoxFuture<'static, QueryResult<usize>> {
-    sql("WITH r AS (UPDATE conversations \
-            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                updated_at = now() \
-          WHERE id = $1 AND active_turn_id = $2 RETURNING 1), \
-              e AS (INSERT INTO turn_ends (turn_id, conversation_id, event) \
-                    SELECT $2, $1, $3 FROM r \
-                    ON CONFLICT (turn_id) DO NOTHING) \
-         SELECT (1 / count(*))::BIGINT AS n FROM r")
-    .bind::<SqlUuid, _>(conversation_id)
-    .bind::<SqlUuid, _>(turn_id)
-    .bind::<Jsonb, _>(end)
-    .get_result::<One>(conn)
-    .map(|r| r.map(|_| 1))
-    .boxed()
+/// Releases the claim of `turn_id` (part `r`) and records the turn's final event `end`
+/// (what a client re-attaching after the end is given), failing the statement (division by
+/// zero) when the conversation is not claimed by it.
+fn release_own(conversation_id: Uuid, turn_id: Uuid, end: serde_json::Value) -> Joined {
+    joined(sql("SELECT (1 / count(*))::BIGINT AS n FROM r").part())
+        .with(
+            "r",
+            sql("UPDATE conversations \
+                    SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
+                        updated_at = now() \
+                  WHERE id = $1 AND active_turn_id = $2 RETURNING 1")
+            .bind::<SqlUuid, _>(conversation_id)
+            .bind::<SqlUuid, _>(turn_id)
+            .part(),
+        )
+        .with(
+            "e",
+            sql("INSERT INTO turn_ends (turn_id, conversation_id, event) \
+                 SELECT $1, $2, $3 FROM r ON CONFLICT (turn_id) DO NOTHING")
+            .bind::<SqlUuid, _>(turn_id)
+            .bind::<SqlUuid, _>(conversation_id)
+            .bind::<Jsonb, _>(end)
+            .part(),
+        )
 }
 
 /// Whether [`finish`] failed because the turn no longer holds its conversation.

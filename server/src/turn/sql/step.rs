@@ -6,16 +6,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
-use futures_util::future::FutureExt;
 use uuid::Uuid;
 
-use crate::db::models::audit::{self, NewAudit};
+use crate::db::models::audit::NewAudit;
 use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk, Spend};
-use crate::db::models::message::{self, NewMessage};
-use crate::db::models::usage::{self, NewUsage};
+use crate::db::models::message::NewMessage;
+use crate::db::models::usage::NewUsage;
 use crate::db::pipelined::Pipelined;
 use crate::turn::sql::abort_with;
 use crate::turn::sql::access::{access, RoleNow};
+use crate::turn::sql::rows::Rows;
 
 /// Between two model calls of a turn: the finished step and the next call's ask.
 #[derive(Debug)]
@@ -58,27 +58,25 @@ pub struct NextCall {
 /// for the next call, in one commit. A refused reservation still commits the rest. `Err`:
 /// nothing was committed (unless the connection broke while the COMMIT was on its way).
 ///
-/// Round trips: BEGIN with the step, the settlement, the audit rows and the read; then the
-/// reservation with COMMIT behind it.
+/// Round trips: BEGIN with the step's rows and the settlement (one statement, [`Rows`]) and
+/// the read; then the reservation with COMMIT behind it.
 pub async fn next_call(
     conn: &mut AsyncPgConnection,
     user_id: Uuid,
     step: &Step,
 ) -> QueryResult<NextCall> {
     let mut tx = Pipelined::open(conn);
-    let settle = match &step.settle {
-        Some((hold, actual)) => budget::settle(tx.conn(), hold, *actual),
-        None => futures_util::future::ready(Ok(0)).boxed(),
+    let rows = Rows {
+        messages: &step.messages,
+        usage: &step.usage,
+        audit: &step.audit,
     };
-    let first = futures_util::future::try_join5(
-        message::insert_many(tx.conn(), &step.messages),
-        usage::insert_many(tx.conn(), &step.usage),
-        settle,
-        audit::insert_many(tx.conn(), &step.audit),
+    let first = futures_util::future::try_join(
+        rows.store_settling(tx.conn(), step.settle.as_ref()),
         access(tx.conn(), user_id),
     );
     let access = match tx.begin_with(first).await {
-        Ok(((), (), _, (), access)) => access,
+        Ok(((), access)) => access,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
     let Some(access) = access else {
