@@ -618,7 +618,7 @@ async fn the_first_concurrent_turns_of_a_new_period_are_not_refused() {
 
 /// A user without a token budget holds nothing, yet what each call used is added to the
 /// period: by the step that stores the tool call and by the turn's end, each of which
-/// settles within a larger statement of its own.
+/// settles within a larger statement of its own (`Rows::store_settling`, `finish`).
 #[tokio::test]
 async fn without_a_budget_every_calls_usage_is_still_counted() {
     let fake = FakeUpstream::start().await;

@@ -94,6 +94,24 @@ pub fn column<R, T>(rows: &[R], field: impl Fn(&R) -> T) -> Vec<T> {
     rows.iter().map(field).collect()
 }
 
+/// Sends the insert `statement` builds for `rows`, or nothing when there are none: the
+/// future does not borrow the connection (pipelinable).
+pub fn insert_rows<R, B>(
+    conn: &mut diesel_async::AsyncPgConnection,
+    rows: &[R],
+    statement: impl FnOnce(&[R]) -> Sql<B>,
+) -> futures_util::future::BoxFuture<'static, QueryResult<()>>
+where
+    B: BindList + Send + 'static,
+{
+    use diesel_async::RunQueryDsl;
+    use futures_util::future::FutureExt;
+    if rows.is_empty() {
+        return futures_util::future::ready(Ok(())).boxed();
+    }
+    statement(rows).execute(conn).map(|r| r.map(drop)).boxed()
+}
+
 fn unbound(placeholder: impl std::fmt::Display) -> diesel::result::Error {
     diesel::result::Error::QueryBuilderError(
         format!("placeholder ${placeholder} has no bound value").into(),
@@ -153,8 +171,8 @@ impl<B: BindList + Send + 'static> Sql<B> {
 
 /// Fixed statements sent as one: `WITH name AS (part), … last`. Every statement costs the
 /// server its building and a protocol exchange, and Postgres its executor start-up and a
-/// reply, so statements that always travel together are cheaper as one; and a single
-/// statement is a transaction of its own, with no BEGIN or COMMIT to send. Each part keeps
+/// reply, and a single statement is a transaction of its own, with no BEGIN or COMMIT to
+/// send (how much that saves a turn: `tests/load/RESULTS-issue43-joined.md`). Each part keeps
 /// its own placeholders (`$1` is its own first value): diesel numbers them across the
 /// whole. Which parts are present may vary; each combination is a text of its own,
 /// prepared once per connection like any other.

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{self, BoxFuture, FutureExt};
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -110,13 +110,7 @@ pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewAudit],
 ) -> BoxFuture<'static, QueryResult<()>> {
-    if rows.is_empty() {
-        return future::ready(Ok(())).boxed();
-    }
-    insert_rows(rows)
-        .execute(conn)
-        .map(|r| r.map(|_| ()))
-        .boxed()
+    crate::db::prepared::insert_rows(conn, rows, insert_rows)
 }
 
 /// The statement [`insert_many`] sends, to send it as part of another

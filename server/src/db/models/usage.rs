@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Nullable, Numeric, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{self, BoxFuture, FutureExt};
+use futures_util::future::BoxFuture;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use uuid::Uuid;
@@ -40,13 +40,7 @@ pub fn insert_many(
     conn: &mut AsyncPgConnection,
     rows: &[NewUsage],
 ) -> BoxFuture<'static, QueryResult<()>> {
-    if rows.is_empty() {
-        return future::ready(Ok(())).boxed();
-    }
-    insert_rows(rows)
-        .execute(conn)
-        .map(|r| r.map(|_| ()))
-        .boxed()
+    crate::db::prepared::insert_rows(conn, rows, insert_rows)
 }
 
 /// The statement [`insert_many`] sends, to send it as part of another
