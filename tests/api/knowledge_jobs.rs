@@ -337,3 +337,60 @@ async fn adds_racing_for_the_last_of_a_quota_do_not_both_fit() {
     let (_, list) = send(&app, Method::GET, &ann.access, "/api/collections", None).await;
     assert_eq!(list["storage"]["used_bytes"], 8000, "{list}");
 }
+
+/// Workers claiming at once take each waiting job exactly once. A claim that committed after
+/// another's snapshot was taken again by it (its lock skips only rows locked at that
+/// moment), so one process's two workers embedded a resumed file twice.
+#[tokio::test]
+async fn workers_claiming_at_once_take_each_job_once() {
+    let fake = FakeUpstream::start().await;
+    // No workers of its own: the claims below are the only ones.
+    let (app, [ann]) = on_fake(&fake)
+        .settings(|s| s.knowledge.enabled = false)
+        .start_as(["ann"])
+        .await;
+    let c = Uuid::new_v4();
+    diesel::sql_query("INSERT INTO collections (id, owner_id, name) VALUES ($1, $2, 'Docs')")
+        .bind::<SqlUuid, _>(c)
+        .bind::<SqlUuid, _>(ann.user_id)
+        .execute(&mut app.db().await)
+        .await
+        .unwrap();
+    const JOBS: usize = 60;
+    for i in 0..JOBS {
+        insert_dead_claim(&app, &c.to_string(), ann.user_id, &format!("f{i}.txt"), 0).await;
+    }
+    let me = strings(&app, "SELECT id::TEXT AS v FROM server_processes LIMIT 1").await;
+    let me = Uuid::parse_str(&me[0]).unwrap();
+    let workers = (0..8).map(|_| {
+        let url = app.database_url.clone();
+        tokio::spawn(async move {
+            use diesel_async::AsyncConnection;
+            let mut conn = diesel_async::AsyncPgConnection::establish(&url)
+                .await
+                .unwrap();
+            let mut taken = Vec::new();
+            while let Some(job) = agentchat::knowledge::job_claim::claim(&mut conn, me)
+                .await
+                .unwrap()
+            {
+                taken.push(job.id);
+            }
+            taken
+        })
+    });
+    let mut taken: Vec<Uuid> = Vec::new();
+    for w in workers.collect::<Vec<_>>() {
+        taken.extend(w.await.unwrap());
+    }
+    let claims = taken.len();
+    taken.sort();
+    taken.dedup();
+    assert_eq!((claims, taken.len()), (JOBS, JOBS), "claims, distinct jobs");
+    let attempts = strings(
+        &app,
+        "SELECT count(*)::TEXT AS v FROM documents WHERE attempts <> 1",
+    )
+    .await;
+    assert_eq!(attempts, ["0"], "every job counted one claim");
+}

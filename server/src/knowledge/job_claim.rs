@@ -6,7 +6,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
 #[derive(QueryableByName)]
-pub(super) struct Claimed {
+pub struct Claimed {
     #[diesel(sql_type = SqlUuid)]
     pub id: Uuid,
     #[diesel(sql_type = Integer)]
@@ -24,10 +24,13 @@ pub(super) struct Claimed {
 /// the uploader with the fewest jobs running, then the one served least recently, then the
 /// oldest. One member's many files do not keep another's waiting behind all of them.
 /// The claim counts as an attempt even if this process dies on it (see `jobs::run`).
-pub(super) async fn claim(
-    conn: &mut AsyncPgConnection,
-    me: Uuid,
-) -> diesel::QueryResult<Option<Claimed>> {
+///
+/// The outer `WHERE` repeats the lease conditions on `d`: a job another worker claimed and
+/// committed after this statement's snapshot is locked by the subquery all the same (`SKIP
+/// LOCKED` skips only rows locked *now*), and only a condition on the row being updated is
+/// checked again against its newest version. Without it two workers of one process could
+/// both take the job and embed every batch twice.
+pub async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResult<Option<Claimed>> {
     diesel::sql_query(
         "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
                 claimed_at = now(), \
@@ -53,6 +56,10 @@ pub(super) async fn claim(
               JOIN load l ON l.uploaded_by = w.uploaded_by \
              ORDER BY l.running, l.served NULLS FIRST, w.updated_at \
              LIMIT 1 FOR UPDATE OF x SKIP LOCKED) \
+            AND d.state IN ('queued', 'extracting', 'embedding') \
+            AND (d.lease_until IS NULL OR d.lease_until < now()) \
+            AND (d.lease_owner IS NULL OR NOT EXISTS \
+                 (SELECT 1 FROM server_processes p WHERE p.id = d.lease_owner)) \
          RETURNING d.id, d.generation, d.uploaded_by, d.attempts, d.state",
     )
     .bind::<SqlUuid, _>(me)

@@ -15,7 +15,7 @@ mod embed_budget;
 mod embed_step;
 pub mod error;
 pub mod extract;
-mod job_claim;
+pub mod job_claim;
 mod job_end;
 mod job_extract;
 mod job_watch;
