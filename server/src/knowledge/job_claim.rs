@@ -1,4 +1,5 @@
 //! Which ingestion job a worker takes next, and taking it (its lease names this process).
+//! Public so that the API tests can race claims against a real database.
 
 use diesel::sql_types::{Integer, Text, Uuid as SqlUuid};
 use diesel::{OptionalExtension, QueryableByName};
