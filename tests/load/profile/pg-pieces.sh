@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# What the pieces of a turn's writes cost Postgres, in CPU per piece: a way to price a design
+# lever (fewer rows, indexes, foreign keys, commits) in minutes, without building the server.
+#
+# Each piece is a pgbench script shaped like what a turn sends (same tables, same kinds of
+# statement); its cost is the CPU of every process of the Postgres cluster (user + system,
+# backends and background) over the run, divided by the transactions pgbench completed. A
+# lever is measured as a pair: the piece as the turn has it now, and the piece with the lever
+# applied, alternated ROUNDS times in one sitting (read the spread, not one number).
+#
+# Usage: run the load kit once with --keep-db, then
+#   tests/load/profile/pg-pieces.sh agentchat_load_<id> [SECS] [ROUNDS] [CLIENTS]
+# Needs: pgbench and psql on the PATH, Postgres on the same host (its /proc is read), the
+# cluster's superuser. PGHOST/PGPORT pick the cluster (default 127.0.0.1:5432). Two copies of
+# the database are made (<db>_now, <db>_lever) and dropped at the end; the kit's is untouched.
+set -euo pipefail
+
+src=${1:?usage: pg-pieces.sh KIT_DATABASE [SECS] [ROUNDS] [CLIENTS]}
+secs=${2:-10}
+rounds=${3:-2}
+clients=${4:-8}
+export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+now_db="${src}_now"
+lever_db="${src}_lever"
+work=$(mktemp -d)
+trap 'rm -rf "$work"; psql -Xq -d postgres -c "DROP DATABASE IF EXISTS $now_db" -c "DROP DATABASE IF EXISTS $lever_db" >/dev/null 2>&1 || true' EXIT
+
+q() { PGOPTIONS="-c client_min_messages=warning" psql -XAtq -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
+
+data_dir=$(q postgres "SHOW data_directory")
+postmaster=$(head -1 "$data_dir/postmaster.pid")
+
+# CPU ticks of the whole cluster: the postmaster, its children that ended (reaped into its
+# cutime/cstime) and those still running.
+cluster_ticks() {
+    local total pid
+    total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat")
+    for pid in $(pgrep -P "$postmaster"); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$total"
+}
+
+for db in "$now_db" "$lever_db"; do
+    q postgres "DROP DATABASE IF EXISTS $db"
+    q postgres "CREATE DATABASE $db TEMPLATE $src"
+    q "$db" "CREATE TABLE piece_conversations AS
+               SELECT row_number() OVER () AS n, id FROM conversations;
+             CREATE TABLE piece_periods AS
+               SELECT row_number() OVER () AS n, user_id, period, period_start
+                 FROM budget_periods"
+    q "$db" "VACUUM ANALYZE"
+done
+conversations=$(q "$now_db" "SELECT count(*) FROM piece_conversations")
+periods=$(q "$now_db" "SELECT count(*) FROM piece_periods")
+[ "$conversations" -gt 0 ] && [ "$periods" -gt 0 ] || {
+    echo "pg-pieces: $src has no conversations or budget periods (run the kit with --keep-db)" >&2
+    exit 1
+}
+
+# The levers, applied to the second copy only.
+q "$lever_db" "DROP INDEX conversations_active_turn_idx;
+               DROP INDEX conversations_active_process;
+               DROP INDEX budget_holds_expiry;
+               DROP INDEX budget_holds_process;
+               DROP INDEX budget_holds_turn_idx;
+               ALTER TABLE turn_ends DROP CONSTRAINT turn_ends_conversation_id_fkey"
+
+pick_conversation="\\set c random(1, $conversations)"
+pick_period="\\set p random(1, $periods)"
+period_row="FROM piece_periods x WHERE x.n = :p AND b.user_id = x.user_id
+              AND b.period = x.period AND b.period_start = x.period_start"
+
+cat > "$work/statement.sql" <<EOF
+$pick_conversation
+SELECT id FROM piece_conversations WHERE n = :c;
+EOF
+cat > "$work/period_update.sql" <<EOF
+$pick_period
+UPDATE budget_periods b SET reserved = b.reserved, updated_at = now() $period_row;
+EOF
+# The claim and the release of a conversation, as a turn's start and end send them.
+cat > "$work/claim_release.sql" <<EOF
+$pick_conversation
+UPDATE conversations SET active_turn_id = gen_random_uuid(), active_turn_at = now(),
+       updated_at = now(), active_process_id = gen_random_uuid()
+ WHERE id = (SELECT id FROM piece_conversations WHERE n = :c);
+UPDATE conversations SET active_turn_id = NULL, active_turn_at = NULL,
+       active_process_id = NULL, updated_at = now()
+ WHERE id = (SELECT id FROM piece_conversations WHERE n = :c);
+EOF
+# Lever: the release leaves updated_at alone and the active_* columns are not indexed, so
+# the release is a HOT update.
+sed 's/active_process_id = NULL, updated_at = now()/active_process_id = NULL/' \
+    "$work/claim_release.sql" > "$work/claim_release_hot.sql"
+# A turn's budget: reserved and held, cut before the start's COMMIT, settled at the end.
+cat > "$work/hold_cycle.sql" <<EOF
+$pick_period
+BEGIN;
+WITH upd AS (UPDATE budget_periods b SET reserved = b.reserved + 1000, updated_at = now()
+             $period_row RETURNING b.user_id, b.period, b.period_start)
+INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id,
+                          turn_id)
+SELECT gen_random_uuid(), user_id, period, period_start, 1000, now() + interval '1 hour',
+       gen_random_uuid(), gen_random_uuid() FROM upd RETURNING id \\gset
+WITH h AS (UPDATE budget_holds SET amount = amount - 500 WHERE id = :id
+           RETURNING user_id, period, period_start)
+UPDATE budget_periods b SET reserved = b.reserved - 500, updated_at = now() FROM h
+ WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start;
+COMMIT;
+WITH h AS (DELETE FROM budget_holds WHERE id = :id
+           RETURNING user_id, period, period_start, amount)
+UPDATE budget_periods b SET reserved = b.reserved - h.amount, spent = b.spent,
+       updated_at = now() FROM h
+ WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start;
+EOF
+# Lever: the same period updates with no hold rows at all.
+cat > "$work/period_cycle.sql" <<EOF
+$pick_period
+BEGIN;
+UPDATE budget_periods b SET reserved = b.reserved + 1000, updated_at = now() $period_row;
+UPDATE budget_periods b SET reserved = b.reserved - 500, updated_at = now() $period_row;
+COMMIT;
+UPDATE budget_periods b SET reserved = b.reserved - 500, spent = b.spent,
+       updated_at = now() $period_row;
+EOF
+cat > "$work/turn_end.sql" <<EOF
+$pick_conversation
+INSERT INTO turn_ends (turn_id, conversation_id, event)
+SELECT gen_random_uuid(), id, '{"type":"done","usage":{"input_tokens":100,"output_tokens":32}}'
+  FROM piece_conversations WHERE n = :c;
+EOF
+
+# µs of cluster CPU per pgbench transaction of one script.
+measure() {
+    local db=$1 script=$2 options=${3:-} before after done_tx
+    before=$(cluster_ticks)
+    done_tx=$(PGOPTIONS="$options" pgbench -n -M prepared -c "$clients" -T "$secs" \
+        -f "$work/$script" "$db" 2>&1 | awk '/actually processed/ {print $NF}')
+    sleep 0.3
+    after=$(cluster_ticks)
+    [ -n "$done_tx" ] && [ "$done_tx" -gt 0 ] || { echo "pg-pieces: $script failed" >&2; exit 1; }
+    echo $(( (after - before) * 1000000 / $(getconf CLK_TCK) / done_tx ))
+}
+
+declare -A runs
+row() {
+    local name=$1 db=$2 script=$3 options=${4:-}
+    runs[$name]="${runs[$name]:-}$(measure "$db" "$script" "$options") "
+}
+for _ in $(seq "$rounds"); do
+    row "one statement (a round trip)" "$now_db" statement.sql
+    row "one HOT update, synchronous commit" "$now_db" period_update.sql
+    row "one HOT update, asynchronous commit" "$now_db" period_update.sql \
+        "-c synchronous_commit=off"
+    row "claim + release (now: both non-HOT)" "$now_db" claim_release.sql
+    row "claim + release (lever: HOT release)" "$lever_db" claim_release_hot.sql
+    row "budget: hold rows + period (now)" "$now_db" hold_cycle.sql
+    row "budget: hold rows, pkey only (lever)" "$lever_db" hold_cycle.sql
+    row "budget: period rows only (lever)" "$now_db" period_cycle.sql
+    row "turn end row, with its foreign key (now)" "$now_db" turn_end.sql
+    row "turn end row, no foreign key (lever)" "$lever_db" turn_end.sql
+done
+
+echo "Postgres CPU per piece, µs ($rounds rounds of ${secs} s, $clients clients," \
+     "$PGHOST:$PGPORT, copies of $src)"
+echo
+echo "| piece | µs per run, each round |"
+echo "|---|---|"
+for name in "one statement (a round trip)" "one HOT update, synchronous commit" \
+    "one HOT update, asynchronous commit" "claim + release (now: both non-HOT)" \
+    "claim + release (lever: HOT release)" "budget: hold rows + period (now)" \
+    "budget: hold rows, pkey only (lever)" "budget: period rows only (lever)" \
+    "turn end row, with its foreign key (now)" "turn end row, no foreign key (lever)"; do
+    echo "| $name | ${runs[$name]% } |"
+done
