@@ -6,6 +6,28 @@ use diesel::{OptionalExtension, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 
+/// A job no live process holds, as a condition on the `documents` row named `$row`: the claim
+/// picks by it and checks it again on the row it updates, so the two must not drift apart.
+macro_rules! claimable {
+    ($row:literal) => {
+        concat!(
+            $row,
+            ".state IN ('queued', 'extracting', 'embedding') \
+             AND (",
+            $row,
+            ".lease_until IS NULL OR ",
+            $row,
+            ".lease_until < now()) \
+             AND (",
+            $row,
+            ".lease_owner IS NULL OR NOT EXISTS \
+                  (SELECT 1 FROM server_processes p WHERE p.id = ",
+            $row,
+            ".lease_owner))"
+        )
+    };
+}
+
 #[derive(QueryableByName)]
 pub struct Claimed {
     #[diesel(sql_type = SqlUuid)]
@@ -32,17 +54,16 @@ pub struct Claimed {
 /// checked again against its newest version. Without it two workers of one process could
 /// both take the job and embed every batch twice.
 pub async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResult<Option<Claimed>> {
-    diesel::sql_query(
+    diesel::sql_query(concat!(
         "UPDATE documents d SET lease_owner = $1, lease_until = NULL, attempts = d.attempts + 1, \
                 claimed_at = now(), \
                 state = CASE WHEN d.state = 'queued' THEN 'extracting' ELSE d.state END \
           WHERE d.id = ( \
             WITH waiting AS ( \
                 SELECT x.id, x.uploaded_by, x.updated_at FROM documents x \
-                 WHERE x.state IN ('queued', 'extracting', 'embedding') \
-                   AND (x.lease_until IS NULL OR x.lease_until < now()) \
-                   AND (x.lease_owner IS NULL OR NOT EXISTS \
-                        (SELECT 1 FROM server_processes p WHERE p.id = x.lease_owner))), \
+                 WHERE ",
+        claimable!("x"),
+        "), \
             load AS ( \
                 SELECT y.uploaded_by, \
                        count(*) FILTER (WHERE y.state IN ('queued', 'extracting', 'embedding') \
@@ -57,12 +78,11 @@ pub async fn claim(conn: &mut AsyncPgConnection, me: Uuid) -> diesel::QueryResul
               JOIN load l ON l.uploaded_by = w.uploaded_by \
              ORDER BY l.running, l.served NULLS FIRST, w.updated_at \
              LIMIT 1 FOR UPDATE OF x SKIP LOCKED) \
-            AND d.state IN ('queued', 'extracting', 'embedding') \
-            AND (d.lease_until IS NULL OR d.lease_until < now()) \
-            AND (d.lease_owner IS NULL OR NOT EXISTS \
-                 (SELECT 1 FROM server_processes p WHERE p.id = d.lease_owner)) \
-         RETURNING d.id, d.generation, d.uploaded_by, d.attempts, d.state",
-    )
+            AND ",
+        claimable!("d"),
+        " \
+         RETURNING d.id, d.generation, d.uploaded_by, d.attempts, d.state"
+    ))
     .bind::<SqlUuid, _>(me)
     .get_result(conn)
     .await

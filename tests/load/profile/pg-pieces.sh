@@ -143,9 +143,12 @@ measure() {
     echo $(( (after - before) * 1000000 / $(getconf CLK_TCK) / done_tx ))
 }
 
+# Each piece's runs, and the pieces in the order they were first measured.
 declare -A runs
+order=()
 row() {
     local name=$1 db=$2 script=$3 options=${4:-}
+    [ -n "${runs[$name]+set}" ] || order+=("$name")
     runs[$name]="${runs[$name]:-}$(measure "$db" "$script" "$options") "
 }
 for _ in $(seq "$rounds"); do
@@ -167,10 +170,6 @@ echo "Postgres CPU per piece, µs ($rounds rounds of ${secs} s, $clients clients
 echo
 echo "| piece | µs per run, each round |"
 echo "|---|---|"
-for name in "one statement (a round trip)" "one HOT update, synchronous commit" \
-    "one HOT update, asynchronous commit" "claim + release (now: both non-HOT)" \
-    "claim + release (lever: HOT release)" "budget: hold rows + period (now)" \
-    "budget: hold rows, pkey only (lever)" "budget: period rows only (lever)" \
-    "turn end row, with its foreign key (now)" "turn end row, no foreign key (lever)"; do
+for name in "${order[@]}"; do
     echo "| $name | ${runs[$name]% } |"
 done
