@@ -265,9 +265,10 @@ async fn an_exhausted_budget_is_refused_before_any_upstream_call() {
     assert_eq!(me["budget"]["used"], 0);
 }
 
-/// The start reserves before it knows the call's size and fits the hold at its commit; when
-/// less is left than the call needs, that early hold is given back and the refusal tells
-/// what is really left. Nothing stays reserved, and the next turn (budget raised) runs.
+/// The start locks the budget period before it knows the call's size and holds the fitted
+/// amount at its commit; when less is left than the call needs, it reserves exactly, and
+/// the refusal tells what is really left. Nothing stays reserved, and the next turn (budget
+/// raised) runs.
 #[tokio::test]
 async fn a_budget_with_too_little_left_for_the_call_is_refused_with_what_is_left() {
     let fake = FakeUpstream::start().await;

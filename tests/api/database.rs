@@ -253,7 +253,7 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
     let mut db = app.db().await;
 
     // The first turn of a period reserves exactly (its budget row is created); later ones
-    // reserve early and fit the hold at the commit, with a statement of their own.
+    // lock the period row first and write the fitted hold with the user message.
     storage_turn(&mut db, s.user_id, conversation).await;
     storage_turn(&mut db, s.user_id, conversation).await;
     let after_first = prepared_statements(&mut db).await;
@@ -263,7 +263,7 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
         "INSERT INTO usage_records",
         "INSERT INTO audit_log",
         "INSERT INTO budget_holds",
-        "UPDATE budget_holds",
+        "FOR NO KEY UPDATE OF b",
         "DELETE FROM budget_holds",
     ] {
         assert!(
@@ -271,6 +271,13 @@ async fn a_turn_prepares_its_statements_once_per_connection() {
             "no cached statement with {wanted:?} in {after_first:#?}"
         );
     }
+    // A hold is written once: never reserved large and cut afterwards.
+    assert!(
+        !after_first
+            .iter()
+            .any(|s| s.contains("UPDATE budget_holds")),
+        "{after_first:#?}"
+    );
     storage_turn(&mut db, s.user_id, conversation).await;
     assert_eq!(prepared_statements(&mut db).await, after_first);
 
@@ -447,7 +454,7 @@ async fn a_start_dropped_before_its_commit_keeps_nothing_and_locks_nothing() {
 }
 
 /// A fresh server with a user on a limited budget and one of their conversations.
-async fn budgeted_conversation(username: &str) -> (TestApp, Session, uuid::Uuid) {
+pub(crate) async fn budgeted_conversation(username: &str) -> (TestApp, Session, uuid::Uuid) {
     let app = TestApp::builder().start().await;
     let admin = app.signed_up("boss").await;
     let user = app.signed_up(username).await;
@@ -458,7 +465,7 @@ async fn budgeted_conversation(username: &str) -> (TestApp, Session, uuid::Uuid)
 }
 
 /// A turn begun and committed on `db`: its claim and the first call's hold.
-async fn begun_turn(
+pub(crate) async fn begun_turn(
     db: &mut AsyncPgConnection,
     user_id: uuid::Uuid,
     conversation: uuid::Uuid,
@@ -472,7 +479,7 @@ async fn begun_turn(
     (claim, begun.hold)
 }
 
-fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
+pub(crate) fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
     agentchat::turn::sql::Claim {
         user_id,
         token_version: 0,
@@ -487,15 +494,29 @@ fn new_claim(user_id: uuid::Uuid) -> agentchat::turn::sql::Claim {
 }
 
 /// What starting a turn through the storage layer gave.
-type TurnStart = Result<agentchat::turn::sql::Started, agentchat::turn::sql::Refusal>;
+pub(crate) type TurnStart = Result<agentchat::turn::sql::Started, agentchat::turn::sql::Refusal>;
 
-/// Begins a turn through the storage layer: a 50-token estimate, up to 100 tokens out.
-async fn start_turn(
+/// Begins a turn through the storage layer: a 50-token estimate, up to 100 tokens out
+/// (at least 10).
+pub(crate) async fn start_turn(
     conn: &mut diesel_async::AsyncPgConnection,
     claim: &agentchat::turn::sql::Claim,
     conversation: uuid::Uuid,
     content: &str,
 ) -> diesel::QueryResult<TurnStart> {
+    match open_turn(conn, claim, conversation, content).await? {
+        Ok(opened) => opened.reserve(50).await,
+        Err(refusal) => Ok(Err(refusal)),
+    }
+}
+
+/// The first round trip of [`start_turn`]: the claim, the reads and the budget period's lock.
+pub(crate) async fn open_turn<'c>(
+    conn: &'c mut diesel_async::AsyncPgConnection,
+    claim: &agentchat::turn::sql::Claim,
+    conversation: uuid::Uuid,
+    content: &str,
+) -> diesel::QueryResult<Result<agentchat::turn::sql::Opened<'c>, agentchat::turn::sql::Refusal>> {
     use agentchat::db::models::message::NewMessage;
     use agentchat::turn::sql;
     let ask = sql::BudgetAsk {
@@ -506,13 +527,10 @@ async fn start_turn(
         hold_ttl: Duration::from_secs(600),
     };
     let message = NewMessage::complete(conversation, MessageRole::User, content);
-    match sql::open(conn, claim.clone(), message, ask, u64::MAX, None).await? {
-        Ok(opened) => opened.reserve(50).await,
-        Err(refusal) => Ok(Err(refusal)),
-    }
+    sql::open(conn, claim.clone(), message, ask, u64::MAX, None).await
 }
 
-fn started(begun: diesel::QueryResult<TurnStart>) -> agentchat::turn::sql::Started {
+pub(crate) fn started(begun: diesel::QueryResult<TurnStart>) -> agentchat::turn::sql::Started {
     match begun.unwrap() {
         Ok(started) => started,
         Err(refusal) => panic!("turn refused: {refusal:?}"),
@@ -695,7 +713,7 @@ async fn finishing_locks_the_conversation_before_the_budget() {
 }
 
 /// Sessions of this database waiting for a lock.
-async fn lock_waiters(db: &mut AsyncPgConnection) -> i64 {
+pub(crate) async fn lock_waiters(db: &mut AsyncPgConnection) -> i64 {
     diesel::sql_query(
         "SELECT count(*) AS n FROM pg_stat_activity \
          WHERE wait_event_type = 'Lock' AND datname = current_database()",

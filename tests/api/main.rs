@@ -18,6 +18,7 @@ mod assistants_knowledge;
 mod attachments;
 mod auth;
 mod budget;
+mod budget_start;
 mod catalogue_edit;
 mod chat;
 mod cleanup;

@@ -23,7 +23,7 @@ const FIRST_PAUSE: Duration = Duration::from_millis(15);
 /// (fixed, so a dashboard sees every series from the start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transaction {
-    /// A turn's first round trip: the claim and the early reservation.
+    /// A turn's first round trip: the claim and the budget period's lock.
     TurnStart,
     /// A step's commit: its messages, the settlement and the next reservation.
     TurnStep,

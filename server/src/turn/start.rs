@@ -240,8 +240,8 @@ impl TurnEngine {
             None => self.history.take(conversation_id),
             Some(_) => None,
         };
-        // The first round trip takes the start's locks (the claim, then the early
-        // reservation); a conflict lost there was rolled back whole and is sent again.
+        // The first round trip takes the start's locks (the claim, then the budget
+        // period); a conflict lost there was rolled back whole and is sent again.
         let mut retry = Retry::new(Transaction::TurnStart, &self.metrics.db_conflicts);
         let opened = loop {
             // The copies are what a retry sends again (the first attempt consumes them).

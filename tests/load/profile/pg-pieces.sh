@@ -93,26 +93,45 @@ EOF
 # the release is a HOT update.
 sed 's/active_process_id = NULL, updated_at = now()/active_process_id = NULL/' \
     "$work/claim_release.sql" > "$work/claim_release_hot.sql"
-# A turn's budget: reserved and held, cut before the start's COMMIT, settled at the end.
-cat > "$work/hold_cycle.sql" <<EOF
-$pick_period
-BEGIN;
-WITH upd AS (UPDATE budget_periods b SET reserved = b.reserved + 1000, updated_at = now()
-             $period_row RETURNING b.user_id, b.period, b.period_start)
+# A hold of :amount reserved on the picked period (the statement that stores it), and the
+# end's settlement of that hold; each budget script below is made of them.
+hold_insert="WITH upd AS (UPDATE budget_periods b SET reserved = b.reserved + :amount,
+                    updated_at = now() $period_row RETURNING b.user_id, b.period, b.period_start)
 INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id,
                           turn_id)
-SELECT gen_random_uuid(), user_id, period, period_start, 1000, now() + interval '1 hour',
-       gen_random_uuid(), gen_random_uuid() FROM upd RETURNING id \\gset
+SELECT gen_random_uuid(), user_id, period, period_start, :amount, now() + interval '1 hour',
+       gen_random_uuid(), gen_random_uuid() FROM upd RETURNING id \\gset"
+settle="WITH h AS (DELETE FROM budget_holds WHERE id = :id
+           RETURNING user_id, period, period_start, amount)
+UPDATE budget_periods b SET reserved = b.reserved - h.amount, spent = b.spent,
+       updated_at = now() FROM h
+ WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start;"
+# A turn's budget before the start locked first: reserved and held large, cut before the
+# start's COMMIT, settled at the end.
+cat > "$work/hold_cycle.sql" <<EOF
+$pick_period
+\\set amount 1000
+BEGIN;
+$hold_insert
 WITH h AS (UPDATE budget_holds SET amount = amount - 500 WHERE id = :id
            RETURNING user_id, period, period_start)
 UPDATE budget_periods b SET reserved = b.reserved - 500, updated_at = now() FROM h
  WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start;
 COMMIT;
-WITH h AS (DELETE FROM budget_holds WHERE id = :id
-           RETURNING user_id, period, period_start, amount)
-UPDATE budget_periods b SET reserved = b.reserved - h.amount, spent = b.spent,
-       updated_at = now() FROM h
- WHERE b.user_id = h.user_id AND b.period = h.period AND b.period_start = h.period_start;
+$settle
+EOF
+# Now: the start locks the period row in its first round trip and writes it, with the hold
+# at its fitted size, in its second (`budget_early`); the end settles as before.
+cat > "$work/lock_hold_cycle.sql" <<EOF
+$pick_period
+\\set amount 500
+BEGIN;
+SELECT b.reserved FROM budget_periods b JOIN piece_periods x ON x.n = :p
+   AND b.user_id = x.user_id AND b.period = x.period AND b.period_start = x.period_start
+   FOR NO KEY UPDATE OF b;
+$hold_insert
+COMMIT;
+$settle
 EOF
 # Lever: the same period updates with no hold rows at all.
 cat > "$work/period_cycle.sql" <<EOF
@@ -158,7 +177,8 @@ for _ in $(seq "$rounds"); do
         "-c synchronous_commit=off"
     row "claim + release (now: both non-HOT)" "$now_db" claim_release.sql
     row "claim + release (lever: HOT release)" "$lever_db" claim_release_hot.sql
-    row "budget: hold rows + period (now)" "$now_db" hold_cycle.sql
+    row "budget: reserve large, cut, settle (before)" "$now_db" hold_cycle.sql
+    row "budget: lock, hold once, settle (now)" "$now_db" lock_hold_cycle.sql
     row "budget: hold rows, pkey only (lever)" "$lever_db" hold_cycle.sql
     row "budget: period rows only (lever)" "$now_db" period_cycle.sql
     row "turn end row, with its foreign key (now)" "$now_db" turn_end.sql

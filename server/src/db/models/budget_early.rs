@@ -1,169 +1,122 @@
-//! A reservation sent in the first round trip of a turn's start, before the history that
-//! sizes the call has been read: it asks for as much as the call could possibly want and
-//! is cut to the real size in the start's COMMIT. Nobody else ever sees the larger hold:
-//! the period row stays locked from the reservation to the COMMIT.
+//! The reservation of a turn's start, in two halves around the history that sizes the call.
+//! The first round trip locks the user's period row and reads what is left
+//! ([`lock_period`]); the second, with the start's COMMIT, reserves the amount fitted to the
+//! call and records its hold ([`hold`]). The row stays locked from the first to the COMMIT,
+//! so what was read is still what is left: each period row and each hold is written once
+//! per start, never reserved large and cut afterwards.
 //!
-//! Correctness does not depend on the guess. The exact reservation grants
-//! `min(want, left)` when `left >= need`; this one grants `g = min(big, left)` when
-//! `left >= small`. When `g` covers the exact `need`, `min(g, want)` is what the exact
-//! reservation would have granted, so the hold is cut to that. When it does not (little is
-//! left, or no period row yet), the start releases it and reserves exactly in a second
-//! round trip, as it always did.
+//! Correctness does not depend on when the row is read. The exact reservation grants
+//! `min(want, left)` when `left >= need`; with `left` read under the lock, [`hold`] grants
+//! exactly that. When too little is left, or there is no period row yet, the start reserves
+//! exactly in a round trip of its own, as it always did (nothing is held to give back).
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{BigInt, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel::QueryableByName;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
-use super::budget::{Hold, Limit, OptionalRow};
+use super::budget::{period_name, Hold, OptionalRow, ReserveAsk};
 use crate::budget::Period;
 use crate::db::prepared::{joined, sql, Joined};
 
-/// What the early reservation asks: bounds only, the limit is read by the statement.
+/// The user's token period row, locked by [`lock_period`] until the transaction ends.
 #[derive(Debug, Clone, Copy)]
-pub struct EarlyAsk {
-    pub user_id: Uuid,
-    /// At least what the call can want.
-    pub big: i64,
-    /// At most what the call can need.
-    pub small: i64,
-    pub now: DateTime<Utc>,
-    pub hold_ttl: std::time::Duration,
-    pub process_id: Uuid,
-    /// The turn the hold is for ([`super::budget::ReserveAsk::turn_id`]).
-    pub turn_id: Uuid,
-}
-
-/// A hold taken by [`reserve_early`], not yet fitted to the call.
-#[derive(Debug, Clone, Copy)]
-pub struct EarlyHold {
-    pub id: Uuid,
-    pub amount: i64,
+pub struct Locked {
+    /// What the period had left when locked, and so until the COMMIT.
+    pub left: i64,
+    pub period: Period,
+    pub period_start: DateTime<Utc>,
 }
 
 #[derive(QueryableByName)]
-struct Granted {
+struct Row {
     #[diesel(sql_type = BigInt)]
-    amount: i64,
+    left: i64,
+    #[diesel(sql_type = Text)]
+    period: String,
+    #[diesel(sql_type = Timestamptz)]
+    period_start: DateTime<Utc>,
 }
 
-/// Reads the user's limit and reserves `min(big, left)` if at least `small` is left, in one
-/// statement that does not borrow the connection (pipelined with the start's reads). `None`
-/// for an unlimited budget, a missing period row or too little left.
-pub fn reserve_early(
+/// Reads the user's limit and locks the current period's row, in one statement that does
+/// not borrow the connection (pipelined with the start's reads). `None` for an unlimited
+/// budget or a missing period row. The lock is the one an update of the row takes (`FOR NO
+/// KEY UPDATE`): other reservations of this user wait for the start's COMMIT, as they would
+/// behind its update.
+pub fn lock_period(
     conn: &mut AsyncPgConnection,
-    ask: &EarlyAsk,
-) -> BoxFuture<'static, diesel::QueryResult<Option<EarlyHold>>> {
-    let id = Uuid::new_v4();
-    let expires =
-        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    user_id: Uuid,
+    now: DateTime<Utc>,
+) -> BoxFuture<'static, diesel::QueryResult<Option<Locked>>> {
     // The period names the budget module stores; a role's unknown name matches none of them
     // (the exact path then counts it per month).
     // Raw SQL: a CTE with COALESCE across joins, prepared once per connection and pipelined on the turn's path (see db::prepared).
     sql("WITH lim AS ( \
              SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period \
-             FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1), \
-         cur AS ( \
-             SELECT b.user_id, b.period, b.period_start, \
-                    LEAST($2, lim.tokens - b.spent - b.reserved) AS g \
-             FROM budget_periods b JOIN lim ON b.period = lim.period \
-             WHERE b.user_id = $1 AND lim.tokens IS NOT NULL \
-               AND b.period_start = CASE lim.period WHEN 'day' THEN $4 WHEN 'week' THEN $5 \
-                                    WHEN 'month' THEN $6 WHEN 'total' THEN $7 END \
-             FOR UPDATE OF b), \
-         upd AS ( \
-             UPDATE budget_periods b SET reserved = b.reserved + cur.g, updated_at = now() \
-             FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
-               AND b.period_start = cur.period_start AND cur.g >= $3 \
-             RETURNING cur.g AS g, cur.period, cur.period_start) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
-         SELECT $8, $1, period, period_start, g, $9, $10, $11 FROM upd RETURNING amount")
-    .bind::<SqlUuid, _>(ask.user_id)
-    .bind::<BigInt, _>(ask.big)
-    .bind::<BigInt, _>(ask.small)
-    .bind::<Timestamptz, _>(Period::Day.start(ask.now))
-    .bind::<Timestamptz, _>(Period::Week.start(ask.now))
-    .bind::<Timestamptz, _>(Period::Month.start(ask.now))
-    .bind::<Timestamptz, _>(Period::Total.start(ask.now))
-    .bind::<SqlUuid, _>(id)
-    .bind::<Timestamptz, _>(expires)
-    .bind::<SqlUuid, _>(ask.process_id)
-    .bind::<SqlUuid, _>(ask.turn_id)
-    .get_result::<Granted>(conn)
-    .map(move |r| {
-        r.optional_row()
-            .map(|g| g.map(|g| EarlyHold { id, amount: g.amount }))
+             FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1) \
+         SELECT lim.tokens - b.spent - b.reserved AS left, b.period, b.period_start \
+         FROM budget_periods b JOIN lim ON b.period = lim.period \
+         WHERE b.user_id = $1 AND lim.tokens IS NOT NULL \
+           AND b.period_start = CASE lim.period WHEN 'day' THEN $2 WHEN 'week' THEN $3 \
+                                WHEN 'month' THEN $4 WHEN 'total' THEN $5 END \
+         FOR NO KEY UPDATE OF b")
+    .bind::<SqlUuid, _>(user_id)
+    .bind::<Timestamptz, _>(Period::Day.start(now))
+    .bind::<Timestamptz, _>(Period::Week.start(now))
+    .bind::<Timestamptz, _>(Period::Month.start(now))
+    .bind::<Timestamptz, _>(Period::Total.start(now))
+    .get_result::<Row>(conn)
+    .map(|r| {
+        r.optional_row().map(|row| {
+            row.and_then(|row| {
+                Period::parse(&row.period).map(|period| Locked {
+                    left: row.left,
+                    period,
+                    period_start: row.period_start,
+                })
+            })
+        })
     })
     .boxed()
 }
 
-/// Cuts the hold to `amount` (at most what it holds; 0 removes it) and gives the rest back
-/// to the period, in the transaction that took it.
-pub fn resize(
-    conn: &mut AsyncPgConnection,
-    early: EarlyHold,
-    user_id: Uuid,
-    amount: i64,
-) -> BoxFuture<'static, diesel::QueryResult<()>> {
-    match resized(early, user_id, amount) {
-        None => futures_util::future::ready(Ok(())).boxed(),
-        Some(statement) => statement.execute(conn).map(|r| r.map(drop)).boxed(),
-    }
-}
-
-/// The statement [`resize`] sends (`None`: nothing to give back), to which the start adds
-/// its user message ([`Joined::with`]): one statement fewer before its COMMIT.
-pub fn resized(early: EarlyHold, user_id: Uuid, amount: i64) -> Option<Joined> {
-    let amount = amount.clamp(0, early.amount);
-    let give_back = early.amount - amount;
-    if give_back == 0 {
-        return None;
-    }
-    // One statement either way (a row must not be both updated and deleted in one).
-    // Raw SQL: UPDATE … FROM a CTE.
-    let hold = if amount == 0 {
-        sql("DELETE FROM budget_holds WHERE id = $1 AND user_id = $2 \
-             RETURNING period, period_start")
-        .bind::<SqlUuid, _>(early.id)
-        .bind::<SqlUuid, _>(user_id)
-        .part()
-    } else {
-        sql(
-            "UPDATE budget_holds SET amount = amount - $3 WHERE id = $1 AND user_id = $2 \
-             RETURNING period, period_start",
-        )
-        .bind::<SqlUuid, _>(early.id)
-        .bind::<SqlUuid, _>(user_id)
-        .bind::<BigInt, _>(give_back)
-        .part()
-    };
+/// The statement that reserves `amount` on the `locked` row and records the hold, to which
+/// the start adds its user message ([`Joined::with`]), and the hold it records. `amount`
+/// must be at most `locked.left`: the caller grants what the exact reservation would.
+pub fn hold(locked: Locked, ask: &ReserveAsk, amount: i64) -> (Joined, Hold) {
+    let id = Uuid::new_v4();
+    let expires =
+        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    // Raw SQL: the period's update and the hold's insert as parts of one statement.
     let period = sql(
-        "UPDATE budget_periods b SET reserved = b.reserved - $1, updated_at = now() \
-                      FROM h WHERE b.user_id = $2 AND b.period = h.period \
-                       AND b.period_start = h.period_start",
+        "UPDATE budget_periods SET reserved = reserved + $1, updated_at = now() \
+         WHERE user_id = $2 AND period = $3 AND period_start = $4 RETURNING period, period_start",
     )
-    .bind::<BigInt, _>(give_back)
-    .bind::<SqlUuid, _>(user_id)
+    .bind::<BigInt, _>(amount)
+    .bind::<SqlUuid, _>(ask.user_id)
+    .bind::<Text, _>(period_name(locked.period))
+    .bind::<Timestamptz, _>(locked.period_start)
     .part();
-    Some(joined(period).with("h", hold))
-}
-
-/// The early hold as the turn's hold, once fitted to `amount`.
-pub fn fitted(
-    early: EarlyHold,
-    user_id: Uuid,
-    limit: &Limit,
-    now: DateTime<Utc>,
-    amount: i64,
-) -> Hold {
-    Hold {
-        id: early.id,
-        user_id,
-        period: limit.period,
-        period_start: limit.period.start(now),
+    // Inserted from the updated row: no hold without its reservation.
+    let insert = sql("INSERT INTO budget_holds \
+             (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
+         SELECT $1, $2, p.period, p.period_start, $3, $4, $5, $6 FROM p")
+    .bind::<SqlUuid, _>(id)
+    .bind::<SqlUuid, _>(ask.user_id)
+    .bind::<BigInt, _>(amount)
+    .bind::<Timestamptz, _>(expires)
+    .bind::<SqlUuid, _>(ask.process_id)
+    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
+    .part();
+    let hold = Hold {
+        id,
+        user_id: ask.user_id,
+        period: locked.period,
+        period_start: locked.period_start,
         amount,
         money: None,
-    }
+    };
+    (joined(insert).with("p", period), hold)
 }

@@ -2,19 +2,21 @@
 //! conversation, reads its history and the tools, reserves budget for the first model call
 //! and stores the user message.
 
+use diesel::result::Error::NotFound;
 use diesel::QueryResult;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::FutureExt;
+use futures_util::future::{BoxFuture, FutureExt};
 
 use crate::db::models::api_key::KeyState;
-use crate::db::models::budget::{self, Reserve, ReserveAsk};
-use crate::db::models::budget_early::{self, EarlyAsk};
+use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk};
+use crate::db::models::budget_early::{self, Locked};
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::CustomToolRow;
 use crate::db::models::message::{self, NewMessage};
 use crate::db::models::message_recent::{self, After, Recent};
 use crate::db::models::user::{AuthState, Rejection};
 use crate::db::pipelined::Pipelined;
+use crate::db::prepared::Joined;
 use crate::turn::history_cache::{History, Known};
 use crate::turn::sql::access::RoleNow;
 use crate::turn::sql::claim::{attached_paths, claim_conversation, create_claimed, created};
@@ -42,7 +44,7 @@ pub struct Opened<'c> {
     tx: Pipelined<'c>,
     account: AuthState,
     limit: budget::Limit,
-    early: Option<budget_early::EarlyHold>,
+    early: Option<Locked>,
     user_message: NewMessage,
     ask: BudgetAsk,
     claim: Claim,
@@ -55,14 +57,32 @@ enum Read {
 }
 
 /// How the start's budget is settled before its COMMIT.
-#[derive(Clone, Copy)]
 enum Budgeted {
     /// No token or money limit: nothing is held.
     Unlimited,
-    /// The early reservation covers the call: cut to this amount.
-    Fitted(budget_early::EarlyHold, i64),
-    /// Reserved exactly, in a round trip of its own (the early one, if any, given back).
-    Exact(Option<budget_early::EarlyHold>),
+    /// The period locked in the first round trip covers the call: this hold, stored with
+    /// the user message ([`budget_early::hold`]).
+    Fitted(Hold),
+    /// Reserved exactly, in a round trip of its own.
+    Exact,
+}
+
+/// What the start stores before its COMMIT besides a new conversation: the user message,
+/// in the fitted hold's statement when there is one.
+fn store_user_message(
+    conn: &mut AsyncPgConnection,
+    user_rows: &[NewMessage],
+    fitted: Option<Joined>,
+) -> BoxFuture<'static, QueryResult<()>> {
+    match fitted {
+        None => message::insert_many(conn, user_rows),
+        Some(statement) => statement
+            .with("m", message::insert_rows(user_rows).part())
+            .execute(conn)
+            // The period row is locked by this transaction, so its hold is always stored.
+            .map(|r| r.and_then(|n| if n == 1 { Ok(()) } else { Err(NotFound) }))
+            .boxed(),
+    }
 }
 
 /// Checks the account and claims the conversation, reading its history (as much as could
@@ -75,12 +95,11 @@ enum Budgeted {
 /// With [`Claim::new_conversation`] there is nothing to claim or read: the conversation and
 /// its earlier messages are inserted just before the user message, with the COMMIT.
 ///
-/// Round trips: BEGIN with every read, the claim and an early reservation
+/// Round trips: BEGIN with every read, the claim and the budget period's lock
 /// ([`budget_early`]); then (in `reserve`) the user message, the hold fitted to the call and
 /// the COMMIT, left to the caller in [`Started::committing`] so that its wait overlaps the
-/// model call's. Only when the early reservation falls short (too little left, or the
-/// period's first call) does the exact reservation take a round trip of its own before the
-/// call.
+/// model call's. Only when the locked period falls short (too little left, or the period's
+/// first call) does the exact reservation take a round trip of its own before the call.
 pub async fn open(
     conn: &mut AsyncPgConnection,
     claim: Claim,
@@ -139,20 +158,9 @@ pub async fn open(
             futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
         ),
     };
-    // Reserved before the call's size is known, fitted in `reserve` ([`budget_early`]): the
+    // Locked before the call's size is known, reserved in `reserve` ([`budget_early`]): the
     // call then waits for one round trip, not two.
-    let early = budget_early::reserve_early(
-        tx.conn(),
-        &EarlyAsk {
-            user_id,
-            big: i64::MAX,
-            small: ask.min_output,
-            now: ask.now,
-            hold_ttl: ask.hold_ttl,
-            process_id,
-            turn_id,
-        },
-    );
+    let early = budget_early::lock_period(tx.conn(), user_id, ask.now);
     let reads = futures_util::future::try_join4(inputs, claimed, history, early);
     let (inputs, claimed, history, early) = match tx.begin_with(reads).await {
         Ok(read) => read,
@@ -288,13 +296,15 @@ impl Opened<'_> {
         };
         // A money budget is reserved exactly, with the tokens, before anything is committed.
         let money = reserve_ask.limit.money.is_some();
-        let budgeted = match early {
-            _ if !money && reserve_ask.limit.tokens.is_none() => Budgeted::Unlimited,
-            // Enough was left: keep what the exact reservation would have granted.
-            Some(early) if !money && early.amount >= reserve_ask.need => {
-                Budgeted::Fitted(early, early.amount.min(reserve_ask.want))
+        let (budgeted, fitted) = match early {
+            _ if !money && reserve_ask.limit.tokens.is_none() => (Budgeted::Unlimited, None),
+            // Enough is left: hold what the exact reservation would grant.
+            Some(locked) if !money && locked.left >= reserve_ask.need => {
+                let amount = locked.left.min(reserve_ask.want);
+                let (statement, hold) = budget_early::hold(locked, &reserve_ask, amount);
+                (Budgeted::Fitted(hold), Some(statement))
             }
-            early => Budgeted::Exact(early),
+            _ => (Budgeted::Exact, None),
         };
         // A new conversation and its earlier messages go first: the user message needs them.
         let create = match &claim.new_conversation {
@@ -309,19 +319,7 @@ impl Opened<'_> {
             None => ready_ok(),
         };
         let user_rows = std::slice::from_ref(&user_message);
-        // A fitted hold's statement stores the user message too: one statement fewer.
-        let fit = match budgeted {
-            Budgeted::Fitted(early, amount) => budget_early::resized(early, user_id, amount),
-            _ => None,
-        };
-        let stored = match fit {
-            Some(fit) => fit
-                .with("m", message::insert_rows(user_rows).part())
-                .execute(tx.conn())
-                .map(|r| r.map(drop))
-                .boxed(),
-            None => message::insert_many(tx.conn(), user_rows),
-        };
+        let stored = store_user_message(tx.conn(), user_rows, fitted);
         let insert = futures_util::future::try_join(create, stored)
             .map(|r| r.map(drop))
             .boxed();
@@ -346,24 +344,14 @@ impl Opened<'_> {
                 budget::unlimited_hold(&reserve_ask),
                 tx.commit_later(insert),
             ),
-            Budgeted::Fitted(early, amount) => {
-                let hold =
-                    budget_early::fitted(early, user_id, &reserve_ask.limit, ask.now, amount);
-                (hold, tx.commit_later(insert))
-            }
+            Budgeted::Fitted(hold) => (hold, tx.commit_later(insert)),
             // Too little left for this call (or no period row yet): reserve exactly, as a
-            // second round trip, after giving back what the early reservation took.
-            Budgeted::Exact(early) => {
-                let give_back = match early {
-                    Some(e) => budget_early::resize(tx.conn(), e, user_id, 0),
-                    None => ready_ok(),
-                };
-                let store = futures_util::future::try_join3(
-                    give_back,
+            // second round trip.
+            Budgeted::Exact => {
+                let store = futures_util::future::try_join(
                     budget::try_reserve(tx.conn(), &reserve_ask),
                     insert,
-                )
-                .map(|r| r.map(|((), first, ())| (first, ())));
+                );
                 let first = match store.await {
                     Ok((first, ())) => first,
                     Err(e) => return abort_with(tx, Err(e)).await,

@@ -33,7 +33,7 @@
 //!    takes a key-share lock on their conversation and user, which no update of those rows
 //!    on this path conflicts with (none changes a key).
 //!
-//! The transactions: a turn's start ([`open`]: claim, then the early reservation; then the
+//! The transactions: a turn's start ([`open`]: claim, then lock the budget period; then the
 //! user message), a step ([`next_call`]: budget only, then new rows), a turn's end
 //! ([`finish`], [`release_with`], [`abandon`]: release the claim, then settle; in `finish`'s
 //! single statement the settlement reads the released row first), and a title
