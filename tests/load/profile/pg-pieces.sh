@@ -151,10 +151,12 @@ SELECT gen_random_uuid(), id, '{"type":"done","usage":{"input_tokens":100,"outpu
 EOF
 
 # µs of cluster CPU per pgbench transaction of one script.
+# A fourth argument paces pgbench (e.g. --rate 600: transactions per second in all).
 measure() {
-    local db=$1 script=$2 options=${3:-} before after done_tx
+    local db=$1 script=$2 options=${3:-} pace=${4:-} before after done_tx
     before=$(cluster_ticks)
-    done_tx=$(PGOPTIONS="$options" pgbench -n -M prepared -c "$clients" -T "$secs" \
+    # shellcheck disable=SC2086 # $pace is empty or one option with its value
+    done_tx=$(PGOPTIONS="$options" pgbench -n -M prepared -c "$clients" -T "$secs" $pace \
         -f "$work/$script" "$db" 2>&1 | awk '/actually processed/ {print $NF}')
     sleep 0.3
     after=$(cluster_ticks)
@@ -166,15 +168,20 @@ measure() {
 declare -A runs
 order=()
 row() {
-    local name=$1 db=$2 script=$3 options=${4:-}
+    local name=$1 db=$2 script=$3 options=${4:-} pace=${5:-}
     [ -n "${runs[$name]+set}" ] || order+=("$name")
-    runs[$name]="${runs[$name]:-}$(measure "$db" "$script" "$options") "
+    runs[$name]="${runs[$name]:-}$(measure "$db" "$script" "$options" "$pace") "
 }
 for _ in $(seq "$rounds"); do
     row "one statement (a round trip)" "$now_db" statement.sql
     row "one HOT update, synchronous commit" "$now_db" period_update.sql
     row "one HOT update, asynchronous commit" "$now_db" period_update.sql \
         "-c synchronous_commit=off"
+    # The same commit at the rates a turn's two commits run at c=128 and at half load here
+    # (~1,200 and ~600 a second): a commit costs more the fewer there are (no group commit,
+    # a backend woken for each).
+    row "one HOT update, synchronous commit, 1,200/s" "$now_db" period_update.sql "" "--rate 1200"
+    row "one HOT update, synchronous commit, 600/s" "$now_db" period_update.sql "" "--rate 600"
     row "claim + release (now: both non-HOT)" "$now_db" claim_release.sql
     row "claim + release (lever: HOT release)" "$lever_db" claim_release_hot.sql
     row "budget: reserve large, cut, settle (before)" "$now_db" hold_cycle.sql
