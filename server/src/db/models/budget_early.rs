@@ -6,7 +6,7 @@
 //! per start, never reserved large and cut afterwards.
 //!
 //! Correctness does not depend on when the row is read. The exact reservation grants
-//! `min(want, left)` when `left >= need`; with `left` read under the lock, [`hold`] grants
+//! `min(want, left)` when `left >= need`; with `left` read under the lock, the start holds
 //! exactly that. When too little is left, or there is no period row yet, the start reserves
 //! exactly in a round trip of its own, as it always did (nothing is held to give back).
 
