@@ -75,6 +75,7 @@ mod openai_keys;
 mod openai_sdk;
 mod openapi;
 mod reattach;
+mod rows_insert;
 mod sandbox_jail;
 mod schema_drift;
 mod scim;

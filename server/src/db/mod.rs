@@ -7,6 +7,7 @@ mod error;
 pub mod models;
 pub mod pipelined;
 pub mod prepared;
+pub mod rows_insert;
 pub mod schema;
 pub mod sealed;
 pub mod sweeper;

@@ -88,8 +88,8 @@ where
     }
 }
 
-/// One field of every row, for binding a column as an array (`unnest($1::uuid[], …)` inserts
-/// any number of rows with one statement of fixed text).
+/// One field of every row, for binding a column as an array: any number of rows inserted
+/// with one statement of fixed text ([`crate::db::rows_insert`]).
 pub fn column<R, T>(rows: &[R], field: impl Fn(&R) -> T) -> Vec<T> {
     rows.iter().map(field).collect()
 }

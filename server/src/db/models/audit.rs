@@ -1,5 +1,7 @@
 //! The tool-call audit trail: one row per call, whatever its outcome.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -8,6 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::db::prepared::{column, sql, BindList, Sql};
+use crate::db::rows_insert::RowsInsert;
 use crate::db::schema::audit_log::{self, dsl};
 
 /// Largest argument document kept verbatim (bytes of JSON text).
@@ -121,56 +124,61 @@ pub fn insert_rows(rows: &[NewAudit]) -> Sql<impl BindList + Send + 'static> {
         Array, BigInt, Bool, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
     };
     let text = |s: &String| pg_safe_text(s).into_owned();
-    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
-    sql(
-        "INSERT INTO audit_log (user_id, username, conversation_id, tool, tool_call_id, \
-                                arguments, arguments_truncated, outcome, error, duration_ms, \
-                                result_bytes, trace_id, span_id, approval_policy, \
-                                approval_decision, approval_decided_by, approval_note, \
-                                approval_decided_at) \
-         SELECT user_id, username, conversation_id, tool, tool_call_id, arguments, \
-                arguments_truncated, outcome, error, duration_ms, result_bytes, trace_id, span_id, \
-                approval_policy, approval_decision, approval_decided_by, approval_note, \
-                approval_decided_at \
-         FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::jsonb[], \
-                     $7::bool[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::text[], \
-                     $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], \
-                     $18::timestamptz[]) \
-              WITH ORDINALITY AS r (user_id, username, conversation_id, tool, tool_call_id, \
-                                    arguments, arguments_truncated, outcome, error, duration_ms, \
-                                    result_bytes, trace_id, span_id, approval_policy, \
-                                    approval_decision, approval_decided_by, approval_note, \
-                                    approval_decided_at, n) \
-         ORDER BY n",
-    )
-    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.user_id))
-    .bind::<Array<Text>, _>(column(rows, |r| r.username.clone()))
-    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
-    .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool)))
-    .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool_call_id)))
-    .bind::<Array<Jsonb>, _>(column(rows, |r| pg_safe_json(&r.arguments)))
-    .bind::<Array<Bool>, _>(column(rows, |r| r.arguments_truncated))
-    .bind::<Array<Text>, _>(column(rows, |r| r.outcome.clone()))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
-        r.error.as_deref().map(|e| pg_safe_text(e).into_owned())
-    }))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.duration_ms))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.result_bytes))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.trace_id.clone()))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.span_id.clone()))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.policy)))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.decision)))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
-        r.approval.as_ref().and_then(|a| a.decided_by.clone())
-    }))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
-        r.approval
-            .as_ref()
-            .and_then(|a| a.note.as_deref().map(|n| pg_safe_text(n).into_owned()))
-    }))
-    .bind::<Array<Nullable<Timestamptz>>, _>(column(rows, |r| {
-        r.approval.as_ref().and_then(|a| a.decided_at)
-    }))
+    static INSERT: LazyLock<RowsInsert> = LazyLock::new(|| {
+        RowsInsert::new(
+            "audit_log",
+            &[
+                ("user_id", "uuid"),
+                ("username", "text"),
+                ("conversation_id", "uuid"),
+                ("tool", "text"),
+                ("tool_call_id", "text"),
+                ("arguments", "jsonb"),
+                ("arguments_truncated", "bool"),
+                ("outcome", "text"),
+                ("error", "text"),
+                ("duration_ms", "int8"),
+                ("result_bytes", "int8"),
+                ("trace_id", "text"),
+                ("span_id", "text"),
+                ("approval_policy", "text"),
+                ("approval_decision", "text"),
+                ("approval_decided_by", "text"),
+                ("approval_note", "text"),
+                ("approval_decided_at", "timestamptz"),
+            ],
+        )
+    });
+    // Raw SQL: every row in one prepared statement (fixed text, cached).
+    sql(INSERT.text(rows.len()))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.user_id))
+        .bind::<Array<Text>, _>(column(rows, |r| r.username.clone()))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
+        .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool)))
+        .bind::<Array<Text>, _>(column(rows, |r| text(&r.tool_call_id)))
+        .bind::<Array<Jsonb>, _>(column(rows, |r| pg_safe_json(&r.arguments)))
+        .bind::<Array<Bool>, _>(column(rows, |r| r.arguments_truncated))
+        .bind::<Array<Text>, _>(column(rows, |r| r.outcome.clone()))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+            r.error.as_deref().map(|e| pg_safe_text(e).into_owned())
+        }))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.duration_ms))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.result_bytes))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.trace_id.clone()))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.span_id.clone()))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.policy)))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.approval.as_ref().map(|a| a.decision)))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+            r.approval.as_ref().and_then(|a| a.decided_by.clone())
+        }))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| {
+            r.approval
+                .as_ref()
+                .and_then(|a| a.note.as_deref().map(|n| pg_safe_text(n).into_owned()))
+        }))
+        .bind::<Array<Nullable<Timestamptz>>, _>(column(rows, |r| {
+            r.approval.as_ref().and_then(|a| a.decided_at)
+        }))
 }
 
 /// Newest first.

@@ -1,6 +1,8 @@
 //! Messages of a conversation: user prompts, assistant replies (with their tool calls) and
 //! tool results, in insertion order.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Jsonb, Nullable, Text, Uuid as SqlUuid};
@@ -10,6 +12,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::db::prepared::{column, sql, BindList, Sql};
+use crate::db::rows_insert::RowsInsert;
 use crate::db::schema::messages::{self, dsl};
 use crate::db::{pg_safe_json, pg_safe_text};
 use crate::domain::{tokens, MessageRole, MessageStatus};
@@ -214,39 +217,51 @@ pub fn insert_rows(rows: &[NewMessage]) -> Sql<impl BindList + Send + 'static> {
     // Postgres must accept whatever the model produced (see `pg_safe_text`).
     let text = |s: &String| pg_safe_text(s).into_owned();
     let opt_text = |s: &Option<String>| s.as_deref().map(|s| pg_safe_text(s).into_owned());
-    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
-    sql(
-        "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_call_id, \
-                               status, status_reason, model, input_tokens, output_tokens, \
-                               duration_ms, history_cost, attachments, citations) \
-         SELECT id, conversation_id, role, content, tool_calls, tool_call_id, status, \
-                status_reason, model, input_tokens, output_tokens, duration_ms, history_cost, \
-                attachments, citations \
-         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], \
-                     $7::text[], $8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], \
-                     $13::int4[], $14::jsonb[], $15::jsonb[]) \
-              WITH ORDINALITY AS r (id, conversation_id, role, content, tool_calls, tool_call_id, \
-                                    status, status_reason, model, input_tokens, output_tokens, \
-                                    duration_ms, history_cost, attachments, citations, n) \
-         ORDER BY n",
-    )
-    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
-    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.conversation_id))
-    .bind::<Array<Text>, _>(column(rows, |r| r.role))
-    .bind::<Array<Text>, _>(column(rows, |r| text(&r.content)))
-    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.tool_calls.as_ref().map(pg_safe_json)))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.tool_call_id)))
-    .bind::<Array<Text>, _>(column(rows, |r| r.status))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.status_reason)))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.model)))
-    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.input_tokens))
-    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.output_tokens))
-    .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.duration_ms))
-    .bind::<Array<Integer>, _>(column(rows, |r| {
-        history_cost_floor(r.role, &pg_safe_text(&r.content))
-    }))
-    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.attachments.as_ref().map(pg_safe_json)))
-    .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.citations.as_ref().map(pg_safe_json)))
+    static INSERT: LazyLock<RowsInsert> = LazyLock::new(|| {
+        RowsInsert::new(
+            "messages",
+            &[
+                ("id", "uuid"),
+                ("conversation_id", "uuid"),
+                ("role", "text"),
+                ("content", "text"),
+                ("tool_calls", "jsonb"),
+                ("tool_call_id", "text"),
+                ("status", "text"),
+                ("status_reason", "text"),
+                ("model", "text"),
+                ("input_tokens", "int8"),
+                ("output_tokens", "int8"),
+                ("duration_ms", "int8"),
+                ("history_cost", "int4"),
+                ("attachments", "jsonb"),
+                ("citations", "jsonb"),
+            ],
+        )
+    });
+    // Raw SQL: every row in one prepared statement (fixed text, cached).
+    sql(INSERT.text(rows.len()))
+        .bind::<Array<SqlUuid>, _>(column(rows, |r| r.id))
+        .bind::<Array<SqlUuid>, _>(column(rows, |r| r.conversation_id))
+        .bind::<Array<Text>, _>(column(rows, |r| r.role))
+        .bind::<Array<Text>, _>(column(rows, |r| text(&r.content)))
+        .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| {
+            r.tool_calls.as_ref().map(pg_safe_json)
+        }))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.tool_call_id)))
+        .bind::<Array<Text>, _>(column(rows, |r| r.status))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.status_reason)))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| opt_text(&r.model)))
+        .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.input_tokens))
+        .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.output_tokens))
+        .bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.duration_ms))
+        .bind::<Array<Integer>, _>(column(rows, |r| {
+            history_cost_floor(r.role, &pg_safe_text(&r.content))
+        }))
+        .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| {
+            r.attachments.as_ref().map(pg_safe_json)
+        }))
+        .bind::<Array<Nullable<Jsonb>>, _>(column(rows, |r| r.citations.as_ref().map(pg_safe_json)))
 }
 
 /// Which of these message ids are stored (after a commit whose answer was lost).

@@ -1,6 +1,8 @@
 //! The usage ledger: one row per model call, written with the turn's messages so the
 //! per-user report agrees with the per-message usage stored with each conversation.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Nullable, Numeric, Text, Timestamptz, Uuid as SqlUuid};
@@ -11,6 +13,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::db::prepared::{column, sql, BindList, Sql};
+use crate::db::rows_insert::RowsInsert;
 
 #[derive(Debug, Clone)]
 pub struct NewUsage {
@@ -46,37 +49,41 @@ pub fn insert_many(
 /// The statement [`insert_many`] sends, to send it as part of another
 /// ([`crate::db::prepared::Joined`]).
 pub fn insert_rows(rows: &[NewUsage]) -> Sql<impl BindList + Send + 'static> {
-    // Raw SQL: every row in one prepared statement over `unnest` (fixed text, cached).
-    sql(
-        "INSERT INTO usage_records (user_id, conversation_id, message_id, model, input_tokens, \
-                                    output_tokens, charged, cache_read_tokens, \
-                                    cache_write_tokens, cost, currency, fallback_from, \
-                                    fallback_reason) \
-         SELECT user_id, conversation_id, message_id, model, input_tokens, output_tokens, charged, \
-                cache_read_tokens, cache_write_tokens, cost, currency, fallback_from, \
-                fallback_reason \
-         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int8[], $6::int8[], \
-                     $7::int8[], $8::int8[], $9::int8[], $10::numeric[], $11::text[], \
-                     $12::text[], $13::text[]) \
-              WITH ORDINALITY AS r (user_id, conversation_id, message_id, model, input_tokens, \
-                                    output_tokens, charged, cache_read_tokens, \
-                                    cache_write_tokens, cost, currency, fallback_from, \
-                                    fallback_reason, n) \
-         ORDER BY n",
-    )
-    .bind::<Array<SqlUuid>, _>(column(rows, |r| r.user_id))
-    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
-    .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.message_id))
-    .bind::<Array<Text>, _>(column(rows, |r| r.model.clone()))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.input_tokens))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.output_tokens))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.charged))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_read_tokens))
-    .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_write_tokens))
-    .bind::<Array<Nullable<Numeric>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.0)))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.1.clone())))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_from.clone()))
-    .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_reason.clone()))
+    static INSERT: LazyLock<RowsInsert> = LazyLock::new(|| {
+        RowsInsert::new(
+            "usage_records",
+            &[
+                ("user_id", "uuid"),
+                ("conversation_id", "uuid"),
+                ("message_id", "uuid"),
+                ("model", "text"),
+                ("input_tokens", "int8"),
+                ("output_tokens", "int8"),
+                ("charged", "int8"),
+                ("cache_read_tokens", "int8"),
+                ("cache_write_tokens", "int8"),
+                ("cost", "numeric"),
+                ("currency", "text"),
+                ("fallback_from", "text"),
+                ("fallback_reason", "text"),
+            ],
+        )
+    });
+    // Raw SQL: every row in one prepared statement (fixed text, cached).
+    sql(INSERT.text(rows.len()))
+        .bind::<Array<SqlUuid>, _>(column(rows, |r| r.user_id))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.conversation_id))
+        .bind::<Array<Nullable<SqlUuid>>, _>(column(rows, |r| r.message_id))
+        .bind::<Array<Text>, _>(column(rows, |r| r.model.clone()))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.input_tokens))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.output_tokens))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.charged))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_read_tokens))
+        .bind::<Array<BigInt>, _>(column(rows, |r| r.cache_write_tokens))
+        .bind::<Array<Nullable<Numeric>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.0)))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.cost.as_ref().map(|c| c.1.clone())))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_from.clone()))
+        .bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.fallback_reason.clone()))
 }
 
 /// Tokens of one user with one model.
