@@ -19,20 +19,19 @@ struct Stored {
     row: Value,
 }
 
-/// The rows of `table` whose `key` is `value`, in `order`, as JSON without the columns
-/// that differ for every row (ids, times, and the usage's message id).
+/// The rows of `table` in `conversation`, in `order`, as JSON without the columns that
+/// differ for every row (ids, times, and the usage's message id).
 async fn stored(
     db: &mut AsyncPgConnection,
     table: &str,
-    key: &str,
-    value: Uuid,
+    conversation: Uuid,
     order: &str,
 ) -> Vec<Value> {
     diesel::sql_query(format!(
         "SELECT to_jsonb(t) - 'id' - 'seq' - 'created_at' - 'message_id' AS row \
-           FROM {table} t WHERE {key} = $1 ORDER BY {order}"
+           FROM {table} t WHERE conversation_id = $1 ORDER BY {order}"
     ))
-    .bind::<SqlUuid, _>(value)
+    .bind::<SqlUuid, _>(conversation)
     .load::<Stored>(db)
     .await
     .unwrap()
@@ -71,8 +70,8 @@ async fn one_message_is_stored_as_a_batch_stores_it() {
     ];
     message::insert_many(&mut db, &rows).await.unwrap();
 
-    let one = stored(&mut db, "messages", "conversation_id", alone, "seq").await;
-    let many = stored(&mut db, "messages", "conversation_id", batch, "seq").await;
+    let one = stored(&mut db, "messages", alone, "seq").await;
+    let many = stored(&mut db, "messages", batch, "seq").await;
     assert_eq!(one.len(), 1);
     let contents: Vec<&str> = many
         .iter()
@@ -125,8 +124,8 @@ async fn one_usage_and_audit_row_are_stored_as_a_batch_stores_them() {
     usage::insert_many(&mut db, &[full_usage(s.user_id, batch), cheap])
         .await
         .unwrap();
-    let one = stored(&mut db, "usage_records", "conversation_id", alone, "id").await;
-    let many = stored(&mut db, "usage_records", "conversation_id", batch, "id").await;
+    let one = stored(&mut db, "usage_records", alone, "id").await;
+    let many = stored(&mut db, "usage_records", batch, "id").await;
     assert_eq!((one.len(), many.len()), (1, 2));
     assert!(many[1]["cost"].is_null(), "stored in the given order");
     let mut as_alone = many[0].clone();
@@ -164,8 +163,8 @@ async fn one_usage_and_audit_row_are_stored_as_a_batch_stores_them() {
     )
     .await
     .unwrap();
-    let one = stored(&mut db, "audit_log", "conversation_id", alone, "id").await;
-    let many = stored(&mut db, "audit_log", "conversation_id", batch, "id").await;
+    let one = stored(&mut db, "audit_log", alone, "id").await;
+    let many = stored(&mut db, "audit_log", batch, "id").await;
     assert_eq!((one.len(), many.len()), (1, 2));
     assert_eq!(many[1]["outcome"], "error", "stored in the given order");
     let (mut one, mut as_alone) = (one[0].clone(), many[0].clone());

@@ -187,6 +187,13 @@ pub struct ReserveAsk {
     pub turn_id: Option<Uuid>,
 }
 
+impl ReserveAsk {
+    /// When a hold taken for this ask lapses (the sweeper frees it then, if nothing did).
+    pub fn hold_expires(&self) -> DateTime<Utc> {
+        self.now + chrono::Duration::from_std(self.hold_ttl).unwrap_or(chrono::Duration::hours(1))
+    }
+}
+
 /// Holds up to `want` tokens (at least `need`) for one model call, and its cost in money
 /// when a money budget applies.
 pub async fn reserve(

@@ -87,8 +87,7 @@ pub fn lock_period(
 /// must be at most `locked.left`: the caller grants what the exact reservation would.
 pub fn hold(locked: Locked, ask: &ReserveAsk, amount: i64) -> (Joined, Hold) {
     let id = Uuid::new_v4();
-    let expires =
-        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    let expires = ask.hold_expires();
     // Raw SQL: the period's update and the hold's insert as parts of one statement.
     let period = sql(
         "UPDATE budget_periods SET reserved = reserved + $1, updated_at = now() \

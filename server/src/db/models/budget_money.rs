@@ -112,8 +112,7 @@ pub fn try_reserve(
     let (user_id, period) = (ask.user_id, ask.limit.period);
     let start = period.start(ask.now);
     let hold_id = Uuid::new_v4();
-    let expires =
-        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    let expires = ask.hold_expires();
     let currency = limit.currency.clone();
     // Raw SQL: a CTE that checks and reserves in one statement.
     sql("WITH cur AS ( \

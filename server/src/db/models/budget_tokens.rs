@@ -41,8 +41,7 @@ pub(super) fn try_reserve_tokens(
         return future::ready(Ok(Some(unlimited_hold(ask)))).boxed();
     };
     let hold_id = Uuid::new_v4();
-    let expires =
-        ask.now + chrono::Duration::from_std(ask.hold_ttl).unwrap_or(chrono::Duration::hours(1));
+    let expires = ask.hold_expires();
     let (user_id, period) = (ask.user_id, ask.limit.period);
     // Raw SQL: a CTE that checks and reserves in one statement.
     sql("WITH cur AS ( \
