@@ -556,6 +556,110 @@ async fn the_sweeper_frees_holds_of_dead_processes() {
     assert_eq!((t.reserved, t.holds), (0, 0));
 }
 
+/// A turn's hold names its conversation, and the sweeper reads that row by its key: a hold
+/// whose turn no longer holds the conversation is freed, the running turn's is kept, and a
+/// hold that names no conversation (an older build's) waits for its expiry.
+#[tokio::test]
+async fn the_sweeper_reads_a_turns_conversation_by_the_key_its_hold_names() {
+    let (app, [admin]) = TestApp::builder().start_as(["boss"]).await;
+    let ended = app.new_conversation(&admin.access).await;
+    let running = app.new_conversation(&admin.access).await;
+    let mut db = app.db().await;
+    use diesel::sql_types::Uuid as SqlUuid;
+    use diesel_async::RunQueryDsl;
+    let running_turn = uuid::Uuid::new_v4();
+    diesel::sql_query(
+        "UPDATE conversations SET active_turn_id = $2, active_turn_at = now() WHERE id = $1",
+    )
+    .bind::<SqlUuid, _>(running.parse::<uuid::Uuid>().unwrap())
+    .bind::<SqlUuid, _>(running_turn)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    diesel::sql_query(
+        "INSERT INTO budget_periods (user_id, period, period_start, reserved) \
+         VALUES ($1, 'month', '2026-11-01', 900)",
+    )
+    .bind::<SqlUuid, _>(admin.user_id)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    // (turn, conversation, amount): an ended turn's, the running one's, an older build's.
+    let holds = [
+        (
+            Some(uuid::Uuid::new_v4()),
+            Some(ended.parse::<uuid::Uuid>().unwrap()),
+            300,
+        ),
+        (
+            Some(running_turn),
+            Some(running.parse::<uuid::Uuid>().unwrap()),
+            200,
+        ),
+        (Some(uuid::Uuid::new_v4()), None, 400),
+    ];
+    for (turn, conversation, amount) in holds {
+        diesel::sql_query(
+            "INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, \
+                                       turn_id, conversation_id) \
+             VALUES (gen_random_uuid(), $1, 'month', '2026-11-01', $2, now() + interval '1 hour', \
+                     $3, $4)",
+        )
+        .bind::<SqlUuid, _>(admin.user_id)
+        .bind::<diesel::sql_types::BigInt, _>(amount)
+        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(turn)
+        .bind::<diesel::sql_types::Nullable<SqlUuid>, _>(conversation)
+        .execute(&mut db)
+        .await
+        .unwrap();
+    }
+    // The same three as money holds.
+    diesel::sql_query(
+        "WITH p AS (INSERT INTO money_periods (user_id, period, period_start, currency, reserved) \
+                    VALUES ($1, 'month', '2026-11-01', 'USD', 9) RETURNING user_id) \
+         INSERT INTO money_holds (id, user_id, period, period_start, currency, amount, \
+                                  expires_at, turn_id, conversation_id) \
+         SELECT gen_random_uuid(), p.user_id, 'month', '2026-11-01', 'USD', h.amount / 100, \
+                now() + interval '1 hour', h.turn_id, h.conversation_id \
+           FROM p, budget_holds h WHERE h.user_id = p.user_id",
+    )
+    .bind::<SqlUuid, _>(admin.user_id)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let freed = agentchat::db::models::budget::sweep(&mut db, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(freed, 300);
+    let t = app.budget_totals(admin.user_id).await;
+    assert_eq!((t.reserved, t.holds), (600, 2));
+    agentchat::db::models::budget_money::sweep(&mut db, chrono::Utc::now())
+        .await
+        .unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Money {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        reserved: String,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        holds: i64,
+    }
+    let money: Money = diesel::sql_query(
+        "SELECT (SELECT reserved::TEXT FROM money_periods WHERE user_id = $1) AS reserved, \
+                (SELECT count(*) FROM money_holds WHERE user_id = $1) AS holds",
+    )
+    .bind::<SqlUuid, _>(admin.user_id)
+    .get_result(&mut db)
+    .await
+    .unwrap();
+    assert_eq!((money.reserved.as_str(), money.holds), ("6.000000000", 2));
+    // An hour on, the older build's hold has lapsed too; the running turn's has as well.
+    let later = chrono::Utc::now() + chrono::Duration::hours(2);
+    let freed = agentchat::db::models::budget::sweep(&mut db, later)
+        .await
+        .unwrap();
+    assert_eq!(freed, 600);
+}
+
 #[tokio::test]
 async fn without_upstream_usage_the_offered_tools_are_counted_too() {
     let fake = FakeUpstream::start().await;

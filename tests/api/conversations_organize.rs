@@ -394,3 +394,51 @@ async fn a_question_can_be_taken_back_with_everything_after_it() {
     )
     .await;
 }
+
+#[derive(diesel::QueryableByName, Debug)]
+struct TurnTimes {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    title: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    at_question: bool,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    before_answer: bool,
+}
+
+/// A conversation is as recent as its last turn's start: the claim sets `updated_at` (as the
+/// browser's list does on send), and the release, which then changes no indexed column,
+/// leaves it (issue 43: a HOT update).
+#[tokio::test]
+async fn a_conversation_is_as_recent_as_its_last_turns_start() {
+    let app = TestApp::builder().start().await;
+    let s = app.signed_up("rita").await;
+    let a = create(&app, &s.access, "alpha").await;
+    let b = create(&app, &s.access, "beta").await;
+    app.chat(&s.access, &a, "first").await;
+    app.chat(&s.access, &b, "second").await;
+    assert_eq!(titles(&app, &s.access, "").await, ["beta", "alpha"]);
+    app.chat(&s.access, &a, "third").await;
+    assert_eq!(titles(&app, &s.access, "").await, ["alpha", "beta"]);
+
+    let mut db = app.db().await;
+    let times: Vec<TurnTimes> = diesel::sql_query(
+        "SELECT c.title, c.updated_at = q.created_at AS at_question, \
+                c.updated_at < r.created_at AS before_answer \
+           FROM conversations c \
+           JOIN LATERAL (SELECT created_at FROM messages WHERE conversation_id = c.id \
+                          AND role = 'user' ORDER BY seq DESC LIMIT 1) q ON true \
+           JOIN LATERAL (SELECT created_at FROM messages WHERE conversation_id = c.id \
+                          AND role = 'assistant' ORDER BY seq DESC LIMIT 1) r ON true \
+          WHERE c.user_id = $1 ORDER BY c.title",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(s.user_id)
+    .load(&mut db)
+    .await
+    .unwrap();
+    let titles: Vec<&str> = times.iter().map(|t| t.title.as_str()).collect();
+    assert_eq!(titles, ["alpha", "beta"]);
+    assert!(
+        times.iter().all(|t| t.at_question && t.before_answer),
+        "updated_at is the last question's time, before its answer: {times:?}"
+    );
+}

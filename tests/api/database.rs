@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use agentchat::db::models::budget::Spend;
+use agentchat::db::models::budget::{HoldTurn, Spend};
 use agentchat::domain::MessageRole;
 use agentchat_tests::*;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -182,7 +182,10 @@ async fn storage_turn(db: &mut AsyncPgConnection, user: uuid::Uuid, conversation
         now,
         hold_ttl,
         process_id: uuid::Uuid::nil(),
-        turn_id: claim.turn_id,
+        turn: HoldTurn {
+            turn_id: claim.turn_id,
+            conversation_id: conversation,
+        },
     };
     let reserve = turn::next_call(db, user, &step)
         .await
@@ -601,7 +604,10 @@ async fn a_reservation_failing_after_the_step_committed_reports_the_step_stored(
         now: chrono::Utc::now() + chrono::Duration::days(40),
         hold_ttl: Duration::from_secs(600),
         process_id: uuid::Uuid::nil(),
-        turn_id: claim.turn_id,
+        turn: HoldTurn {
+            turn_id: claim.turn_id,
+            conversation_id: conversation,
+        },
     };
     let next = turn::next_call(&mut db, s.user_id, &step)
         .await

@@ -335,13 +335,16 @@ async fn no_hold_outlives_its_turn_by_more_than_the_sweep_interval() {
     }
     assert_eq!(live.holds, 1, "the running turn holds its call: {live:?}");
 
-    // A hold left by a turn that is gone (as a failed end leaves it): an hour to live.
+    // A hold left by an earlier turn of the same conversation that is gone (as a failed end
+    // leaves it): an hour to live.
     let mut db = app.db().await;
     diesel::sql_query(
         "WITH h AS (INSERT INTO budget_holds \
-                    (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
+                    (id, user_id, period, period_start, amount, expires_at, process_id, turn_id, \
+                     conversation_id) \
                     SELECT gen_random_uuid(), user_id, period, period_start, 300, \
-                           now() + interval '1 hour', process_id, gen_random_uuid() \
+                           now() + interval '1 hour', process_id, gen_random_uuid(), \
+                           conversation_id \
                     FROM budget_holds WHERE user_id = $1 LIMIT 1 RETURNING period, period_start) \
          UPDATE budget_periods b SET reserved = b.reserved + 300 FROM h \
           WHERE b.user_id = $1 AND b.period = h.period AND b.period_start = h.period_start",

@@ -50,7 +50,10 @@ pub struct Reaped {
 
 /// Ends the turns of every process (other than `me`) whose heartbeat is older than `timeout`.
 /// Two processes reaping at once do not both end a turn: the first deletes the dead row and
-/// the second finds nothing to delete.
+/// the second finds nothing to delete. No index holds a conversation's process (a turn's
+/// release would then write an index entry), so a reap that found a dead process scans the
+/// conversations once; one that found none does not start the scan (`EXISTS`, evaluated
+/// once).
 pub async fn reap(
     conn: &mut AsyncPgConnection,
     me: Uuid,
@@ -63,9 +66,8 @@ pub async fn reap(
              RETURNING id), \
          convs AS ( \
              UPDATE conversations c \
-                SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                    updated_at = now() \
-               FROM dead WHERE c.active_process_id = dead.id \
+                SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL \
+               FROM dead WHERE c.active_process_id = dead.id AND EXISTS (SELECT 1 FROM dead) \
              RETURNING c.id), \
          marked AS ( \
              INSERT INTO messages (id, conversation_id, role, content, status, status_reason, \

@@ -146,6 +146,7 @@ diesel::table! {
         expires_at -> Timestamptz,
         process_id -> Nullable<Uuid>,
         turn_id -> Nullable<Uuid>,
+        conversation_id -> Nullable<Uuid>,
     }
 }
 
@@ -425,6 +426,7 @@ diesel::table! {
         expires_at -> Timestamptz,
         process_id -> Nullable<Uuid>,
         turn_id -> Nullable<Uuid>,
+        conversation_id -> Nullable<Uuid>,
     }
 }
 

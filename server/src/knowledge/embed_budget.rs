@@ -101,7 +101,7 @@ pub(super) async fn hold(
         now: (k.clock)(),
         hold_ttl: HOLD_TTL,
         process_id: k.process_id,
-        turn_id: None,
+        turn: None,
     };
     Ok(match budget::reserve(conn, &ask).await? {
         Reserve::Granted(hold) => Ok(hold),

@@ -188,7 +188,7 @@ async fn make_title(
         hold_ttl: TITLE_TIMEOUT + crate::turn::plan::STORE_GRACE,
         process_id: engine.process_id,
         // Not a turn's: the title runs after its turn let the conversation go.
-        turn_id: None,
+        turn: None,
     };
     let hold = match budget_db::reserve(&mut conn, &ask).await? {
         Reserve::Granted(hold) => hold,

@@ -194,7 +194,7 @@ pub async fn hold(
         now,
         hold_ttl: HOLD_TTL,
         process_id,
-        turn_id: None,
+        turn: None,
     };
     let first = budget_money::try_reserve(conn, &ask).await?;
     Ok(match budget_money::reserve_after(conn, &ask, first).await? {

@@ -11,9 +11,9 @@
 # Usage: run the load kit once with --keep-db, then
 #   [PIECES=regex] tests/load/profile/pg-pieces.sh agentchat_load_<id> [SECS] [ROUNDS] [CLIENTS]
 # Needs: pgbench and psql on the PATH, Postgres on the same host (its /proc is read), the
-# cluster's superuser. PGHOST/PGPORT pick the cluster (default 127.0.0.1:5432). Three copies of
-# the database are made (<db>_now, <db>_lever, <db>_trigger) and dropped at the end; the kit's
-# is untouched.
+# cluster's superuser. PGHOST/PGPORT pick the cluster (default 127.0.0.1:5432). Four copies of
+# the database are made (<db>_now, <db>_lever, <db>_trigger, <db>_before) and dropped at the
+# end; the kit's is untouched.
 set -euo pipefail
 
 src=${1:?usage: pg-pieces.sh KIT_DATABASE [SECS] [ROUNDS] [CLIENTS]}
@@ -26,8 +26,9 @@ export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postg
 now_db="${src}_now"
 lever_db="${src}_lever"
 trigger_db="${src}_trigger"
+before_db="${src}_before"
 work=$(mktemp -d)
-trap 'rm -rf "$work"; psql -Xq -d postgres -c "DROP DATABASE IF EXISTS $now_db" -c "DROP DATABASE IF EXISTS $lever_db" -c "DROP DATABASE IF EXISTS $trigger_db" >/dev/null 2>&1 || true' EXIT
+trap 'rm -rf "$work"; psql -Xq -d postgres -c "DROP DATABASE IF EXISTS $now_db" -c "DROP DATABASE IF EXISTS $lever_db" -c "DROP DATABASE IF EXISTS $trigger_db" -c "DROP DATABASE IF EXISTS $before_db" >/dev/null 2>&1 || true' EXIT
 
 q() { PGOPTIONS="-c client_min_messages=warning" psql -XAtq -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
 
@@ -45,7 +46,7 @@ cluster_ticks() {
     echo "$total"
 }
 
-for db in "$now_db" "$lever_db" "$trigger_db"; do
+for db in "$now_db" "$lever_db" "$trigger_db" "$before_db"; do
     q postgres "DROP DATABASE IF EXISTS $db"
     q postgres "CREATE DATABASE $db TEMPLATE $src"
     q "$db" "CREATE TABLE piece_conversations AS
@@ -63,13 +64,20 @@ periods=$(q "$now_db" "SELECT count(*) FROM piece_periods")
 }
 
 # The levers, applied to the second copy only.
-q "$lever_db" "DROP INDEX conversations_active_turn_idx;
-               DROP INDEX conversations_active_process;
+q "$lever_db" "DROP INDEX IF EXISTS conversations_active_turn_idx;
+               DROP INDEX IF EXISTS conversations_active_process;
                DROP INDEX budget_holds_expiry;
                DROP INDEX budget_holds_process;
                DROP INDEX budget_holds_turn_idx;
                ALTER TABLE turn_ends DROP CONSTRAINT turn_ends_conversation_id_fkey;
                ALTER TABLE messages ALTER COLUMN search_vector DROP EXPRESSION"
+
+# Before `release_hot` (2026-12-07): the claim's columns indexed, so a release wrote index
+# entries (a kit database of an older build has these already).
+q "$before_db" "CREATE INDEX IF NOT EXISTS conversations_active_process ON conversations
+                  (active_process_id) WHERE active_process_id IS NOT NULL;
+                CREATE INDEX IF NOT EXISTS conversations_active_turn_idx ON conversations
+                  (active_turn_id) WHERE active_turn_id IS NOT NULL"
 
 # Lever: the messages' search vector filled by a row trigger (PL/pgSQL keeps its plan for the
 # session) instead of the generated column's expression (planned again for every insert).
@@ -97,7 +105,8 @@ cat > "$work/period_update.sql" <<EOF
 $pick_period
 UPDATE budget_periods b SET reserved = b.reserved, updated_at = now() $period_row;
 EOF
-# The claim and the release of a conversation, as a turn's start and end send them.
+# The claim and the release of a conversation, as a turn's start and end sent them before
+# `release_hot` (the release set updated_at too).
 cat > "$work/claim_release.sql" <<EOF
 $pick_conversation
 UPDATE conversations SET active_turn_id = gen_random_uuid(), active_turn_at = now(),
@@ -107,8 +116,8 @@ UPDATE conversations SET active_turn_id = NULL, active_turn_at = NULL,
        active_process_id = NULL, updated_at = now()
  WHERE id = (SELECT id FROM piece_conversations WHERE n = :c);
 EOF
-# Lever: the release leaves updated_at alone and the active_* columns are not indexed, so
-# the release is a HOT update.
+# Now: the release leaves updated_at alone and the active_* columns are not indexed, so the
+# release is a HOT update.
 sed 's/active_process_id = NULL, updated_at = now()/active_process_id = NULL/' \
     "$work/claim_release.sql" > "$work/claim_release_hot.sql"
 # A hold of :amount reserved on the picked period (the statement that stores it), and the
@@ -260,8 +269,8 @@ for _ in $(seq "$rounds"); do
     # a backend woken for each).
     row "one HOT update, synchronous commit, 1,200/s" "$now_db" period_update.sql "" "--rate 1200"
     row "one HOT update, synchronous commit, 600/s" "$now_db" period_update.sql "" "--rate 600"
-    row "claim + release (now: both non-HOT)" "$now_db" claim_release.sql
-    row "claim + release (lever: HOT release)" "$lever_db" claim_release_hot.sql
+    row "claim + release (before: both non-HOT)" "$before_db" claim_release.sql
+    row "claim + release (now: HOT release)" "$now_db" claim_release_hot.sql
     row "budget: reserve large, cut, settle (before)" "$now_db" hold_cycle.sql
     row "budget: lock, hold once, settle (now)" "$now_db" lock_hold_cycle.sql
     row "budget: hold rows, pkey only (lever)" "$lever_db" hold_cycle.sql

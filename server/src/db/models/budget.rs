@@ -184,13 +184,31 @@ pub struct ReserveAsk {
     pub process_id: Uuid,
     /// The turn the hold is for (`None`: not a turn's, a title's): freed by the sweeper
     /// once the turn no longer holds its conversation.
-    pub turn_id: Option<Uuid>,
+    pub turn: Option<HoldTurn>,
+}
+
+/// The turn a hold is for, and the conversation it claims: the sweeper reads that row by its
+/// key to see whether the turn still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldTurn {
+    pub turn_id: Uuid,
+    pub conversation_id: Uuid,
 }
 
 impl ReserveAsk {
     /// When a hold taken for this ask lapses (the sweeper frees it then, if nothing did).
     pub fn hold_expires(&self) -> DateTime<Utc> {
         self.now + chrono::Duration::from_std(self.hold_ttl).unwrap_or(chrono::Duration::hours(1))
+    }
+
+    /// The hold's `turn_id` column.
+    pub fn turn_id(&self) -> Option<Uuid> {
+        self.turn.map(|t| t.turn_id)
+    }
+
+    /// The hold's `conversation_id` column.
+    pub fn conversation_id(&self) -> Option<Uuid> {
+        self.turn.map(|t| t.conversation_id)
     }
 }
 
@@ -290,14 +308,16 @@ pub fn settle_within(
 /// Frees holds whose time ran out (their process died), and turns' holds whose turn no
 /// longer holds its conversation (it ended, or was taken over, without settling them: its
 /// end could not be stored). A turn's claim and its holds are written and released in the
-/// same transactions, so a live turn's hold is never taken. Returns how many tokens it
-/// freed.
+/// same transactions, so a live turn's hold is never taken. The hold names its
+/// conversation, read by its key; a hold that names none (an older build's) waits for its
+/// expiry. Returns how many tokens it freed.
 pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::QueryResult<i64> {
     // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     let freed: Vec<Granted> = sql(
         "WITH gone AS (DELETE FROM budget_holds h WHERE h.expires_at < $1 \
-                         OR (h.turn_id IS NOT NULL AND NOT EXISTS \
-                             (SELECT 1 FROM conversations c WHERE c.active_turn_id = h.turn_id)) \
+                         OR (h.conversation_id IS NOT NULL AND NOT EXISTS \
+                             (SELECT 1 FROM conversations c \
+                               WHERE c.id = h.conversation_id AND c.active_turn_id = h.turn_id)) \
                        RETURNING user_id, period, period_start, amount), \
               sums AS (SELECT user_id, period, period_start, sum(amount)::BIGINT AS amount \
                        FROM gone GROUP BY 1, 2, 3) \

@@ -99,15 +99,18 @@ pub fn hold(locked: Locked, ask: &ReserveAsk, amount: i64) -> (Joined, Hold) {
     .bind::<Timestamptz, _>(locked.period_start)
     .part();
     // Inserted from the updated row: no hold without its reservation.
-    let insert = sql("INSERT INTO budget_holds \
-             (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
-         SELECT $1, $2, p.period, p.period_start, $3, $4, $5, $6 FROM p")
+    let insert = sql(
+        "INSERT INTO budget_holds (id, user_id, period, period_start, amount, \
+                                   expires_at, process_id, turn_id, conversation_id) \
+         SELECT $1, $2, p.period, p.period_start, $3, $4, $5, $6, $7 FROM p",
+    )
     .bind::<SqlUuid, _>(id)
     .bind::<SqlUuid, _>(ask.user_id)
     .bind::<BigInt, _>(amount)
     .bind::<Timestamptz, _>(expires)
     .bind::<SqlUuid, _>(ask.process_id)
-    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
+    .bind::<Nullable<SqlUuid>, _>(ask.turn_id())
+    .bind::<Nullable<SqlUuid>, _>(ask.conversation_id())
     .part();
     let hold = Hold {
         id,

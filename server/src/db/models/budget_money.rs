@@ -128,8 +128,8 @@ pub fn try_reserve(
                AND cur.g >= $7 \
              RETURNING cur.g AS g) \
          INSERT INTO money_holds (id, user_id, period, period_start, currency, amount, \
-                                  expires_at, process_id, turn_id) \
-         SELECT $8, $1, $2, $3, $4, g, $9, $10, $11 FROM upd RETURNING amount")
+                                  expires_at, process_id, turn_id, conversation_id) \
+         SELECT $8, $1, $2, $3, $4, g, $9, $10, $11, $12 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
@@ -140,7 +140,8 @@ pub fn try_reserve(
     .bind::<SqlUuid, _>(hold_id)
     .bind::<Timestamptz, _>(expires)
     .bind::<SqlUuid, _>(ask.process_id)
-    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
+    .bind::<Nullable<SqlUuid>, _>(ask.turn_id())
+    .bind::<Nullable<SqlUuid>, _>(ask.conversation_id())
     .get_result::<Granted>(conn)
     .map(move |r| {
         r.optional_row().map(|g| match g {
@@ -234,8 +235,9 @@ pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> diesel::
     // Raw SQL: DELETE … RETURNING in a CTE feeding an UPDATE.
     sql(
         "WITH gone AS (DELETE FROM money_holds h WHERE h.expires_at < $1 \
-                         OR (h.turn_id IS NOT NULL AND NOT EXISTS \
-                             (SELECT 1 FROM conversations c WHERE c.active_turn_id = h.turn_id)) \
+                         OR (h.conversation_id IS NOT NULL AND NOT EXISTS \
+                             (SELECT 1 FROM conversations c \
+                               WHERE c.id = h.conversation_id AND c.active_turn_id = h.turn_id)) \
                        RETURNING user_id, period, period_start, currency, amount), \
               sums AS (SELECT user_id, period, period_start, currency, sum(amount) AS amount \
                        FROM gone GROUP BY 1, 2, 3, 4) \

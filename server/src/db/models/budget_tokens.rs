@@ -53,8 +53,9 @@ pub(super) fn try_reserve_tokens(
              FROM cur WHERE b.user_id = cur.user_id AND b.period = cur.period \
                AND b.period_start = cur.period_start AND cur.g >= $6 \
              RETURNING cur.g AS g) \
-         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, process_id, turn_id) \
-         SELECT $7, $1, $2, $3, g, $8, $9, $10 FROM upd RETURNING amount")
+         INSERT INTO budget_holds (id, user_id, period, period_start, amount, expires_at, \
+                                   process_id, turn_id, conversation_id) \
+         SELECT $7, $1, $2, $3, g, $8, $9, $10, $11 FROM upd RETURNING amount")
     .bind::<SqlUuid, _>(user_id)
     .bind::<Text, _>(period_name(period))
     .bind::<Timestamptz, _>(start)
@@ -64,7 +65,8 @@ pub(super) fn try_reserve_tokens(
     .bind::<SqlUuid, _>(hold_id)
     .bind::<Timestamptz, _>(expires)
     .bind::<SqlUuid, _>(ask.process_id)
-    .bind::<Nullable<SqlUuid>, _>(ask.turn_id)
+    .bind::<Nullable<SqlUuid>, _>(ask.turn_id())
+    .bind::<Nullable<SqlUuid>, _>(ask.conversation_id())
     .get_result::<Granted>(conn)
     .map(move |r| {
         r.optional_row().map(|g| {

@@ -8,7 +8,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures_util::future::{BoxFuture, FutureExt};
 
 use crate::db::models::api_key::KeyState;
-use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk};
+use crate::db::models::budget::{self, Hold, HoldTurn, Reserve, ReserveAsk};
 use crate::db::models::budget_early::{self, Locked};
 use crate::db::models::conversation::Conversation;
 use crate::db::models::custom_tool::CustomToolRow;
@@ -292,7 +292,10 @@ impl Opened<'_> {
             now: ask.now,
             hold_ttl: ask.hold_ttl,
             process_id,
-            turn_id: Some(turn_id),
+            turn: Some(HoldTurn {
+                turn_id,
+                conversation_id,
+            }),
         };
         // A money budget is reserved exactly, with the tokens, before anything is committed.
         let money = reserve_ask.limit.money.is_some();

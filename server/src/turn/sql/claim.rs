@@ -15,7 +15,8 @@ use crate::turn::sql::NewConversation;
 
 /// Marks the conversation as running `turn_id` unless another live turn holds it: `None`
 /// when it is held, or is not the user's. A conversation still titled by default is titled
-/// `provisional_title` (from its first message) until a generated title replaces it.
+/// `provisional_title` (from its first message) until a generated title replaces it. Its
+/// `updated_at` becomes the turn's start (the list's order); the release leaves it.
 pub(super) fn claim_conversation(
     conn: &mut AsyncPgConnection,
     conversation_id: Uuid,

@@ -1,5 +1,9 @@
 //! The end of a turn on the database side: storing it, or releasing its claim when it
 //! cannot be stored (or panicked), and whether a conversation has a turn running.
+//!
+//! A release changes only the claim's columns, which no index holds, so Postgres stores it
+//! as a HOT update (no index entries). It leaves `updated_at` alone: a conversation is as
+//! recent as its last turn's start, when the claim set it.
 
 use diesel::prelude::*;
 use diesel::sql_types::{Jsonb, Uuid as SqlUuid};
@@ -87,8 +91,7 @@ fn release_own(conversation_id: Uuid, turn_id: Uuid, end: serde_json::Value) -> 
         .with(
             "r",
             sql("UPDATE conversations \
-                    SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                        updated_at = now() \
+                    SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL \
                   WHERE id = $1 AND active_turn_id = $2 RETURNING 1")
             .bind::<SqlUuid, _>(conversation_id)
             .bind::<SqlUuid, _>(turn_id)
@@ -160,8 +163,7 @@ fn release(
     turn_id: Uuid,
 ) -> BoxFuture<'static, QueryResult<usize>> {
     sql("UPDATE conversations \
-            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL, \
-                updated_at = now() \
+            SET active_turn_id = NULL, active_turn_at = NULL, active_process_id = NULL \
           WHERE id = $1 AND active_turn_id = $2")
     .bind::<SqlUuid, _>(conversation_id)
     .bind::<SqlUuid, _>(turn_id)

@@ -9,7 +9,7 @@ use diesel_async::AsyncPgConnection;
 use uuid::Uuid;
 
 use crate::db::models::audit::NewAudit;
-use crate::db::models::budget::{self, Hold, Reserve, ReserveAsk, Spend};
+use crate::db::models::budget::{self, Hold, HoldTurn, Reserve, ReserveAsk, Spend};
 use crate::db::models::message::NewMessage;
 use crate::db::models::usage::NewUsage;
 use crate::db::pipelined::Pipelined;
@@ -36,9 +36,9 @@ pub struct Step {
     pub now: DateTime<Utc>,
     pub hold_ttl: Duration,
     pub process_id: Uuid,
-    /// The turn reserving (its claim on the conversation): the sweeper frees the hold once
+    /// The turn reserving and the conversation it claims: the sweeper frees the hold once
     /// the claim is gone.
-    pub turn_id: Uuid,
+    pub turn: HoldTurn,
 }
 
 /// What [`next_call`] stored and found.
@@ -101,7 +101,7 @@ pub async fn next_call(
         now: step.now,
         hold_ttl: step.hold_ttl,
         process_id: step.process_id,
-        turn_id: Some(step.turn_id),
+        turn: Some(step.turn),
     };
     let reserve = budget::try_reserve(tx.conn(), &reserve_ask);
     let first = tx.commit_with(reserve).await?;

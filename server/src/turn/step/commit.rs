@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::db;
 use crate::db::conflict::{Retry, Transaction};
 use crate::db::models::audit::NewAudit;
-use crate::db::models::budget::{Hold, Reserve, Spend};
+use crate::db::models::budget::{Hold, HoldTurn, Reserve, Spend};
 use crate::db::models::message::NewMessage;
 use crate::db::models::usage::NewUsage;
 use crate::domain::{MessageRole, MessageStatus};
@@ -64,7 +64,10 @@ impl Step<'_> {
             now: (engine.clock)(),
             hold_ttl: engine.hold_ttl(),
             process_id: engine.process_id,
-            turn_id: self.who.turn_id,
+            turn: HoldTurn {
+                turn_id: self.who.turn_id,
+                conversation_id: self.who.conversation_id,
+            },
         };
         drop(catalogue);
         let reserved = async {
