@@ -226,6 +226,42 @@ INSERT INTO usage_records ($usage_columns) SELECT $usage_columns
                 32 + CAST(:c AS int8), 0, 0, NULL::numeric, NULL::text, NULL::text, NULL::text))
        AS r ($usage_columns);
 EOF
+# The start's reads of the user (account and role, a few of the inputs' columns) and its lock
+# on the user's token period: before, two statements, the lock reading the user and role
+# again; now, one, the lock a lateral subquery of the inputs (server/src/turn/sql/inputs.rs).
+# Each in a transaction of its own, as the start's first round trip is.
+user_of_period="(SELECT user_id FROM piece_periods WHERE n = :p)"
+period_of="CASE r.budget_period WHEN 'day' THEN date_trunc('day', now())
+                 WHEN 'week' THEN date_trunc('week', now()) WHEN 'month' THEN date_trunc('month', now())
+                 WHEN 'total' THEN 'epoch'::timestamptz END"
+cat > "$work/inputs_lock_two.sql" <<EOF
+$pick_period
+BEGIN;
+WITH u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $user_of_period)
+SELECT u.token_version, r.tools, r.budget_period FROM u JOIN roles r ON r.name = u.role;
+WITH lim AS (SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period
+               FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $user_of_period)
+SELECT r.tokens - b.spent - b.reserved AS left, b.period, b.period_start
+  FROM budget_periods b JOIN lim r ON b.period = r.budget_period
+ WHERE b.user_id = $user_of_period AND r.tokens IS NOT NULL AND b.period_start = $period_of
+   FOR NO KEY UPDATE OF b;
+COMMIT;
+EOF
+cat > "$work/inputs_lock_one.sql" <<EOF
+$pick_period
+BEGIN;
+WITH u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $user_of_period)
+SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_start
+  FROM u JOIN roles r ON r.name = u.role
+  LEFT JOIN LATERAL (
+      SELECT coalesce(u.token_budget, r.token_budget) - b.spent - b.reserved AS left,
+             b.period, b.period_start
+        FROM budget_periods b
+       WHERE true AND coalesce(u.token_budget, r.token_budget) IS NOT NULL
+         AND b.user_id = u.id AND b.period = r.budget_period AND b.period_start = $period_of
+         FOR NO KEY UPDATE OF b) p ON true;
+COMMIT;
+EOF
 cat > "$work/turn_end.sql" <<EOF
 $pick_conversation
 INSERT INTO turn_ends (turn_id, conversation_id, event)
@@ -282,6 +318,9 @@ for _ in $(seq "$rounds"); do
     row "message row: one row, vector in the statement (lever)" "$lever_db" message_values_vector.sql "$async"
     row "usage row: unnest (before)" "$now_db" usage_unnest.sql "$async"
     row "usage row: one row (now)" "$now_db" usage_values.sql "$async"
+    row "start's inputs and period lock: two statements (before)" "$now_db" \
+        inputs_lock_two.sql "$async"
+    row "start's inputs and period lock: one statement (now)" "$now_db" inputs_lock_one.sql "$async"
     row "turn end row, with its foreign key (now)" "$now_db" turn_end.sql
     row "turn end row, no foreign key (lever)" "$lever_db" turn_end.sql
 done

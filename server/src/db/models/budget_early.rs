@@ -1,9 +1,9 @@
 //! The reservation of a turn's start, in two halves around the history that sizes the call.
-//! The first round trip locks the user's period row and reads what is left
-//! ([`lock_period`]); the second, with the start's COMMIT, reserves the amount fitted to the
-//! call and records its hold ([`hold`]). The row stays locked from the first to the COMMIT,
-//! so what was read is still what is left: each period row and each hold is written once
-//! per start, never reserved large and cut afterwards.
+//! The first round trip locks the user's period row and reads what is left (in the start's
+//! inputs statement: [`locked`]); the second, with the start's COMMIT, reserves the amount
+//! fitted to the call and records its hold ([`hold`]). The row stays locked from the first
+//! to the COMMIT, so what was read is still what is left: each period row and each hold is
+//! written once per start, never reserved large and cut afterwards.
 //!
 //! Correctness does not depend on when the row is read. The exact reservation grants
 //! `min(want, left)` when `left >= need`; with `left` read under the lock, the start holds
@@ -12,16 +12,14 @@
 
 use chrono::{DateTime, Utc};
 use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use diesel::QueryableByName;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use futures_util::future::{BoxFuture, FutureExt};
 use uuid::Uuid;
 
-use super::budget::{period_name, Hold, OptionalRow, ReserveAsk};
+use super::budget::{period_name, Hold, ReserveAsk};
 use crate::budget::Period;
 use crate::db::prepared::{joined, sql, Joined};
 
-/// The user's token period row, locked by [`lock_period`] until the transaction ends.
+/// The user's token period row, locked by the start's first round trip ([`locked`]) until
+/// the transaction ends.
 #[derive(Debug, Clone, Copy)]
 pub struct Locked {
     /// What the period had left when locked, and so until the COMMIT.
@@ -30,56 +28,23 @@ pub struct Locked {
     pub period_start: DateTime<Utc>,
 }
 
-#[derive(QueryableByName)]
-struct Row {
-    #[diesel(sql_type = BigInt)]
-    left: i64,
-    #[diesel(sql_type = Text)]
-    period: String,
-    #[diesel(sql_type = Timestamptz)]
-    period_start: DateTime<Utc>,
-}
-
-/// Reads the user's limit and locks the current period's row, in one statement that does
-/// not borrow the connection (pipelined with the start's reads). `None` for an unlimited
-/// budget or a missing period row. The lock is the one an update of the row takes (`FOR NO
-/// KEY UPDATE`): other reservations of this user wait for the start's COMMIT, as they would
-/// behind its update.
-pub fn lock_period(
-    conn: &mut AsyncPgConnection,
-    user_id: Uuid,
-    now: DateTime<Utc>,
-) -> BoxFuture<'static, diesel::QueryResult<Option<Locked>>> {
-    // The period names the budget module stores; a role's unknown name matches none of them
-    // (the exact path then counts it per month).
-    // Raw SQL: a CTE with COALESCE across joins, prepared once per connection and pipelined on the turn's path (see db::prepared).
-    sql("WITH lim AS ( \
-             SELECT COALESCE(u.token_budget, r.token_budget) AS tokens, r.budget_period AS period \
-             FROM users u JOIN roles r ON r.name = u.role WHERE u.id = $1) \
-         SELECT lim.tokens - b.spent - b.reserved AS left, b.period, b.period_start \
-         FROM budget_periods b JOIN lim ON b.period = lim.period \
-         WHERE b.user_id = $1 AND lim.tokens IS NOT NULL \
-           AND b.period_start = CASE lim.period WHEN 'day' THEN $2 WHEN 'week' THEN $3 \
-                                WHEN 'month' THEN $4 WHEN 'total' THEN $5 END \
-         FOR NO KEY UPDATE OF b")
-    .bind::<SqlUuid, _>(user_id)
-    .bind::<Timestamptz, _>(Period::Day.start(now))
-    .bind::<Timestamptz, _>(Period::Week.start(now))
-    .bind::<Timestamptz, _>(Period::Month.start(now))
-    .bind::<Timestamptz, _>(Period::Total.start(now))
-    .get_result::<Row>(conn)
-    .map(|r| {
-        r.optional_row().map(|row| {
-            row.and_then(|row| {
-                Period::parse(&row.period).map(|period| Locked {
-                    left: row.left,
-                    period,
-                    period_start: row.period_start,
-                })
-            })
-        })
+/// The period row the start's first round trip locked, from its columns (all NULL: none was
+/// locked, for an unlimited budget or a period without its row yet). The lock is taken in
+/// the start's inputs statement ([`crate::turn::sql::inputs`]), sent after the claim: the
+/// user's limit comes from the account and role it reads anyway, and the lock is the one an
+/// update of the row takes (`FOR NO KEY UPDATE`), so other reservations of this user wait
+/// for the start's COMMIT, as they would behind its update. A role's unknown period name
+/// matches no row (the exact path then counts it per month).
+pub fn locked(
+    left: Option<i64>,
+    period: Option<String>,
+    period_start: Option<DateTime<Utc>>,
+) -> Option<Locked> {
+    Some(Locked {
+        left: left?,
+        period: Period::parse(&period?)?,
+        period_start: period_start?,
     })
-    .boxed()
 }
 
 /// The statement that reserves `amount` on the `locked` row and records the hold, to which

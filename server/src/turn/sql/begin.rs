@@ -114,17 +114,8 @@ pub async fn open(
     let conversation_id = user_message.conversation_id;
     let mut tx = Pipelined::open(conn);
 
-    // The account, its role, the key of a `/v1` call, the custom tools, the assistant and the
-    // memory notes (memory is for chats, not `/v1` calls).
-    let inputs = inputs::read(
-        tx.conn(),
-        conversation_id,
-        user_id,
-        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
-        claim.new_conversation.is_none(),
-        claim.api_key,
-    );
-    // Sent in this order: the earlier messages need their conversation.
+    // Sent in the order built: the claim (the conversation row) before the inputs' lock on
+    // the budget period, as everywhere.
     let (claimed, history) = match &claim.new_conversation {
         None => (
             claim_conversation(
@@ -158,11 +149,21 @@ pub async fn open(
             futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
         ),
     };
-    // Locked before the call's size is known, reserved in `reserve` ([`budget_early`]): the
-    // call then waits for one round trip, not two.
-    let early = budget_early::lock_period(tx.conn(), user_id, ask.now);
-    let reads = futures_util::future::try_join4(inputs, claimed, history, early);
-    let (inputs, claimed, history, early) = match tx.begin_with(reads).await {
+    // The account, its role, the key of a `/v1` call, the custom tools, the assistant, the
+    // memory notes (memory is for chats, not `/v1` calls) and the budget period: locked
+    // before the call's size is known, reserved in `reserve` ([`budget_early`]), so the call
+    // waits for one round trip, not two.
+    let inputs = inputs::read(
+        tx.conn(),
+        conversation_id,
+        user_id,
+        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
+        claim.new_conversation.is_none(),
+        claim.api_key,
+        Some(ask.now),
+    );
+    let reads = futures_util::future::try_join3(claimed, history, inputs);
+    let (claimed, history, inputs) = match tx.begin_with(reads).await {
         Ok(read) => read,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
@@ -171,6 +172,7 @@ pub async fn open(
         key: key_state,
         preset,
         custom_tools,
+        early,
     }) = inputs
     else {
         return abort_with(tx, Ok(Err(Refusal::Rejected(Rejection::NoAccount)))).await;
