@@ -262,6 +262,42 @@ SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_sta
          FOR NO KEY UPDATE OF b) p ON true;
 COMMIT;
 EOF
+# The claim with them: before, the claim a statement of its own and the inputs with the
+# lock another; now, the claim a CTE of the inputs statement, the lock waiting for it. Rolled
+# back, so every run claims a free conversation (both shapes pay the same rollback).
+conversation_of="(SELECT id FROM piece_conversations WHERE n = :c)"
+owner_of="(SELECT user_id FROM conversations WHERE id = $conversation_of)"
+claim_update="UPDATE conversations SET active_turn_id = gen_random_uuid(), active_turn_at = now(),
+       updated_at = now(), active_process_id = gen_random_uuid(), archived_at = NULL
+ WHERE id = $conversation_of AND (active_turn_id IS NULL OR active_turn_at < now())
+RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at,
+          system_prompt, title_auto, assistant_id, memory_enabled, forked_from"
+inputs_with_lock="SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_start
+  FROM u JOIN roles r ON r.name = u.role
+  LEFT JOIN LATERAL (
+      SELECT coalesce(u.token_budget, r.token_budget) - b.spent - b.reserved AS left,
+             b.period, b.period_start
+        FROM budget_periods b
+       WHERE CLAIMED AND coalesce(u.token_budget, r.token_budget) IS NOT NULL
+         AND b.user_id = u.id AND b.period = r.budget_period AND b.period_start = $period_of
+         FOR NO KEY UPDATE OF b) p ON true"
+cat > "$work/claim_inputs_two.sql" <<EOF
+$pick_conversation
+BEGIN;
+$claim_update;
+WITH u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $owner_of)
+${inputs_with_lock/CLAIMED/true};
+ROLLBACK;
+EOF
+cat > "$work/claim_inputs_one.sql" <<EOF
+$pick_conversation
+BEGIN;
+WITH cl AS ($claim_update),
+     u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $owner_of)
+${inputs_with_lock/CLAIMED/EXISTS (SELECT 1 FROM cl)}
+  LEFT JOIN cl ON true;
+ROLLBACK;
+EOF
 cat > "$work/turn_end.sql" <<EOF
 $pick_conversation
 INSERT INTO turn_ends (turn_id, conversation_id, event)
@@ -321,6 +357,8 @@ for _ in $(seq "$rounds"); do
     row "start's inputs and period lock: two statements (before)" "$now_db" \
         inputs_lock_two.sql "$async"
     row "start's inputs and period lock: one statement (now)" "$now_db" inputs_lock_one.sql "$async"
+    row "start's claim, inputs and lock: two statements (before)" "$now_db" claim_inputs_two.sql
+    row "start's claim, inputs and lock: one statement (now)" "$now_db" claim_inputs_one.sql
     row "turn end row, with its foreign key (now)" "$now_db" turn_end.sql
     row "turn end row, no foreign key (lever)" "$lever_db" turn_end.sql
 done

@@ -19,8 +19,8 @@ use crate::db::pipelined::Pipelined;
 use crate::db::prepared::Joined;
 use crate::turn::history_cache::{History, Known};
 use crate::turn::sql::access::RoleNow;
-use crate::turn::sql::claim::{attached_paths, claim_conversation, create_claimed, created};
-use crate::turn::sql::inputs::{self, StartInputs};
+use crate::turn::sql::claim::{attached_paths, create_claimed, created, ClaimAsk};
+use crate::turn::sql::inputs::{self, InputsAsk, StartInputs};
 use crate::turn::sql::preset::TurnPreset;
 use crate::turn::sql::{abort_with, ready_ok, BudgetAsk, Claim, Refusal, Started};
 
@@ -114,56 +114,45 @@ pub async fn open(
     let conversation_id = user_message.conversation_id;
     let mut tx = Pipelined::open(conn);
 
-    // Sent in the order built: the claim (the conversation row) before the inputs' lock on
-    // the budget period, as everywhere.
-    let (claimed, history) = match &claim.new_conversation {
-        None => (
-            claim_conversation(
-                tx.conn(),
-                conversation_id,
-                user_id,
+    // The history also counts the conversation's messages (the size bound). A conversation
+    // the start creates has none: it is inserted with the COMMIT, in `reserve`.
+    let history = match (&claim.new_conversation, &known) {
+        (Some(_), _) => futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
+        (None, Some(known)) => {
+            message_recent::list_after(tx.conn(), conversation_id, known.last_seq())
+                .map(|r| r.map(Read::After))
+                .boxed()
+        }
+        (None, None) => message_recent::list_recent(tx.conn(), conversation_id, history_room)
+            .map(|r| r.map(Read::Whole))
+            .boxed(),
+    };
+    // The claim, then the account, its role, the key of a `/v1` call, the custom tools, the
+    // assistant, the memory notes (memory is for chats, not `/v1` calls) and the budget
+    // period: locked before the call's size is known, reserved in `reserve`
+    // ([`budget_early`]), so the call waits for one round trip, not two.
+    let inputs = inputs::read(
+        tx.conn(),
+        InputsAsk {
+            conversation: conversation_id,
+            user: user_id,
+            assistant: claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
+            with_memory: claim.new_conversation.is_none(),
+            api_key: claim.api_key,
+            lock_at: Some(ask.now),
+            claim: claim.new_conversation.is_none().then(|| ClaimAsk {
                 turn_id,
                 stale,
                 process_id,
-                crate::llm::title::provisional_with_files(
+                provisional_title: crate::llm::title::provisional_with_files(
                     &user_message.content,
                     attached_paths(user_message.attachments.as_ref()),
                 ),
-            ),
-            // The history also counts the conversation's messages (the size bound).
-            match &known {
-                Some(known) => {
-                    message_recent::list_after(tx.conn(), conversation_id, known.last_seq())
-                        .map(|r| r.map(Read::After))
-                        .boxed()
-                }
-                None => message_recent::list_recent(tx.conn(), conversation_id, history_room)
-                    .map(|r| r.map(Read::Whole))
-                    .boxed(),
-            },
-        ),
-        // Inserted with the COMMIT, in `reserve`.
-        Some(new) => (
-            futures_util::future::ready(Ok(Some(created(conversation_id, user_id, new, ask.now))))
-                .boxed(),
-            futures_util::future::ready(Ok(Read::Whole(Recent::default()))).boxed(),
-        ),
-    };
-    // The account, its role, the key of a `/v1` call, the custom tools, the assistant, the
-    // memory notes (memory is for chats, not `/v1` calls) and the budget period: locked
-    // before the call's size is known, reserved in `reserve` ([`budget_early`]), so the call
-    // waits for one round trip, not two.
-    let inputs = inputs::read(
-        tx.conn(),
-        conversation_id,
-        user_id,
-        claim.new_conversation.as_ref().and_then(|n| n.assistant_id),
-        claim.new_conversation.is_none(),
-        claim.api_key,
-        Some(ask.now),
+            }),
+        },
     );
-    let reads = futures_util::future::try_join3(claimed, history, inputs);
-    let (claimed, history, inputs) = match tx.begin_with(reads).await {
+    let reads = futures_util::future::try_join(history, inputs);
+    let (history, inputs) = match tx.begin_with(reads).await {
         Ok(read) => read,
         Err(e) => return abort_with(tx, Err(e)).await,
     };
@@ -173,6 +162,7 @@ pub async fn open(
         preset,
         custom_tools,
         early,
+        claimed,
     }) = inputs
     else {
         return abort_with(tx, Ok(Err(Refusal::Rejected(Rejection::NoAccount)))).await;
@@ -187,6 +177,10 @@ pub async fn open(
     if let Err(r) = admitted {
         return abort_with(tx, Ok(Err(Refusal::Rejected(r)))).await;
     }
+    let claimed = match &claim.new_conversation {
+        Some(new) => Some(created(conversation_id, user_id, new, ask.now)),
+        None => claimed,
+    };
     let Some(conversation) = claimed else {
         let owned =
             crate::db::models::conversation::find_owned(tx.conn(), conversation_id, user_id).await;
