@@ -247,19 +247,21 @@ SELECT r.tokens - b.spent - b.reserved AS left, b.period, b.period_start
    FOR NO KEY UPDATE OF b;
 COMMIT;
 EOF
-cat > "$work/inputs_lock_one.sql" <<EOF
-$pick_period
-BEGIN;
-WITH u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $user_of_period)
-SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_start
+# The inputs with the lock as a lateral subquery (CLAIMED: what the lock waits for).
+inputs_with_lock="SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_start
   FROM u JOIN roles r ON r.name = u.role
   LEFT JOIN LATERAL (
       SELECT coalesce(u.token_budget, r.token_budget) - b.spent - b.reserved AS left,
              b.period, b.period_start
         FROM budget_periods b
-       WHERE true AND coalesce(u.token_budget, r.token_budget) IS NOT NULL
+       WHERE CLAIMED AND coalesce(u.token_budget, r.token_budget) IS NOT NULL
          AND b.user_id = u.id AND b.period = r.budget_period AND b.period_start = $period_of
-         FOR NO KEY UPDATE OF b) p ON true;
+         FOR NO KEY UPDATE OF b) p ON true"
+cat > "$work/inputs_lock_one.sql" <<EOF
+$pick_period
+BEGIN;
+WITH u AS (SELECT id, role, token_budget, token_version FROM users WHERE id = $user_of_period)
+${inputs_with_lock/CLAIMED/true};
 COMMIT;
 EOF
 # The claim with them: before, the claim a statement of its own and the inputs with the
@@ -272,15 +274,6 @@ claim_update="UPDATE conversations SET active_turn_id = gen_random_uuid(), activ
  WHERE id = $conversation_of AND (active_turn_id IS NULL OR active_turn_at < now())
 RETURNING id, user_id, title, model, created_at, updated_at, pinned, archived_at,
           system_prompt, title_auto, assistant_id, memory_enabled, forked_from"
-inputs_with_lock="SELECT u.token_version, r.tools, r.budget_period, p.left, p.period, p.period_start
-  FROM u JOIN roles r ON r.name = u.role
-  LEFT JOIN LATERAL (
-      SELECT coalesce(u.token_budget, r.token_budget) - b.spent - b.reserved AS left,
-             b.period, b.period_start
-        FROM budget_periods b
-       WHERE CLAIMED AND coalesce(u.token_budget, r.token_budget) IS NOT NULL
-         AND b.user_id = u.id AND b.period = r.budget_period AND b.period_start = $period_of
-         FOR NO KEY UPDATE OF b) p ON true"
 cat > "$work/claim_inputs_two.sql" <<EOF
 $pick_conversation
 BEGIN;
