@@ -180,23 +180,27 @@ pub fn markdown(r: &Report) -> String {
         for sc in &r.scenarios {
             let _ = writeln!(
                 s,
-                "\n### {}\n\n{}. Max throughput seen: {:.0} turns/s.\n",
+                "\n### {}\n\n{}. Max throughput seen: {:.0} turns/s. \"In calls\": CPU per turn divided by the fake upstream's CPU per model call in the same phase, the machine's speed taken out (`src/bench/calibrate.rs`).\n",
                 sc.name, sc.bound_note, sc.max_throughput_per_s
             );
-            let _ = writeln!(s, "| model | conc / rate | turns | ok | turns/s | TTFT p50 / p95 / p99 ms (server) | direct TTFT p50 / p99 ms | gap p99 ms (server / direct) | turn p99 ms | server CPU ms/turn (util %) | PG backends ms/turn | RSS MiB | errors |");
-            let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+            let _ = writeln!(s, "| model | conc / rate | turns | ok | turns/s | TTFT p50 / p95 / p99 ms (server) | direct TTFT p50 / p99 ms | gap p99 ms (server / direct) | turn p99 ms | server CPU ms/turn (util %) | PG backends ms/turn | upstream µs/call: server / PG in calls | RSS MiB | errors |");
+            let _ = writeln!(
+                s,
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            );
             for p in sc.sweep.iter().chain(sc.half.iter()) {
                 let cr = match (p.concurrency, p.rate_per_s) {
                     (Some(c), _) => format!("{c}"),
                     (_, Some(r)) => format!("{r:.0}/s"),
                     _ => "–".into(),
                 };
-                let _ = writeln!(s, "| {} | {} | {} | {} | {:.0} | {} / {} / {} | {} / {} | {} / {} | {} | {} ({}) | {} | {} | {} |",
+                let _ = writeln!(s, "| {} | {} | {} | {} | {:.0} | {} / {} / {} | {} / {} | {} / {} | {} | {} ({}) | {} | {}: {} / {} | {} | {} |",
                 p.model, cr, p.turns, p.ok, p.throughput_per_s,
                 f(p.ttft.p50_ms, 1), f(p.ttft.p95_ms, 1), f(p.ttft.p99_ms, 1),
                 f(p.direct_ttft.p50_ms, 1), f(p.direct_ttft.p99_ms, 1),
                 f(p.gap.p99_ms, 2), f(p.direct_gap.p99_ms, 2), f(p.turn_total.p99_ms, 0),
                 f(p.server_cpu_ms_per_turn, 2), f(p.server_cpu_util_pct, 0), f(p.pg_backend_cpu_ms_per_turn, 2),
+                f(p.upstream_cpu_us_per_call, 0), f(p.server_cpu_in_calls, 2), f(p.pg_backend_cpu_in_calls, 2),
                 f(p.server_rss_mib_after, 1), errs(p));
             }
         }

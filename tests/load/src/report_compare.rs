@@ -13,12 +13,12 @@ use crate::bench::{Phase, Report};
 use crate::stats::f;
 
 /// What is compared, per scenario: label, the value now, the path to it in a stored
-/// scenario, and whether lower is better.
+/// scenario, and whether lower is better (`None`: neither, the machine's speed).
 type Metric = (
     &'static str,
     fn(&Row) -> Option<f64>,
     &'static [&'static str],
-    bool,
+    Option<bool>,
 );
 
 /// One scenario's figures as this run measured them.
@@ -27,36 +27,54 @@ struct Row<'a> {
     half: Option<&'a Phase>,
 }
 
-const METRICS: [Metric; 5] = [
+const METRICS: [Metric; 8] = [
+    (
+        "the machine: fake upstream CPU µs/call (half load)",
+        |r| r.half.and_then(|h| h.upstream_cpu_us_per_call),
+        &["half", "upstream_cpu_us_per_call"],
+        None,
+    ),
     (
         "server CPU ms/turn (half load)",
         |r| r.half.and_then(|h| h.server_cpu_ms_per_turn),
         &["half", "server_cpu_ms_per_turn"],
-        true,
+        Some(true),
+    ),
+    (
+        "server CPU in upstream calls (half load)",
+        |r| r.half.and_then(|h| h.server_cpu_in_calls),
+        &["half", "server_cpu_in_calls"],
+        Some(true),
     ),
     (
         "PG backends CPU ms/turn (half load)",
         |r| r.half.and_then(|h| h.pg_backend_cpu_ms_per_turn),
         &["half", "pg_backend_cpu_ms_per_turn"],
-        true,
+        Some(true),
+    ),
+    (
+        "PG backends CPU in upstream calls (half load)",
+        |r| r.half.and_then(|h| h.pg_backend_cpu_in_calls),
+        &["half", "pg_backend_cpu_in_calls"],
+        Some(true),
     ),
     (
         "added TTFT p50 ms (half load)",
         |r| r.half.and_then(|h| h.added_ttft_p50_ms),
         &["half", "added_ttft_p50_ms"],
-        true,
+        Some(true),
     ),
     (
         "added TTFT p99 ms (half load)",
         |r| r.half.and_then(|h| h.added_ttft_p99_ms),
         &["half", "added_ttft_p99_ms"],
-        true,
+        Some(true),
     ),
     (
         "saturation turns/s",
         |r| r.saturation,
         &["saturation_per_s"],
-        false,
+        Some(false),
     ),
 ];
 
@@ -111,7 +129,7 @@ pub fn markdown(r: &Report, s: &mut String) {
     let stored_shape = shape(&stored);
     let _ = writeln!(
         s,
-        "## Against the stored result\n\n`{}`: run at {when}, server binary `{bin}`. Ratio = now ÷ stored; **worse** marks a change of more than 10 % in the wrong direction (a single pair of runs: confirm a drift by alternating the two builds in one sitting). Shape (upstream first token ms / deltas / gap ms / users / concurrency levels): stored {stored_shape}, now {now_shape}{}.\n",
+        "## Against the stored result\n\n`{}`: run at {when}, server binary `{bin}`. Ratio = now ÷ stored; **worse** marks a change of more than 10 % in the wrong direction (a single pair of runs: confirm a drift by alternating the two builds in one sitting). The rows \"in upstream calls\" divide by the machine's speed in each run (its first row), so they hold across sittings and hosts better than the times. Shape (upstream first token ms / deltas / gap ms / users / concurrency levels): stored {stored_shape}, now {now_shape}{}.\n",
         path.display(),
         if stored_shape == now_shape { "" } else { " — **different shapes: the numbers are not comparable**" }
     );
@@ -162,14 +180,14 @@ fn utc_date(unix: i64) -> String {
 }
 
 /// `now ÷ then`, marked when it moved more than 10 % the wrong way.
-fn ratio(now: Option<f64>, then: Option<f64>, lower_is_better: bool) -> String {
+fn ratio(now: Option<f64>, then: Option<f64>, lower_is_better: Option<bool>) -> String {
     match (now, then) {
         (Some(n), Some(t)) if t > 0.0 => {
             let q = n / t;
-            let worse = if lower_is_better {
-                q > 1.1
-            } else {
-                q < 1.0 / 1.1
+            let worse = match lower_is_better {
+                Some(true) => q > 1.1,
+                Some(false) => q < 1.0 / 1.1,
+                None => false,
             };
             format!("{q:.2}{}", if worse { " **worse**" } else { "" })
         }
@@ -190,12 +208,17 @@ mod tests {
 
     #[test]
     fn ratios_mark_drift_in_the_wrong_direction_only() {
-        assert_eq!(ratio(Some(1.2), Some(1.0), true), "1.20 **worse**");
-        assert_eq!(ratio(Some(0.8), Some(1.0), true), "0.80");
-        assert_eq!(ratio(Some(300.0), Some(400.0), false), "0.75 **worse**");
-        assert_eq!(ratio(Some(420.0), Some(400.0), false), "1.05");
-        assert_eq!(ratio(None, Some(1.0), true), "–");
-        assert_eq!(ratio(Some(1.0), Some(0.0), true), "–");
+        assert_eq!(ratio(Some(1.2), Some(1.0), Some(true)), "1.20 **worse**");
+        assert_eq!(ratio(Some(0.8), Some(1.0), Some(true)), "0.80");
+        assert_eq!(
+            ratio(Some(300.0), Some(400.0), Some(false)),
+            "0.75 **worse**"
+        );
+        assert_eq!(ratio(Some(420.0), Some(400.0), Some(false)), "1.05");
+        assert_eq!(ratio(None, Some(1.0), Some(true)), "–");
+        assert_eq!(ratio(Some(1.0), Some(0.0), Some(true)), "–");
+        // The machine's speed has no better direction: a slower host is not a regression.
+        assert_eq!(ratio(Some(800.0), Some(600.0), None), "1.33");
     }
 
     #[test]

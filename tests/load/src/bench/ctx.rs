@@ -46,6 +46,8 @@ pub(crate) struct Ctx {
     pub(crate) image_pool: Pool,
     pub(crate) image: Option<crate::image::Prepared>,
     pub(crate) server_pid: u32,
+    /// The fake upstream's process: its CPU per call is the machine's speed ([`super::calibrate`]).
+    pub(crate) fake_pid: u32,
     pub(crate) db: String,
 }
 

@@ -63,6 +63,12 @@ pub struct Phase {
     pub server_cpu_util_pct: Option<f64>,
     pub pg_backend_cpu_ms_per_turn: Option<f64>,
     pub pg_all_cpu_ms_per_turn: Option<f64>,
+    /// The fake upstream's CPU per model call in this phase: the machine's speed.
+    pub upstream_cpu_us_per_call: Option<f64>,
+    /// Server CPU per turn in units of [`Phase::upstream_cpu_us_per_call`].
+    pub server_cpu_in_calls: Option<f64>,
+    /// Postgres backends' CPU per turn in the same units.
+    pub pg_backend_cpu_in_calls: Option<f64>,
     pub xact_commits_per_turn: Option<f64>,
     pub writing_xids_per_turn: Option<f64>,
     pub server_rss_mib_after: Option<f64>,

@@ -13,6 +13,7 @@
 //! * `health` — whether the kit itself worked;
 //! * `results` — the report's data and writing it out.
 
+mod calibrate;
 mod commit_probe;
 mod config;
 mod ctx;
@@ -143,6 +144,7 @@ async fn chat(cfg: &Config, report: &mut Report, t_start: Instant) -> anyhow::Re
         image_pool: Arc::new(Mutex::new(image_convs.into_iter().collect())),
         image,
         server_pid,
+        fake_pid,
         db,
     });
     let gen_ticks0 = sys::cpu_ticks(std::process::id()).unwrap_or(0);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::calibrate;
 use super::measure::{finish_phase, sample, spawn_direct};
 use super::{log, Ctx, Phase};
 use crate::client::Outcome;
@@ -24,6 +25,7 @@ pub(super) async fn closed(
     secs: f64,
 ) -> Phase {
     let calls0 = upstream_calls(ctx, route).await;
+    let mark0 = calibrate::mark(ctx).await;
     let before = sample(ctx, false);
     let deadline = before.at + Duration::from_secs_f64(secs);
     let direct = spawn_direct(ctx, route, d, ctx.cfg.direct_rate, deadline);
@@ -70,6 +72,7 @@ pub(super) async fn closed(
     }
     let direct = direct.await.unwrap_or_default();
     let after = sample(ctx, false);
+    let mark1 = calibrate::mark(ctx).await;
     let mcp = match mcp {
         Some(w) => Some(w.finish(ctx, &outs).await),
         None => None,
@@ -82,7 +85,9 @@ pub(super) async fn closed(
         upstream_calls: upstream_calls_since(ctx, calls0).await,
         ..Default::default()
     };
-    finish_phase(ctx, p, &outs, &direct, &before, &after, deadline)
+    let mut p = finish_phase(ctx, p, &outs, &direct, &before, &after, deadline);
+    calibrate::apply(&mut p, mark0, mark1);
+    p
 }
 
 /// Open model: arrivals at a constant `rate` for `secs`; latency counts from the scheduled
@@ -104,6 +109,7 @@ pub(super) async fn open(
         tokio::time::sleep(Duration::from_secs(ctx.cfg.stats_wait_secs)).await;
     }
     let calls0 = upstream_calls(ctx, route).await;
+    let mark0 = calibrate::mark(ctx).await;
     let before = sample(ctx, pg_counters);
     let deadline = before.at + Duration::from_secs_f64(secs);
     let direct = spawn_direct(ctx, route, d, ctx.cfg.direct_rate, deadline);
@@ -148,6 +154,7 @@ pub(super) async fn open(
     let direct = direct.await.unwrap_or_default();
     // CPU and duration over the working window; Postgres counters after the flush wait.
     let mut after = sample(ctx, false);
+    let mark1 = calibrate::mark(ctx).await;
     if pg_counters {
         if ctx.cfg.stats_wait_secs > 0 {
             tokio::time::sleep(Duration::from_secs(ctx.cfg.stats_wait_secs)).await;
@@ -172,6 +179,7 @@ pub(super) async fn open(
         .iter()
         .filter(|o| o.error.as_deref() != Some("no_free_conversation"))
         .count();
+    calibrate::apply(&mut p, mark0, mark1);
     p
 }
 
