@@ -63,12 +63,13 @@ periods=$(q "$now_db" "SELECT count(*) FROM piece_periods")
     exit 1
 }
 
-# The levers, applied to the second copy only.
+# The levers, applied to the second copy only. (A kit database from 2026-12-08 on has no
+# `budget_holds_expiry` or `budget_holds_turn_idx`: nothing read them.)
 q "$lever_db" "DROP INDEX IF EXISTS conversations_active_turn_idx;
                DROP INDEX IF EXISTS conversations_active_process;
-               DROP INDEX budget_holds_expiry;
+               DROP INDEX IF EXISTS budget_holds_expiry;
                DROP INDEX budget_holds_process;
-               DROP INDEX budget_holds_turn_idx;
+               DROP INDEX IF EXISTS budget_holds_turn_idx;
                ALTER TABLE turn_ends DROP CONSTRAINT turn_ends_conversation_id_fkey;
                ALTER TABLE messages ALTER COLUMN search_vector DROP EXPRESSION"
 
