@@ -9,74 +9,87 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::bench::{Phase, Report};
+use crate::bench::Report;
 use crate::stats::f;
 
-/// What is compared, per scenario: label, the value now, the path to it in a stored
-/// scenario, and whether lower is better (`None`: neither, the machine's speed).
-type Metric = (
-    &'static str,
-    fn(&Row) -> Option<f64>,
-    &'static [&'static str],
-    Option<bool>,
-);
+/// What is compared, per scenario: label, the path to it in a scenario's report (its first
+/// key `half`, the half-load phase, or `top`, the closed phase at the highest concurrency),
+/// and whether lower is better (`None`: neither, the machine's speed).
+type Metric = (&'static str, &'static [&'static str], Option<bool>);
 
-/// One scenario's figures as this run measured them.
-struct Row<'a> {
-    saturation: Option<f64>,
-    half: Option<&'a Phase>,
-}
-
-const METRICS: [Metric; 8] = [
+const METRICS: [Metric; 11] = [
     (
         "the machine: fake upstream CPU µs/call (half load)",
-        |r| r.half.and_then(|h| h.upstream_cpu_us_per_call),
         &["half", "upstream_cpu_us_per_call"],
         None,
     ),
     (
         "server CPU ms/turn (half load)",
-        |r| r.half.and_then(|h| h.server_cpu_ms_per_turn),
         &["half", "server_cpu_ms_per_turn"],
         Some(true),
     ),
     (
         "server CPU in upstream calls (half load)",
-        |r| r.half.and_then(|h| h.server_cpu_in_calls),
         &["half", "server_cpu_in_calls"],
         Some(true),
     ),
     (
         "PG backends CPU ms/turn (half load)",
-        |r| r.half.and_then(|h| h.pg_backend_cpu_ms_per_turn),
         &["half", "pg_backend_cpu_ms_per_turn"],
         Some(true),
     ),
     (
         "PG backends CPU in upstream calls (half load)",
-        |r| r.half.and_then(|h| h.pg_backend_cpu_in_calls),
         &["half", "pg_backend_cpu_in_calls"],
         Some(true),
     ),
     (
+        "the machine: fake upstream CPU µs/call (top level)",
+        &["top", "upstream_cpu_us_per_call"],
+        None,
+    ),
+    (
+        "server CPU in upstream calls (top level)",
+        &["top", "server_cpu_in_calls"],
+        Some(true),
+    ),
+    (
+        "PG backends CPU in upstream calls (top level)",
+        &["top", "pg_backend_cpu_in_calls"],
+        Some(true),
+    ),
+    (
         "added TTFT p50 ms (half load)",
-        |r| r.half.and_then(|h| h.added_ttft_p50_ms),
         &["half", "added_ttft_p50_ms"],
         Some(true),
     ),
     (
         "added TTFT p99 ms (half load)",
-        |r| r.half.and_then(|h| h.added_ttft_p99_ms),
         &["half", "added_ttft_p99_ms"],
         Some(true),
     ),
-    (
-        "saturation turns/s",
-        |r| r.saturation,
-        &["saturation_per_s"],
-        Some(false),
-    ),
+    ("saturation turns/s", &["saturation_per_s"], Some(false)),
 ];
+
+/// The figure at `path` in a scenario's report, now's or a stored one's.
+fn figure(scenario: &Value, path: &[&str]) -> Option<f64> {
+    match path.split_first() {
+        Some((&"top", rest)) => at(top(scenario)?, rest),
+        _ => at(scenario, path),
+    }
+    .and_then(Value::as_f64)
+}
+
+/// The closed phase at the highest concurrency: where a build's CPU per turn reads steadiest
+/// in upstream calls (its rate is the build's own, so the fake upstream batches alike).
+fn top(scenario: &Value) -> Option<&Value> {
+    scenario
+        .get("sweep")?
+        .as_array()?
+        .iter()
+        .filter(|p| p.get("model").and_then(Value::as_str) == Some("closed"))
+        .max_by_key(|p| p.get("concurrency").and_then(Value::as_u64).unwrap_or(0))
+}
 
 /// The stored result at `path`, if it can be read as a report.
 pub fn load(path: &Path) -> Option<Value> {
@@ -141,12 +154,9 @@ pub fn markdown(r: &Report, s: &mut String) {
             let _ = writeln!(s, "| {} | (not in the stored result) | | | |", sc.name);
             continue;
         };
-        let row = Row {
-            saturation: sc.saturation_per_s,
-            half: sc.half.as_ref(),
-        };
-        for (label, now, path, lower_is_better) in METRICS {
-            let (now, then) = (now(&row), at(old, path).and_then(Value::as_f64));
+        let measured = serde_json::to_value(sc).unwrap_or_default();
+        for (label, path, lower_is_better) in METRICS {
+            let (now, then) = (figure(&measured, path), figure(old, path));
             let _ = writeln!(
                 s,
                 "| {} | {label} | {} | {} | {} |",
@@ -219,6 +229,34 @@ mod tests {
         assert_eq!(ratio(Some(1.0), Some(0.0), Some(true)), "–");
         // The machine's speed has no better direction: a slower host is not a regression.
         assert_eq!(ratio(Some(800.0), Some(600.0), None), "1.33");
+    }
+
+    #[test]
+    fn figures_are_read_from_half_load_and_from_the_highest_closed_level() {
+        let scenario = serde_json::json!({
+            "saturation_per_s": 500.0,
+            "half": {"pg_backend_cpu_in_calls": 1.9},
+            "sweep": [
+                {"model": "closed", "concurrency": 128, "pg_backend_cpu_in_calls": 2.6},
+                {"model": "closed", "concurrency": 1, "pg_backend_cpu_in_calls": 1.2},
+                {"model": "closed", "concurrency": 64, "pg_backend_cpu_in_calls": 2.3},
+            ]
+        });
+        assert_eq!(
+            figure(&scenario, &["half", "pg_backend_cpu_in_calls"]),
+            Some(1.9)
+        );
+        assert_eq!(
+            figure(&scenario, &["top", "pg_backend_cpu_in_calls"]),
+            Some(2.6)
+        );
+        assert_eq!(figure(&scenario, &["saturation_per_s"]), Some(500.0));
+        // A stored report from before the calibration has no such figure.
+        assert_eq!(figure(&scenario, &["top", "server_cpu_in_calls"]), None);
+        assert_eq!(
+            figure(&serde_json::json!({"sweep": []}), &["top", "x"]),
+            None
+        );
     }
 
     #[test]
