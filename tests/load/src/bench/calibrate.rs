@@ -10,8 +10,6 @@
 //! second batch more of the fake upstream's writes into each wake-up, so its cost per call
 //! falls and the ratio rises.
 
-use std::time::Duration;
-
 use super::{Ctx, Phase};
 use crate::sys;
 
@@ -23,16 +21,7 @@ pub(super) struct UpstreamMark {
 
 /// The fake upstream's counters now (`None` if its process or its stats could not be read).
 pub(super) async fn mark(ctx: &Ctx) -> Option<UpstreamMark> {
-    let stats: serde_json::Value = ctx
-        .direct_http
-        .get(format!("{}/control/stats", ctx.fake_base))
-        .timeout(Duration::from_secs(5))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
+    let stats = super::ctx::upstream_stats(ctx).await?;
     Some(UpstreamMark {
         served: stats.get("served")?.as_u64()?,
         ticks: sys::cpu_ticks(ctx.fake_pid)?,

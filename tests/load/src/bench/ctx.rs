@@ -105,10 +105,9 @@ pub(crate) fn fd_count(pid: u32) -> Option<usize> {
         .map(|d| d.count())
 }
 
-/// Streams the fake upstream is serving now.
-pub(crate) async fn upstream_active(ctx: &Ctx) -> Option<u64> {
-    let v: serde_json::Value = ctx
-        .direct_http
+/// The fake upstream's counters (`GET /control/stats`).
+pub(crate) async fn upstream_stats(ctx: &Ctx) -> Option<serde_json::Value> {
+    ctx.direct_http
         .get(format!("{}/control/stats", ctx.fake_base))
         .timeout(Duration::from_secs(5))
         .send()
@@ -116,8 +115,12 @@ pub(crate) async fn upstream_active(ctx: &Ctx) -> Option<u64> {
         .ok()?
         .json()
         .await
-        .ok()?;
-    v.get("active").and_then(serde_json::Value::as_u64)
+        .ok()
+}
+
+/// Streams the fake upstream is serving now.
+pub(crate) async fn upstream_active(ctx: &Ctx) -> Option<u64> {
+    upstream_stats(ctx).await?.get("active")?.as_u64()
 }
 
 pub(crate) async fn release(ctx: &Ctx) {
